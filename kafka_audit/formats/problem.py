@@ -1,0 +1,29 @@
+"""Corruption as data: a typed problem found while decoding, at a byte position.
+
+The reader never raises on bad input. Every problem it meets comes back as a
+:class:`Problem` whose ``check`` is a check id of the SPEC catalogue (``crc_mismatch``,
+``truncated_batch``, ...), so that ``kafka_audit.checks`` can turn it into a finding
+without re-deriving what went wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(slots=True)
+class Problem:
+    """One decoding problem.
+
+    ``position`` is the byte position in the segment of the batch (or top-level legacy
+    message) concerned. ``record_index`` is the record's index inside its batch (the
+    KIP-467 ``error_records`` index) for record-level problems, else None.
+    """
+
+    check: str
+    position: int
+    message: str
+    record_index: int | None = None
+    offset: int | None = None
+    details: dict[str, Any] = field(default_factory=dict)

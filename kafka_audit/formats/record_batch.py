@@ -1,0 +1,196 @@
+"""The batch and record model shared by the v0/v1 and v2 decoders.
+
+Follows ``org.apache.kafka.common.record.RecordBatch`` / ``Record``: for magic v2 a
+:class:`RecordBatch` is one DefaultRecordBatch; for magic v0/v1 it is one top-level
+legacy message (a compressed wrapper, or a lone uncompressed message), the unit that
+``AbstractLegacyRecordBatch`` presents as a batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+# org.apache.kafka.common.record.RecordBatch
+MAGIC_VALUE_V0 = 0
+MAGIC_VALUE_V1 = 1
+MAGIC_VALUE_V2 = 2
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+# org.apache.kafka.common.record.Records: offset i64 + size i32 before every batch/message.
+LOG_OVERHEAD = 12
+# Records.HEADER_SIZE_UP_TO_MAGIC: offset, size, and (v2: partitionLeaderEpoch / v0,v1: crc) + magic.
+HEADER_SIZE_UP_TO_MAGIC = 17
+
+# DefaultRecordBatch layout (SPEC section 4).
+V2_RECORD_BATCH_OVERHEAD = 61
+V2_CRC_OFFSET = 17
+V2_ATTRIBUTES_OFFSET = 21
+
+# LegacyRecord layout: crc u32, magic i8, attributes i8, [timestamp i64], key len i32, value len i32.
+LEGACY_RECORD_OVERHEAD_V0 = 14
+LEGACY_RECORD_OVERHEAD_V1 = 22
+
+# Attribute bits (DefaultRecordBatch / LegacyRecord).
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG_MASK = 0x10
+CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40
+
+
+class CompressionType(IntEnum):
+    """org.apache.kafka.common.record.CompressionType ids."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+class TimestampType(IntEnum):
+    """org.apache.kafka.common.record.TimestampType (NO_TIMESTAMP_TYPE is -1 for v0)."""
+
+    NO_TIMESTAMP_TYPE = -1
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+class ControlRecordType(IntEnum):
+    """org.apache.kafka.common.record.ControlRecordType (the KRaft ones live in __cluster_metadata)."""
+
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+def codec_label(codec_id: int) -> str:
+    """Name of a compression codec id, or ``unknown(N)`` for ids Kafka does not define."""
+    try:
+        return CompressionType(codec_id).label
+    except ValueError:
+        return f"unknown({codec_id})"
+
+
+@dataclass(slots=True)
+class Header:
+    key: str
+    value: bytes | None
+
+
+@dataclass(slots=True)
+class Record:
+    """One decoded record.
+
+    ``offset`` is absolute. ``index`` is the record's index inside its batch (KIP-467).
+    ``stored_offset`` is what the bytes say: the v2 offset delta, the v1 inner relative
+    offset, or the v0 inner absolute offset. For v0/v1 inner messages ``magic``,
+    ``attributes`` and ``crc_valid`` are the inner message's own.
+    """
+
+    index: int
+    offset: int
+    stored_offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...] = ()
+    magic: int = MAGIC_VALUE_V2
+    attributes: int = 0
+    crc_valid: bool | None = None
+
+    @property
+    def key_size(self) -> int:
+        return -1 if self.key is None else len(self.key)
+
+    @property
+    def value_size(self) -> int:
+        return -1 if self.value is None else len(self.value)
+
+
+@dataclass(slots=True)
+class RecordBatch:
+    """Header of one v2 batch or one top-level v0/v1 message, with its byte position.
+
+    ``size`` is the whole entry on disk including the 12-byte log overhead.
+    ``record_count`` is the header's count for v2; for v0/v1 it is 1 for a lone
+    message and None for a compressed wrapper until its inner set is decoded.
+    ``last_offset`` is ``base_offset + last_offset_delta`` for v2; for v0/v1 it is the
+    wrapper's (or lone message's) own offset, which Kafka sets to the last inner offset.
+    For v0/v1 ``base_offset`` equals ``last_offset`` until the inner set is decoded.
+    """
+
+    position: int
+    base_offset: int
+    last_offset: int
+    magic: int
+    size: int
+    stored_crc: int
+    crc_valid: bool
+    attributes: int
+    record_count: int | None
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+    last_offset_delta: int = 0
+    base_timestamp: int = NO_TIMESTAMP
+    max_timestamp: int = NO_TIMESTAMP
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    base_sequence: int = NO_SEQUENCE
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & COMPRESSION_CODEC_MASK
+
+    @property
+    def compression(self) -> str:
+        return codec_label(self.codec)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.magic == MAGIC_VALUE_V0:
+            return TimestampType.NO_TIMESTAMP_TYPE
+        return TimestampType.LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return self.magic >= MAGIC_VALUE_V2 and bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return self.magic >= MAGIC_VALUE_V2 and bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.magic >= MAGIC_VALUE_V2 and self.producer_id != NO_PRODUCER_ID
+
+    @property
+    def last_sequence(self) -> int:
+        """DefaultRecordBatch.lastSequence: base sequence + last offset delta, wrapping at 2^31-1."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """DefaultRecordBatch.incrementSequence: sequences wrap from 2^31-1 back to 0."""
+    if sequence > 0x7FFFFFFF - increment:
+        return increment - (0x7FFFFFFF - sequence) - 1
+    return sequence + increment
