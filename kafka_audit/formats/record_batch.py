@@ -97,28 +97,25 @@ class Record:
 
     ``offset`` is absolute. ``index`` is the record's index inside its batch (KIP-467).
     ``stored_offset`` is what the bytes say: the v2 offset delta, the v1 inner relative
-    offset, or the v0 inner absolute offset. For v0/v1 inner messages ``magic``,
-    ``attributes`` and ``crc_valid`` are the inner message's own.
+    offset, or the v0 inner absolute offset. ``key_size``/``value_size`` are -1 for null.
+    ``key``, ``value`` and ``headers`` are only filled when decoding ``with_data`` (dump);
+    the audit reads sizes only. For v0/v1 inner messages ``magic``, ``attributes`` and
+    ``crc_valid`` are the inner message's own; for v2 ``attributes`` is the record's.
     """
 
     index: int
     offset: int
     stored_offset: int
     timestamp: int
-    key: bytes | None
-    value: bytes | None
+    key_size: int
+    value_size: int
+    key: bytes | None = None
+    value: bytes | None = None
     headers: tuple[Header, ...] = ()
+    header_count: int = 0
     magic: int = MAGIC_VALUE_V2
     attributes: int = 0
     crc_valid: bool | None = None
-
-    @property
-    def key_size(self) -> int:
-        return -1 if self.key is None else len(self.key)
-
-    @property
-    def value_size(self) -> int:
-        return -1 if self.value is None else len(self.value)
 
 
 @dataclass(slots=True)

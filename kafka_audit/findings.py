@@ -1,0 +1,100 @@
+"""A finding: one JSON object with the fields of SPEC section 2."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from kafka_audit.errors import CHECKS, SEVERITY_RANK
+from kafka_audit.formats.record_batch import RecordBatch
+
+
+@dataclass(slots=True)
+class Finding:
+    check: str
+    severity: str
+    topic: str | None
+    partition: int | None
+    segment: str | None
+    position: int | None
+    offset: int | None
+    batch_base_offset: int | None
+    batch_last_offset: int | None
+    record_index: int | None
+    producer_id: int | None
+    producer_epoch: int | None
+    sequence: int | None
+    error_code: int | None
+    error_name: str | None
+    client_outcome: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        return cls(**{f.name: data[f.name] for f in fields(cls)})
+
+    @property
+    def sort_key(self) -> tuple:
+        """SPEC section 3: findings are ordered by topic, partition, offset, check."""
+        return (
+            self.topic or "",
+            self.partition if self.partition is not None else -1,
+            self.offset if self.offset is not None else -1,
+            self.check,
+            self.segment or "",
+            self.position if self.position is not None else -1,
+            self.record_index if self.record_index is not None else -1,
+        )
+
+    def at_least(self, severity: str) -> bool:
+        return SEVERITY_RANK[self.severity] >= SEVERITY_RANK[severity]
+
+
+FIELD_NAMES = tuple(f.name for f in fields(Finding))
+
+
+def make_finding(
+    check: str,
+    message: str,
+    *,
+    topic: str | None = None,
+    partition: int | None = None,
+    segment: str | None = None,
+    position: int | None = None,
+    offset: int | None = None,
+    batch: RecordBatch | None = None,
+    record_index: int | None = None,
+    details: dict[str, Any] | None = None,
+) -> Finding:
+    """Build a finding, taking severity, error and client outcome from the catalogue and the
+    batch fields (base/last offset, producer id/epoch, base sequence) from ``batch``."""
+    spec = CHECKS[check]
+    details = dict(details or {})
+    if spec.client_exception:
+        details.setdefault("client_exception", spec.client_exception)
+    has_batch = batch is not None
+    producer = has_batch and batch.magic >= 2
+    return Finding(
+        check=check,
+        severity=spec.severity,
+        topic=topic,
+        partition=partition,
+        segment=segment,
+        position=position if position is not None or not has_batch else batch.position,
+        offset=offset if offset is not None or not has_batch else batch.base_offset,
+        batch_base_offset=batch.base_offset if has_batch else None,
+        batch_last_offset=batch.last_offset if has_batch else None,
+        record_index=record_index,
+        producer_id=batch.producer_id if producer else None,
+        producer_epoch=batch.producer_epoch if producer else None,
+        sequence=batch.base_sequence if producer else None,
+        error_code=spec.error.code if spec.error else None,
+        error_name=spec.error.name if spec.error else None,
+        client_outcome=spec.client_outcome,
+        message=message,
+        details=details,
+    )

@@ -1,0 +1,360 @@
+"""A segment file as a lazy sequence of batches: ``FileRecords`` / ``FileLogInputStream``.
+
+The file is memory-mapped read-only and walked batch by batch; nothing is copied but the
+61-byte v2 header (or legacy message header) of each batch, and the records of one batch
+when they are decoded on demand. Pages already walked are dropped from the process's
+resident set every ``_RELEASE_EVERY`` bytes, so a 1 GiB segment costs a bounded RSS.
+
+Framing follows FileLogInputStream.nextBatch: ``offset i64, size i32`` then the magic byte at
+position 16. Where the framing is broken (a size below the format's minimum, a size that runs
+past the end of the file, bytes that end inside a header) the walk reports the problem and
+stops, as Kafka's log recovery truncates there. A batch whose framing holds but whose CRC or
+magic is wrong is reported and skipped by its size, so the batches after it are still audited.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import crc32c
+
+from kafka_audit.formats.compression import DecompressionError, decompress
+from kafka_audit.formats.default_record import decode_records
+from kafka_audit.formats.legacy_record import (
+    batch_from_message,
+    decode_legacy_batch,
+    parse_message,
+    record_overhead,
+)
+from kafka_audit.formats.problem import Problem
+from kafka_audit.formats.record_batch import (
+    LEGACY_RECORD_OVERHEAD_V0,
+    LOG_OVERHEAD,
+    MAGIC_VALUE_V0,
+    MAGIC_VALUE_V1,
+    MAGIC_VALUE_V2,
+    TIMESTAMP_TYPE_MASK,
+    V2_ATTRIBUTES_OFFSET,
+    V2_RECORD_BATCH_OVERHEAD,
+    Record,
+    RecordBatch,
+)
+
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount.
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+_OFFSET_SIZE = struct.Struct(">qi")
+
+# Drop walked pages from the resident set this often (bytes).
+_RELEASE_EVERY = 64 * 1024 * 1024
+# A walk that meets this many framing problems in a row stops: the rest is not a log.
+_MAX_CONSECUTIVE_FRAMING_PROBLEMS = 2
+# Decompression-bomb cap: a batch may inflate to 64 times its size on disk, and always to 64 MiB.
+_MIN_DECOMPRESSED_CAP = 64 * 1024 * 1024
+_DECOMPRESSION_RATIO_CAP = 64
+
+
+def max_decompressed_size(batch: RecordBatch) -> int:
+    """The most bytes a batch's payload may decompress to before it is treated as a bomb."""
+    return max(_MIN_DECOMPRESSED_CAP, _DECOMPRESSION_RATIO_CAP * batch.size)
+
+
+def iter_batches(buf, start: int = 0, stop: int | None = None, end: int | None = None) -> Iterator[RecordBatch | Problem]:
+    """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
+
+    ``buf`` is any buffer (mmap, bytes). Batches may extend past ``stop`` (a byte-range split
+    ends at a batch boundary of its own) but not past ``end``, the file's size. A batch with
+    a bad CRC is yielded (``crc_valid`` False) after its ``crc_mismatch`` problem.
+    """
+    end = len(buf) if end is None else end
+    stop = end if stop is None else min(stop, end)
+    pos = start
+    framing_problems = 0
+    while pos < stop:
+        remaining = end - pos
+        if remaining < LOG_OVERHEAD + 5:
+            # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
+            yield _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)")
+            return
+        base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+        magic = buf[pos + 16]
+        if size < LEGACY_RECORD_OVERHEAD_V0:
+            yield _tail_problem(
+                buf,
+                pos,
+                end,
+                f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
+                check="invalid_batch_size",
+                details={"size": size},
+            )
+            return
+        if size > remaining - LOG_OVERHEAD:
+            yield _tail_problem(
+                buf,
+                pos,
+                end,
+                f"Batch size {size} at position {pos} runs past the end of the file "
+                f"({remaining - LOG_OVERHEAD} bytes left)",
+                details={"size": size, "bytes_left": remaining - LOG_OVERHEAD},
+            )
+            return
+        entry_size = LOG_OVERHEAD + size
+        if magic > MAGIC_VALUE_V2:
+            yield Problem(
+                "unknown_magic",
+                pos,
+                f"Unknown magic byte {magic} in the batch at offset {base_offset}",
+                offset=base_offset,
+                details={"magic": magic},
+            )
+            framing_problems += 1
+            if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
+                yield _unread_problem(pos + entry_size, end)
+                return
+            pos += entry_size
+            continue
+        if magic == MAGIC_VALUE_V2:
+            if size < V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
+                yield _too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
+                return
+            batch = _v2_batch(buf, pos, size)
+        else:
+            overhead = record_overhead(magic)
+            if size < overhead:
+                yield _too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
+                return
+            message = parse_message(buf, pos, pos + entry_size)
+            if isinstance(message, str):
+                yield Problem("invalid_batch_size", pos, message, offset=base_offset, details={"size": size})
+                framing_problems += 1
+                if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
+                    yield _unread_problem(pos + entry_size, end)
+                    return
+                pos += entry_size
+                continue
+            batch = batch_from_message(message, pos)
+        framing_problems = 0
+        if not batch.crc_valid:
+            yield Problem(
+                "crc_mismatch",
+                pos,
+                _crc_message(buf, batch),
+                offset=batch.base_offset,
+                details={"stored_crc": batch.stored_crc},
+            )
+        yield batch
+        pos += entry_size
+
+
+def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
+    (
+        base_offset,
+        _,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    ) = _V2_HEADER.unpack_from(buf, pos)
+    end = pos + LOG_OVERHEAD + size
+    crc_valid = crc32c.crc32c(memoryview(buf)[pos + V2_ATTRIBUTES_OFFSET : end]) == crc
+    return RecordBatch(
+        position=pos,
+        base_offset=base_offset,
+        last_offset=base_offset + last_offset_delta,
+        magic=magic,
+        size=LOG_OVERHEAD + size,
+        stored_crc=crc,
+        crc_valid=crc_valid,
+        attributes=attributes & 0xFFFF,
+        record_count=record_count,
+        partition_leader_epoch=leader_epoch,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+    )
+
+
+def _crc_message(buf, batch: RecordBatch) -> str:
+    """DefaultRecordBatch.ensureValid / LegacyRecord.ensureValid wording."""
+    start = batch.position + (V2_ATTRIBUTES_OFFSET if batch.magic == MAGIC_VALUE_V2 else LOG_OVERHEAD + 4)
+    view = memoryview(buf)[start : batch.position + batch.size]
+    if batch.magic == MAGIC_VALUE_V2:
+        computed = crc32c.crc32c(view)
+        return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {computed})"
+    return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {zlib.crc32(view)})"
+
+
+def _too_small(pos: int, base_offset: int, size: int, overhead: int) -> Problem:
+    return Problem(
+        "invalid_batch_size",
+        pos,
+        f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than the minimum "
+        f"allowed overhead {overhead})",
+        offset=base_offset,
+        details={"size": size},
+    )
+
+
+def _is_zero(buf, start: int, end: int) -> bool:
+    view = memoryview(buf)
+    chunk = 1 << 20
+    zeros = bytes(min(chunk, end - start))
+    for at in range(start, end, chunk):
+        part = view[at : min(at + chunk, end)]
+        if part != zeros[: len(part)]:
+            return False
+    return True
+
+
+def _tail_problem(
+    buf, pos: int, end: int, message: str, check: str = "truncated_batch", details: dict | None = None
+) -> Problem:
+    """A problem that ends the walk; a tail of zeros (preallocated segment, torn write) says so."""
+    details = dict(details or {})
+    if _is_zero(buf, pos, end):
+        return Problem(
+            "truncated_batch",
+            pos,
+            f"File ends in {end - pos} zero bytes after the last batch (preallocated segment or "
+            f"a crash before the data reached the disk)",
+            details={"zero_filled_bytes": end - pos},
+        )
+    details["unread_bytes"] = end - pos
+    return Problem(check, pos, message, details=details)
+
+
+def _unread_problem(pos: int, end: int) -> Problem:
+    return Problem(
+        "truncated_batch",
+        pos,
+        f"Stopped after repeated framing errors: {end - pos} bytes at the end of the file are not audited",
+        details={"unread_bytes": end - pos},
+    )
+
+
+@dataclass(slots=True)
+class BatchRecords:
+    """The records of one batch and the problems met decoding them."""
+
+    records: list[Record]
+    problems: list[Problem] = field(default_factory=list)
+
+
+def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
+    """Decode a batch's records on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterator).
+
+    Problems: ``decompression_failed`` for an unknown codec or a payload that does not
+    decompress (or inflates past :func:`max_decompressed_size`), ``non_monotonic_offsets``
+    when the records present disagree with the header's record count, ``truncated_batch``
+    for a v0/v1 inner message set that ends early, ``crc_mismatch`` for bad inner messages.
+    """
+    if batch.magic in (MAGIC_VALUE_V0, MAGIC_VALUE_V1):
+        legacy = decode_legacy_batch(buf, batch, with_data, max_decompressed_size(batch))
+        return BatchRecords(legacy.records, legacy.problems)
+
+    payload = memoryview(buf)[batch.position + V2_RECORD_BATCH_OVERHEAD : batch.position + batch.size]
+    if batch.codec:
+        try:
+            data = decompress(batch.codec, payload, MAGIC_VALUE_V2, max_decompressed_size(batch))
+        except DecompressionError as exc:
+            return BatchRecords(
+                [],
+                [
+                    Problem(
+                        "decompression_failed",
+                        batch.position,
+                        str(exc),
+                        offset=batch.base_offset,
+                        details={"codec": batch.compression},
+                    )
+                ],
+            )
+    else:
+        data = bytes(payload)
+    log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
+    decoded = decode_records(
+        data, batch.base_offset, batch.base_timestamp, batch.record_count or 0, log_append_time, with_data
+    )
+    problems = []
+    if decoded.error is not None:
+        problems.append(
+            Problem(
+                "non_monotonic_offsets",
+                batch.position,
+                decoded.error,
+                record_index=decoded.error_index,
+                offset=batch.base_offset + (decoded.error_index or 0),
+                details={"record_count": batch.record_count, "records_read": len(decoded.records)},
+            )
+        )
+    return BatchRecords(decoded.records, problems)
+
+
+class FileRecords:
+    """A read-only, memory-mapped segment file (FileRecords).
+
+    Use as a context manager. ``batches()`` walks the file; ``records(batch)`` decodes one
+    batch. Pages already walked are released from the resident set as the walk goes on.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._file = open(self.path, "rb")
+        self.size = os.fstat(self._file.fileno()).st_size
+        self._map: mmap.mmap | bytes
+        if self.size:
+            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+        else:
+            self._map = b""
+
+    def __enter__(self) -> "FileRecords":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if isinstance(self._map, mmap.mmap):
+            self._map.close()
+        self._file.close()
+
+    @property
+    def buffer(self):
+        return self._map
+
+    def batches(self, start: int = 0, stop: int | None = None) -> Iterator[RecordBatch | Problem]:
+        """The batches starting in ``[start, stop)`` and the problems met, in file order."""
+        released = start
+        for item in iter_batches(self._map, start, stop, self.size):
+            yield item
+            if item.position - released >= _RELEASE_EVERY:
+                self._release(released, item.position)
+                released = item.position
+
+    def records(self, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
+        return read_batch_records(self._map, batch, with_data)
+
+    def _release(self, start: int, stop: int) -> None:
+        """madvise(MADV_DONTNEED) the walked pages: they leave RSS and stay in the page cache."""
+        if not isinstance(self._map, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        page = mmap.PAGESIZE
+        first = (start // page) * page
+        length = ((stop - first) // page) * page
+        if length > 0:
+            self._map.madvise(mmap.MADV_DONTNEED, first, length)
