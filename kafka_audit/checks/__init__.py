@@ -1,0 +1,1 @@
+"""Record rules (LogValidator) and producer-state replay (ProducerStateManager): pure, per partition."""

@@ -1,0 +1,78 @@
+"""The compact per-batch summary that the producer-state replay consumes.
+
+The segment audit emits one summary per batch; Spark shuffles them by (topic, partition) and
+sorts them by offset, and the replay walks them in that order. A NamedTuple pickles small.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from kafka_audit.formats.control_record import ControlRecord
+from kafka_audit.formats.record_batch import RecordBatch
+
+NO_CONTROL_TYPE = -1
+
+
+class BatchSummary(NamedTuple):
+    topic: str
+    partition: int
+    segment: str
+    segment_base_offset: int
+    position: int
+    base_offset: int
+    last_offset: int
+    magic: int
+    # False when the batch is corrupt (bad CRC, undecodable): its producer fields are not trusted.
+    valid: bool
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    is_transactional: bool
+    is_control: bool
+    # ControlRecordType id of a control batch's record (NO_CONTROL_TYPE otherwise / when malformed).
+    control_type: int
+    coordinator_epoch: int
+    max_timestamp: int
+    record_count: int
+    size: int
+
+    @property
+    def is_transaction_marker(self) -> bool:
+        return self.is_control and self.control_type in (0, 1)
+
+    @classmethod
+    def of(
+        cls,
+        topic: str,
+        partition: int,
+        segment: str,
+        segment_base_offset: int,
+        batch: RecordBatch,
+        valid: bool,
+        control: ControlRecord | None,
+    ) -> "BatchSummary":
+        marker_ok = control is not None and control.error is None
+        return cls(
+            topic,
+            partition,
+            segment,
+            segment_base_offset,
+            batch.position,
+            batch.base_offset,
+            batch.last_offset,
+            batch.magic,
+            valid,
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence,
+            batch.last_sequence,
+            batch.is_transactional,
+            batch.is_control,
+            control.type if marker_ok and control.type is not None else NO_CONTROL_TYPE,
+            control.coordinator_epoch if marker_ok and control.coordinator_epoch is not None else -1,
+            batch.max_timestamp,
+            batch.record_count or 0,
+            batch.size,
+        )

@@ -1,0 +1,55 @@
+"""Control records: ``ControlRecordType`` keys and ``EndTransactionMarker`` values.
+
+A control batch holds exactly one control record. Its key is ``version i16, type i16``
+(version 0; types 0 ABORT, 1 COMMIT, 2-6 KRaft). An ABORT/COMMIT marker's value is
+``version i16, coordinatorEpoch i32`` (EndTransactionMarker; version 0, later versions may
+append fields, which Kafka ignores).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from kafka_audit.formats.record_batch import ControlRecordType, Record
+
+_KEY = struct.Struct(">hh")
+_MARKER = struct.Struct(">hi")
+CURRENT_CONTROL_KEY_VERSION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ControlRecord:
+    """The decoded control record, or ``error`` saying why it is not a well-formed one."""
+
+    version: int | None = None
+    type: int | None = None
+    coordinator_epoch: int | None = None
+    error: str | None = None
+
+    @property
+    def is_transaction_marker(self) -> bool:
+        return self.error is None and self.type in (ControlRecordType.ABORT, ControlRecordType.COMMIT)
+
+
+def parse_control_record(record: Record) -> ControlRecord:
+    """ControlRecordType.parse and EndTransactionMarker.deserialize, without raising."""
+    key = record.key
+    if key is None or len(key) < _KEY.size:
+        return ControlRecord(error=f"Invalid control record key of {record.key_size} bytes")
+    version, type_id = _KEY.unpack_from(key)
+    if version != CURRENT_CONTROL_KEY_VERSION:
+        return ControlRecord(version, type_id, error=f"Unknown control record key version {version}")
+    if type_id not in ControlRecordType._value2member_map_:
+        return ControlRecord(version, type_id, error=f"Unknown control record type {type_id}")
+    if type_id not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return ControlRecord(version, type_id)
+    value = record.value
+    if value is None or len(value) < _MARKER.size:
+        return ControlRecord(
+            version, type_id, error=f"Invalid transaction marker value of {record.value_size} bytes"
+        )
+    marker_version, coordinator_epoch = _MARKER.unpack_from(value)
+    if marker_version < 0:
+        return ControlRecord(version, type_id, error=f"Invalid transaction marker version {marker_version}")
+    return ControlRecord(version, type_id, coordinator_epoch)
