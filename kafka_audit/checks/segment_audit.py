@@ -1,0 +1,181 @@
+"""The audit of one segment (or one byte range of it): the work of one Spark task.
+
+Walks the batches, turns decoding problems into findings, re-runs the record rules of
+:mod:`kafka_audit.checks.log_validator` on every batch whose CRC holds, and streams a
+:class:`BatchSummary` per batch for the partition-level replay. Nothing is kept per batch:
+findings and summaries are yielded as they are found, counts are accumulated in ``stats``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from kafka_audit.checks.batch_summary import BatchSummary
+from kafka_audit.checks.log_validator import (
+    ValidationConfig,
+    validate_batch_header,
+    validate_control_batch,
+    validate_records,
+)
+from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats.file_records import FileRecords
+from kafka_audit.formats.problem import Problem
+from kafka_audit.formats.record_batch import RecordBatch
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentTask:
+    """One unit of parsing work: a segment file, or the batches starting in ``[start, stop)``.
+
+    ``segment`` is the path shown in findings (relative to the PATH that found it);
+    ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the file's
+    modification time, the default reference time for timestamp checks.
+    """
+
+    topic: str
+    partition: int
+    path: str
+    segment: str
+    base_offset: int
+    state: str = "live"
+    mtime_ms: int = 0
+    size: int = 0
+    start: int = 0
+    stop: int | None = None
+
+
+@dataclass(slots=True)
+class SegmentStats:
+    """Counts for the summary panel; merged across tasks with :meth:`merge`."""
+
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    formats: Counter = field(default_factory=Counter)
+    codecs: Counter = field(default_factory=Counter)
+    notes: list[str] = field(default_factory=list)
+
+    def merge(self, other: "SegmentStats") -> "SegmentStats":
+        self.segments += other.segments
+        self.batches += other.batches
+        self.records += other.records
+        self.bytes += other.bytes
+        self.formats.update(other.formats)
+        self.codecs.update(other.codecs)
+        self.notes.extend(other.notes)
+        return self
+
+
+class SegmentAuditor:
+    """Iterate :meth:`run` for the findings and summaries of one task; read ``stats`` after."""
+
+    def __init__(self, task: SegmentTask, config: ValidationConfig, reference_time: int | None = None) -> None:
+        self.task = task
+        self.config = config
+        # SPEC: the reference time defaults to the segment file's modification time.
+        self.reference_time = reference_time if reference_time is not None else task.mtime_ms
+        self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
+        self.topic_partition = f"{task.topic}-{task.partition}"
+
+    def run(self) -> Iterator[Finding | BatchSummary]:
+        task = self.task
+        try:
+            segment = FileRecords(task.path)
+        except OSError as exc:
+            self.stats.notes.append(f"skipped {task.segment}: cannot read ({exc.strerror or exc})")
+            return
+        with segment:
+            self.stats.bytes += _bytes_in_range(segment.size, task.start, task.stop)
+            pending: list[Problem] = []
+            for item in segment.batches(task.start, task.stop):
+                if isinstance(item, Problem):
+                    if item.check == "crc_mismatch":
+                        pending.append(item)  # its batch follows at once
+                    else:
+                        yield self._finding(item, None)
+                    continue
+                for problem in pending:
+                    yield self._finding(problem, item)
+                pending.clear()
+                yield from self._audit_batch(segment, item)
+
+    def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> Iterator[Finding | BatchSummary]:
+        stats = self.stats
+        stats.batches += 1
+        stats.formats[f"v{batch.magic}"] += 1
+        stats.codecs[batch.compression] += 1
+        control = None
+        valid = batch.crc_valid
+        if valid:
+            decoded = segment.records(batch, with_data=batch.is_control)
+            stats.records += len(decoded.records)
+            for problem in decoded.problems:
+                yield self._finding(problem, batch)
+            violations = validate_batch_header(batch, self.topic_partition, self.config)
+            if batch.is_control:
+                control_violations, control = validate_control_batch(batch, decoded.records)
+                violations += control_violations
+            violations += validate_records(
+                batch, decoded.records, self.task.topic, self.topic_partition, self.config, self.reference_time
+            )
+            for violation in violations:
+                yield make_finding(
+                    violation.check,
+                    violation.message,
+                    topic=self.task.topic,
+                    partition=self.task.partition,
+                    segment=self.task.segment,
+                    offset=violation.offset,
+                    batch=batch,
+                    record_index=violation.record_index,
+                    details=self._details(violation.details),
+                )
+            # A batch whose records cannot be read back is not trusted for the replay either.
+            valid = not any(p.check == "decompression_failed" for p in decoded.problems)
+        yield BatchSummary.of(
+            self.task.topic,
+            self.task.partition,
+            self.task.segment,
+            self.task.base_offset,
+            batch,
+            valid,
+            control,
+        )
+
+    def _finding(self, problem: Problem, batch: RecordBatch | None) -> Finding:
+        return make_finding(
+            problem.check,
+            problem.message,
+            topic=self.task.topic,
+            partition=self.task.partition,
+            segment=self.task.segment,
+            position=problem.position,
+            offset=problem.offset,
+            batch=batch,
+            record_index=problem.record_index,
+            details=self._details(problem.details),
+        )
+
+    def _details(self, details: dict) -> dict:
+        if self.task.state != "live":
+            return {**details, "segment_state": self.task.state}
+        return details
+
+
+def _bytes_in_range(size: int, start: int, stop: int | None) -> int:
+    return max(0, min(size, size if stop is None else stop) - start)
+
+
+def audit_segment(
+    task: SegmentTask, config: ValidationConfig, reference_time: int | None = None
+) -> tuple[list[Finding], list[BatchSummary], SegmentStats]:
+    """Audit a task into lists (for tests and small inputs; Spark streams :meth:`SegmentAuditor.run`)."""
+    auditor = SegmentAuditor(task, config, reference_time)
+    findings: list[Finding] = []
+    summaries: list[BatchSummary] = []
+    for item in auditor.run():
+        (summaries if isinstance(item, BatchSummary) else findings).append(item)
+    return findings, summaries, auditor.stats
