@@ -91,6 +91,7 @@ def iter_batches(buf, start: int = 0, stop: int | None = None, end: int | None =
                 f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
                 check="invalid_batch_size",
                 details={"size": size},
+                offset=base_offset,
             )
             return
         if size > remaining - LOG_OVERHEAD:
@@ -101,6 +102,7 @@ def iter_batches(buf, start: int = 0, stop: int | None = None, end: int | None =
                 f"Batch size {size} at position {pos} runs past the end of the file "
                 f"({remaining - LOG_OVERHEAD} bytes left)",
                 details={"size": size, "bytes_left": remaining - LOG_OVERHEAD},
+                offset=base_offset,
             )
             return
         entry_size = LOG_OVERHEAD + size
@@ -222,7 +224,13 @@ def _is_zero(buf, start: int, end: int) -> bool:
 
 
 def _tail_problem(
-    buf, pos: int, end: int, message: str, check: str = "truncated_batch", details: dict | None = None
+    buf,
+    pos: int,
+    end: int,
+    message: str,
+    check: str = "truncated_batch",
+    details: dict | None = None,
+    offset: int | None = None,
 ) -> Problem:
     """A problem that ends the walk; a tail of zeros (preallocated segment, torn write) says so."""
     details = dict(details or {})
@@ -235,7 +243,7 @@ def _tail_problem(
             details={"zero_filled_bytes": end - pos},
         )
     details["unread_bytes"] = end - pos
-    return Problem(check, pos, message, details=details)
+    return Problem(check, pos, message, offset=offset, details=details)
 
 
 def _unread_problem(pos: int, end: int) -> Problem:
@@ -303,6 +311,25 @@ def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> Batch
             )
         )
     return BatchRecords(decoded.records, problems)
+
+
+def split_points(buf, end: int, every: int) -> list[int]:
+    """Batch start positions about ``every`` bytes apart, for splitting one file into ranges.
+
+    Hops from batch to batch reading only the 12-byte log overhead of each (no CRC, no
+    records), as FileLogInputStream does; where the framing breaks, the last range simply
+    runs to the end of the file and its task reports the problem.
+    """
+    points = [0]
+    pos = 0
+    while pos + LOG_OVERHEAD <= end:
+        _, size = _OFFSET_SIZE.unpack_from(buf, pos)
+        if size < LEGACY_RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
+            break
+        pos += LOG_OVERHEAD + size
+        if pos - points[-1] >= every and pos < end:
+            points.append(pos)
+    return points
 
 
 class FileRecords:

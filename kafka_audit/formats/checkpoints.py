@@ -1,0 +1,135 @@
+"""Text sidecars of a log dir: ``CheckpointFile`` formats and ``meta.properties``.
+
+- ``*-offset-checkpoint`` (``OffsetCheckpointFile``): ``version`` (0), ``count``, then
+  ``topic partition offset`` lines: ``log-start-offset-checkpoint``,
+  ``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint`` (the high watermark),
+  ``cleaner-offset-checkpoint``.
+- ``leader-epoch-checkpoint`` (``LeaderEpochCheckpointFile``): ``version`` (0), ``count``, then
+  ``epoch startOffset`` lines.
+- ``meta.properties`` (``MetaProperties``) and ``partition.metadata`` (``PartitionMetadataFile``):
+  ``key=value`` / ``key: value`` lines.
+
+``CheckpointFile.read`` fails the whole file on a malformed line or a count that disagrees with
+the lines present ("Expected N entries in checkpoint file ..."); here the good lines are kept and
+each problem is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar
+
+CHECKPOINT_VERSION = 0
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+META_PROPERTIES = "meta.properties"
+PARTITION_METADATA = "partition.metadata"
+OFFSET_CHECKPOINTS = (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT,
+)
+# A problem in these files is a note of the scan, reported under no check of its own.
+_CHECK = "index_mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionOffset:
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    key: str
+    value: str
+
+
+def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries) -> list[list[str]]:
+    """The entry lines of a CheckpointFile, each split into ``fields`` fields."""
+    lines = text.splitlines()
+    if len(lines) < 2:
+        result.add_problem(_CHECK, 0, f"Checkpoint file {name} is truncated: no version and count lines")
+        return []
+    version, count = lines[0].strip(), lines[1].strip()
+    if version != str(CHECKPOINT_VERSION):
+        result.add_problem(_CHECK, 0, f"Unrecognized version of the checkpoint file {name}: {version}")
+        return []
+    entries = []
+    for number, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != fields or not all(_is_int(p) for p in parts[-2:]):
+            result.add_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {line!r}")
+            continue
+        entries.append(parts)
+    if not _is_int(count) or int(count) != len(entries):
+        result.add_problem(
+            _CHECK, 1, f"Expected {count} entries in checkpoint file {name}, but found {len(entries)}"
+        )
+    return entries
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _decode(data: bytes, name: str, result: SidecarEntries) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if "\ufffd" in text:
+        result.add_problem(_CHECK, 0, f"{name} is not UTF-8 text")
+    return text
+
+
+def parse_offset_checkpoint(data: bytes, name: str = "offset checkpoint") -> SidecarEntries:
+    result = SidecarEntries([], [])
+    for topic, partition, offset in _checkpoint_lines(_decode(data, name, result), name, 3, result):
+        result.entries.append(TopicPartitionOffset(topic, int(partition), int(offset)))
+    return result
+
+
+def parse_leader_epoch_checkpoint(data: bytes, name: str = LEADER_EPOCH_CHECKPOINT) -> SidecarEntries:
+    result = SidecarEntries([], [])
+    for epoch, offset in _checkpoint_lines(_decode(data, name, result), name, 2, result):
+        result.entries.append(EpochEntry(int(epoch), int(offset)))
+    return result
+
+
+def parse_properties(data: bytes, name: str = META_PROPERTIES) -> SidecarEntries:
+    """``java.util.Properties`` text (``key=value``; comments ``#``/``!``) and ``key: value``."""
+    result = SidecarEntries([], [])
+    for number, raw in enumerate(_decode(data, name, result).splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut <= 0:
+            result.add_problem(_CHECK, number, f"Malformed line {number} in {name}: {raw!r}")
+            continue
+        result.entries.append(Property(line[:cut].strip(), line[cut + 1 :].strip()))
+    return result
+
+
+def read_offset_checkpoint(path: str) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_offset_checkpoint(data, path))
+
+
+def read_leader_epoch_checkpoint(path: str) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_leader_epoch_checkpoint(data, path))
+
+
+def read_properties(path: str) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_properties(data, path))

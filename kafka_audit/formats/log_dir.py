@@ -1,0 +1,332 @@
+"""Finding the segments and sidecars under the paths a user gives: ``LogManager`` / ``LocalLog``.
+
+A PATH may be a broker log dir (holding ``<topic>-<partition>/`` folders), one partition folder,
+one ``.log`` file, or any tree holding those; trees are walked recursively, following symbolic
+links once (a loop is noted, not followed forever). Names follow Kafka:
+
+- partition folders ``<topic>-<partition>`` (``UnifiedLog.parseTopicPartitionName``: the
+  partition is the digits after the last ``-``, topics may hold ``-`` and ``.``), and the
+  ``<topic>-<partition>.<uuid>-delete`` / ``-future`` / ``-stray`` folders of a topic being
+  deleted, a replica being moved between log dirs (ALTER_REPLICA_LOG_DIRS), or a KRaft stray;
+- segment files ``<20-digit base offset>.log`` (``LogFileUtils``), with ``.deleted`` (being
+  deleted), ``.cleaned`` and ``.swap`` (log cleaner) suffixes, and a tiered-storage copy's
+  ``<20-digit offset>-<segment id>.log``;
+- sidecars beside a segment: ``.index``, ``.timeindex``, ``.txnindex`` (same suffix state), the
+  partition's ``.snapshot`` files, and the log dir's checkpoint files.
+
+Discovery reads directory entries and ``stat`` only; the checkpoint files are read because they
+are tiny. Nothing here raises on a bad path: what cannot be read becomes a note.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_audit.formats.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    OFFSET_CHECKPOINTS,
+    PARTITION_METADATA,
+    META_PROPERTIES,
+    read_offset_checkpoint,
+)
+
+LIVE, DELETED, CLEANED, SWAP = "live", "deleted", "cleaned", "swap"
+_STATE_SUFFIXES = {".deleted": DELETED, ".cleaned": CLEANED, ".swap": SWAP}
+_SIDECAR_SUFFIXES = (".index", ".timeindex", ".txnindex")
+_BASE_OFFSET = re.compile(r"^(\d{20})(?:-[A-Za-z0-9_-]+)?$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# UnifiedLog: "<topic>-<partition>.<uniqueId>-delete", "-future" and "-stray" folders.
+_SPECIAL_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<uid>[A-Za-z0-9_-]+)-(?P<kind>delete|future|stray)$")
+# Files Kafka keeps in a log dir or partition folder that are neither segments nor read here.
+_KNOWN_OTHER_FILES = frozenset(
+    {
+        ".lock",
+        "bootstrap.checkpoint",
+        "quorum-state",
+        "kraft.version",
+        LEADER_EPOCH_CHECKPOINT,
+        PARTITION_METADATA,
+        META_PROPERTIES,
+        *OFFSET_CHECKPOINTS,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """One segment file. ``path`` is what to open; ``display_path`` what findings show
+    (relative to the PATH that found it). Sidecar paths are None where absent."""
+
+    path: str
+    display_path: str
+    base_offset: int
+    state: str
+    size: int
+    mtime_ms: int
+    index: str | None = None
+    time_index: str | None = None
+    txn_index: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFile:
+    path: str
+    display_path: str
+    offset: int
+
+
+@dataclass(slots=True)
+class PartitionDir:
+    """One replica's folder. ``key`` tells replicas of the same partition apart (two brokers'
+    log dirs scanned together); ``kind`` is ``live``, ``delete``, ``future`` or ``stray``."""
+
+    topic: str
+    partition: int
+    path: str
+    display_path: str
+    kind: str = LIVE
+    segments: list[SegmentFile] = field(default_factory=list)
+    snapshots: list[SnapshotFile] = field(default_factory=list)
+    checkpointed_log_start: int | None = None
+    leader_epoch_checkpoint: str | None = None
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.topic, self.partition, self.display_path)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(slots=True)
+class Discovery:
+    """Everything found under the paths, and notes on what was skipped and why."""
+
+    paths: list[str]
+    partitions: list[PartitionDir] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def segment_count(self) -> int:
+        return sum(len(p.segments) for p in self.partitions)
+
+
+def parse_base_offset(name: str) -> int | None:
+    """The base offset in a segment or sidecar file name, or None when it has none."""
+    stem = name.split(".", 1)[0]
+    match = _BASE_OFFSET.match(stem)
+    return int(match.group(1)) if match else None
+
+
+def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
+    """``(topic, partition, kind)`` of a partition folder name, or None."""
+    special = _SPECIAL_DIR.match(name)
+    if special:
+        return special.group("topic"), int(special.group("partition")), special.group("kind")
+    match = _PARTITION_DIR.match(name)
+    if match:
+        return match.group("topic"), int(match.group("partition")), LIVE
+    return None
+
+
+def segment_state(name: str) -> tuple[str, str] | None:
+    """For a segment file name, ``(state, suffix)`` (``live`` and ``""`` for a plain ``.log``)."""
+    for suffix, state in _STATE_SUFFIXES.items():
+        if name.endswith(".log" + suffix):
+            return state, suffix
+    if name.endswith(".log"):
+        return LIVE, ""
+    return None
+
+
+def discover(
+    paths: Iterable[str], topics: Iterable[str] | None = None, partitions: Iterable[int] | None = None
+) -> Discovery:
+    """Find every partition folder and segment under ``paths``, restricted to ``topics`` /
+    ``partitions`` when given."""
+    walker = _Walker(set(topics) if topics else None, set(partitions) if partitions is not None else None)
+    discovery = Discovery(paths=[str(p) for p in paths])
+    for path in discovery.paths:
+        walker.walk_root(path)
+    discovery.partitions = sorted(walker.partitions.values(), key=lambda p: (p.topic, p.partition, p.display_path))
+    discovery.notes = walker.notes
+    for partition in discovery.partitions:
+        partition.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.display_path))
+        partition.snapshots.sort(key=lambda s: s.offset)
+    return discovery
+
+
+class _Walker:
+    def __init__(self, topics: set[str] | None, partitions: set[int] | None) -> None:
+        self.topics = topics
+        self.partition_filter = partitions
+        self.partitions: dict[str, PartitionDir] = {}
+        self.filtered_out: set[str] = set()
+        self.notes: list[str] = []
+        self.visited_dirs: set[tuple[int, int]] = set()
+        self.seen_files: set[str] = set()
+        self.log_start_cache: dict[str, dict[tuple[str, int], int]] = {}
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def walk_root(self, root: str) -> None:
+        try:
+            info = os.stat(root)
+        except OSError as exc:
+            self.note(f"skipped {root}: {exc.strerror or exc}")
+            return
+        if stat.S_ISDIR(info.st_mode):
+            self._walk_dir(root, root)
+        elif stat.S_ISREG(info.st_mode):
+            real = os.path.realpath(root)
+            folder = os.path.dirname(real)
+            self._add_file(folder, os.path.basename(real), root, root, explicit=True)
+        else:
+            self.note(f"skipped {root}: not a regular file or directory")
+
+    def _walk_dir(self, directory: str, root: str) -> None:
+        try:
+            info = os.stat(directory)
+        except OSError as exc:
+            self.note(f"skipped {self._display(directory, root)}: {exc.strerror or exc}")
+            return
+        identity = (info.st_dev, info.st_ino)
+        if identity in self.visited_dirs:
+            if os.path.islink(directory):
+                self.note(f"skipped {self._display(directory, root)}: symbolic link to a folder already scanned")
+            return
+        self.visited_dirs.add(identity)
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            self.note(f"skipped {self._display(directory, root)}: {exc.strerror or exc}")
+            return
+        subdirs = []
+        files = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+                is_file = entry.is_file(follow_symlinks=True)
+            except OSError:
+                is_dir = is_file = False
+            if is_dir:
+                subdirs.append(entry.path)
+            elif is_file:
+                files.append(entry.name)
+            elif entry.is_symlink():
+                self.note(f"skipped {self._display(entry.path, root)}: broken symbolic link")
+        for name in files:
+            self._add_file(directory, name, os.path.join(directory, name), root, explicit=False)
+        for sub in subdirs:
+            self._walk_dir(sub, root)
+
+    def _display(self, path: str, root: str) -> str:
+        if os.path.isdir(root):
+            rel = os.path.relpath(path, root)
+            return path if rel == "." else rel
+        return path
+
+    def _add_file(self, folder: str, name: str, path: str, root: str, explicit: bool) -> None:
+        state = segment_state(name)
+        snapshot = name.endswith(".snapshot")
+        if state is None and not snapshot:
+            if explicit:
+                kind = "sidecar file" if self._is_sidecar(name) else "file"
+                self.note(f"skipped {path}: a {kind}, not a Kafka segment (.log)")
+            elif parse_partition_dir(os.path.basename(folder)) and not self._is_sidecar(name):
+                self.note(f"skipped {self._display(path, root)}: not a Kafka segment or sidecar file")
+            return
+        base_offset = parse_base_offset(name)
+        if base_offset is None:
+            if state is not None and (explicit or parse_partition_dir(os.path.basename(folder))):
+                self.note(
+                    f"skipped {self._display(path, root) if not explicit else path}: "
+                    f"not a segment (its name is not a 20-digit base offset)"
+                )
+            return
+        real = os.path.realpath(path)
+        if real in self.seen_files:
+            return
+        partition = self._partition(folder, root)
+        if partition is None:
+            return
+        self.seen_files.add(real)
+        display = self._display(path, root)
+        if snapshot:
+            partition.snapshots.append(SnapshotFile(path, display, base_offset))
+            return
+        try:
+            info = os.stat(path)
+        except OSError as exc:
+            self.note(f"skipped {display}: {exc.strerror or exc}")
+            return
+        seg_state, suffix = state
+        if partition.kind == "delete" and seg_state == LIVE:
+            seg_state = DELETED
+        stem = os.path.join(os.path.dirname(path), name[: name.index(".log")])
+        sidecars = [self._sidecar(stem, ext, suffix) for ext in _SIDECAR_SUFFIXES]
+        partition.segments.append(
+            SegmentFile(path, display, base_offset, seg_state, info.st_size, info.st_mtime_ns // 1_000_000, *sidecars)
+        )
+
+    @staticmethod
+    def _is_sidecar(name: str) -> bool:
+        base = name.removesuffix(".deleted")
+        return name in _KNOWN_OTHER_FILES or base.endswith(_SIDECAR_SUFFIXES + (".snapshot",))
+
+    @staticmethod
+    def _sidecar(stem: str, ext: str, suffix: str) -> str | None:
+        candidate = stem + ext + suffix
+        return candidate if os.path.isfile(candidate) else None
+
+    def _partition(self, folder: str, root: str) -> PartitionDir | None:
+        real_folder = os.path.realpath(folder)
+        existing = self.partitions.get(real_folder)
+        if existing is not None or real_folder in self.filtered_out:
+            return existing
+        name = os.path.basename(real_folder)
+        parsed = parse_partition_dir(name)
+        if parsed is None:
+            self.note(
+                f"{folder}: folder name is not <topic>-<partition>; its segments are audited as topic "
+                f"{name!r}, partition -1"
+            )
+            topic, number, kind = name, -1, LIVE
+        else:
+            topic, number, kind = parsed
+        if (self.topics is not None and topic not in self.topics) or (
+            self.partition_filter is not None and number not in self.partition_filter
+        ):
+            self.filtered_out.add(real_folder)
+            return None
+        display = self._display(folder, root) if os.path.isdir(root) else folder
+        partition = PartitionDir(topic, number, real_folder, display, kind)
+        log_dir = os.path.dirname(real_folder)
+        partition.checkpointed_log_start = self._log_starts(log_dir).get((topic, number))
+        epochs = os.path.join(real_folder, LEADER_EPOCH_CHECKPOINT)
+        partition.leader_epoch_checkpoint = epochs if os.path.isfile(epochs) else None
+        self.partitions[real_folder] = partition
+        return partition
+
+    def _log_starts(self, log_dir: str) -> dict[tuple[str, int], int]:
+        """The log dir's ``log-start-offset-checkpoint`` (read once per log dir)."""
+        cached = self.log_start_cache.get(log_dir)
+        if cached is not None:
+            return cached
+        starts: dict[tuple[str, int], int] = {}
+        path = os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
+        if os.path.isfile(path):
+            parsed = read_offset_checkpoint(path)
+            for problem in parsed.problems:
+                self.note(f"{path}: {problem.message}")
+            starts = {(e.topic, e.partition): e.offset for e in parsed.entries}
+        self.log_start_cache[log_dir] = starts
+        return starts

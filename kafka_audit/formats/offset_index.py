@@ -1,0 +1,42 @@
+"""``.index`` files: ``org.apache.kafka.storage.internals.log.OffsetIndex``.
+
+An entry is ``relativeOffset i32, position i32`` (8 bytes), the offset relative to the segment's
+base offset. A broker preallocates the file (``segment.index.bytes``) and trims it on a clean
+roll or shutdown, so a copy of an active segment's index ends in zero entries; like
+``DumpLogSegments.dumpIndex``, reading stops at the first entry after the first that is all zero.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar, whole_entries
+
+ENTRY_SIZE = 8
+_ENTRY = struct.Struct(">ii")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetPosition:
+    """One index entry, the offset made absolute (``OffsetPosition``)."""
+
+    offset: int
+    position: int
+
+
+def parse_offset_index(data: bytes, base_offset: int, name: str = ".index") -> SidecarEntries:
+    """The entries of an offset index held in ``data``, and its problems."""
+    result = SidecarEntries([], [])
+    usable = whole_entries(data, ENTRY_SIZE, "Index", name, result)
+    for number, (relative, position) in enumerate(_ENTRY.iter_unpack(data[:usable])):
+        if number > 0 and relative == 0 and position == 0:
+            result.preallocated_bytes = usable - number * ENTRY_SIZE
+            break
+        result.entries.append(OffsetPosition(base_offset + relative, position))
+    return result
+
+
+def read_offset_index(path: str, base_offset: int) -> SidecarEntries:
+    """Read and parse an ``.index`` file; an unreadable file is a problem, not an exception."""
+    return read_sidecar(path, lambda data: parse_offset_index(data, base_offset, path))
