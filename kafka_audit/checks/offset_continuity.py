@@ -8,44 +8,56 @@ topics (LogCleaner) legitimately leave gaps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 from kafka_audit.checks.batch_summary import BatchSummary
 from kafka_audit.findings import Finding, make_finding
 
 
-def check_offsets(batches: Iterable[BatchSummary], compacted: bool) -> Iterator[Finding]:
-    """``batches`` in log order (segment base offset, then file position); corrupt ones are skipped."""
-    previous: BatchSummary | None = None
-    for batch in batches:
+class OffsetContinuity:
+    """Fed one partition's batches in log order (segment base offset, then file position);
+    :meth:`observe` returns the findings each batch causes. Corrupt batches are skipped."""
+
+    def __init__(self, compacted: bool) -> None:
+        self.compacted = compacted
+        self.previous: BatchSummary | None = None
+
+    def observe(self, batch: BatchSummary) -> list[Finding]:
         if not batch.valid:
-            continue
+            return []
+        found: list[Finding] = []
         tp = f"{batch.topic}-{batch.partition}"
         where = dict(topic=batch.topic, partition=batch.partition, segment=batch.segment, batch=batch)
         if batch.base_offset < batch.segment_base_offset:
-            yield make_finding(
-                "offset_overlap",
-                f"Batch base offset {batch.base_offset} in {tp} is below the base offset "
-                f"{batch.segment_base_offset} of its segment",
-                details={"segment_base_offset": batch.segment_base_offset},
-                **where,
+            found.append(
+                make_finding(
+                    "offset_overlap",
+                    f"Batch base offset {batch.base_offset} in {tp} is below the base offset "
+                    f"{batch.segment_base_offset} of its segment",
+                    details={"segment_base_offset": batch.segment_base_offset},
+                    **where,
+                )
             )
+        previous = self.previous
         if previous is not None:
             if batch.base_offset <= previous.last_offset:
-                yield make_finding(
-                    "offset_overlap",
-                    f"Out of order offsets in {tp}: batch base offset {batch.base_offset} is not above the "
-                    f"previous batch's last offset {previous.last_offset}",
-                    details={"previous_last_offset": previous.last_offset, "previous_segment": previous.segment},
-                    **where,
+                found.append(
+                    make_finding(
+                        "offset_overlap",
+                        f"Out of order offsets in {tp}: batch base offset {batch.base_offset} is not above "
+                        f"the previous batch's last offset {previous.last_offset}",
+                        details={"previous_last_offset": previous.last_offset, "previous_segment": previous.segment},
+                        **where,
+                    )
                 )
-            elif not compacted and batch.base_offset > previous.last_offset + 1:
+            elif not self.compacted and batch.base_offset > previous.last_offset + 1:
                 first_missing = previous.last_offset + 1
-                yield make_finding(
-                    "offset_gap",
-                    f"Offsets {first_missing} to {batch.base_offset - 1} are missing in {tp}",
-                    details={"missing_offsets": [first_missing, batch.base_offset - 1]},
-                    **where,
+                found.append(
+                    make_finding(
+                        "offset_gap",
+                        f"Offsets {first_missing} to {batch.base_offset - 1} are missing in {tp}",
+                        details={"missing_offsets": [first_missing, batch.base_offset - 1]},
+                        **where,
+                    )
                 )
         if previous is None or batch.last_offset > previous.last_offset:
-            previous = batch
+            self.previous = batch
+        return found

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_audit.checks.batch_summary import BatchSummary
 from kafka_audit.checks.log_validator import (
@@ -29,13 +29,15 @@ from kafka_audit.formats.record_batch import RecordBatch
 class SegmentTask:
     """One unit of parsing work: a segment file, or the batches starting in ``[start, stop)``.
 
-    ``segment`` is the path shown in findings (relative to the PATH that found it);
-    ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the file's
-    modification time, the default reference time for timestamp checks.
+    ``replica`` is the partition folder's display path (with topic and partition, the key of
+    the partition step); ``segment`` is the path shown in findings (relative to the PATH that
+    found it); ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the
+    file's modification time, the default reference time for timestamp checks.
     """
 
     topic: str
     partition: int
+    replica: str
     path: str
     segment: str
     base_offset: int
@@ -44,6 +46,18 @@ class SegmentTask:
     size: int = 0
     start: int = 0
     stop: int | None = None
+
+    @property
+    def replica_key(self) -> tuple[str, int, str]:
+        return (self.topic, self.partition, self.replica)
+
+    @property
+    def byte_count(self) -> int:
+        return (self.size if self.stop is None else self.stop) - self.start
+
+    def byte_range(self, start: int, stop: int | None) -> "SegmentTask":
+        """The same segment, restricted to the batches starting in ``[start, stop)``."""
+        return replace(self, start=start, stop=stop)
 
 
 @dataclass(slots=True)
@@ -88,7 +102,8 @@ class SegmentAuditor:
             self.stats.notes.append(f"skipped {task.segment}: cannot read ({exc.strerror or exc})")
             return
         with segment:
-            self.stats.bytes += _bytes_in_range(segment.size, task.start, task.stop)
+            stop = segment.size if task.stop is None else min(task.stop, segment.size)
+            self.stats.bytes += max(0, stop - task.start)
             pending: list[Problem] = []
             for item in segment.batches(task.start, task.stop):
                 if isinstance(item, Problem):
@@ -163,19 +178,3 @@ class SegmentAuditor:
         if self.task.state != "live":
             return {**details, "segment_state": self.task.state}
         return details
-
-
-def _bytes_in_range(size: int, start: int, stop: int | None) -> int:
-    return max(0, min(size, size if stop is None else stop) - start)
-
-
-def audit_segment(
-    task: SegmentTask, config: ValidationConfig, reference_time: int | None = None
-) -> tuple[list[Finding], list[BatchSummary], SegmentStats]:
-    """Audit a task into lists (for tests and small inputs; Spark streams :meth:`SegmentAuditor.run`)."""
-    auditor = SegmentAuditor(task, config, reference_time)
-    findings: list[Finding] = []
-    summaries: list[BatchSummary] = []
-    for item in auditor.run():
-        (summaries if isinstance(item, BatchSummary) else findings).append(item)
-    return findings, summaries, auditor.stats

@@ -1,0 +1,131 @@
+"""``.index`` and ``.timeindex`` against the log, in the spirit of DumpLogSegments ``--verify-index-only``.
+
+LogSegment.append writes an offset index entry ``(largestOffset, physicalPosition)`` for a
+whole append (every ``index.interval.bytes``): the position where the append starts and the
+last offset of its last batch. A leader appends one batch per produce request, so the entry
+names that batch's last offset, which is what DumpLogSegments compares; a follower appends
+several fetched batches at once, so the entry may name a later batch's last offset. We check
+what an index lookup (OffsetIndex.lookup + FileRecords.searchForOffsetWithSize) relies on,
+which holds in both cases:
+
+- the position is the start of a batch, and the offset is the last offset of a batch at or
+  after it, not below that first batch's last offset;
+- the offset is below the first offset found at the next entry's position;
+- entries increase in offset and position (DumpLogSegments' "non-consecutive" pairs).
+
+A time index entry ``(timestamp, offset)`` (TimeIndex.maybeAppend of the segment's max
+timestamp so far and the offset it was seen at) must point into a batch whose max timestamp
+equals it, and timestamps must increase (DumpLogSegments' "out of order" timestamps).
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from kafka_audit.checks.batch_summary import BatchSummary
+from kafka_audit.findings import Finding, make_finding
+
+
+@dataclass(slots=True)
+class SegmentBatches:
+    """The valid batches of one segment, for index lookups: by position, and by offset."""
+
+    by_position: dict[int, BatchSummary]
+    base_offsets: list[int]
+    batches: list[BatchSummary]
+    last_offsets: set[int]
+
+    @classmethod
+    def of(cls, batches: list[BatchSummary]) -> "SegmentBatches":
+        ordered = sorted((b for b in batches if b.valid), key=lambda b: b.base_offset)
+        return cls(
+            {b.position: b for b in ordered},
+            [b.base_offset for b in ordered],
+            ordered,
+            {b.last_offset for b in ordered},
+        )
+
+    def containing(self, offset: int) -> BatchSummary | None:
+        at = bisect.bisect_right(self.base_offsets, offset) - 1
+        if at >= 0 and self.batches[at].base_offset <= offset <= self.batches[at].last_offset:
+            return self.batches[at]
+        return None
+
+
+def verify_offset_index(
+    entries: list, log: SegmentBatches, where: dict, index_path: str
+) -> list[Finding]:
+    """``entries`` have ``offset`` (absolute) and ``position``; ``where`` names topic/partition/segment."""
+    found: list[Finding] = []
+    previous = None
+    for number, entry in enumerate(entries):
+        batch = log.by_position.get(entry.position)
+        problem = None
+        if previous is not None and (entry.offset <= previous.offset or entry.position <= previous.position):
+            problem = (
+                f"Index entry {number} (offset {entry.offset}, position {entry.position}) does not follow "
+                f"entry {number - 1} (offset {previous.offset}, position {previous.position})"
+            )
+        elif batch is None:
+            problem = f"Index offset {entry.offset} points to position {entry.position}, where no batch starts"
+        elif entry.offset < batch.last_offset or entry.offset not in log.last_offsets:
+            problem = (
+                f"Index offset {entry.offset} at position {entry.position} does not match the log: "
+                f"the batch there ends at offset {batch.last_offset}"
+            )
+        elif number + 1 < len(entries):
+            following = log.by_position.get(entries[number + 1].position)
+            if following is not None and entry.offset >= following.base_offset:
+                problem = (
+                    f"Index offset {entry.offset} at position {entry.position} reaches into the next entry's "
+                    f"batch at offset {following.base_offset}"
+                )
+        if problem:
+            found.append(
+                make_finding(
+                    "index_mismatch",
+                    problem,
+                    **where,
+                    position=entry.position,
+                    offset=entry.offset,
+                    batch=batch,
+                    details={"index_file": index_path, "entry": number},
+                )
+            )
+        previous = entry
+    return found
+
+
+def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_path: str) -> list[Finding]:
+    """``entries`` have ``timestamp`` and ``offset`` (absolute)."""
+    found: list[Finding] = []
+    previous = None
+    for number, entry in enumerate(entries):
+        batch = log.containing(entry.offset)
+        problem = None
+        if previous is not None and entry.timestamp <= previous.timestamp:
+            problem = (
+                f"Time index timestamp {entry.timestamp} at entry {number} is not above the previous "
+                f"entry's {previous.timestamp}"
+            )
+        elif batch is None:
+            problem = f"Time index offset {entry.offset} (timestamp {entry.timestamp}) is in no batch of the log"
+        elif batch.max_timestamp != entry.timestamp:
+            problem = (
+                f"Time index timestamp {entry.timestamp} for offset {entry.offset} does not match the max "
+                f"timestamp {batch.max_timestamp} of its batch"
+            )
+        if problem:
+            found.append(
+                make_finding(
+                    "index_mismatch",
+                    problem,
+                    **where,
+                    offset=entry.offset,
+                    batch=batch,
+                    details={"index_file": index_path, "entry": number, "timestamp": entry.timestamp},
+                )
+            )
+        previous = entry
+    return found

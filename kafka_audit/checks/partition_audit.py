@@ -1,0 +1,165 @@
+"""The checks that need a whole partition in log order: offsets, indexes, producer state.
+
+Runs after the shuffle, once per Kafka partition, in one pass over the batch summaries:
+each summary feeds the offset-continuity observer, is buffered per segment for the index
+verification of that segment, and flows on into the producer-state replay.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from kafka_audit.checks.batch_summary import BatchSummary
+from kafka_audit.checks.index_check import SegmentBatches, verify_offset_index, verify_time_index
+from kafka_audit.checks.offset_continuity import OffsetContinuity
+from kafka_audit.checks.producer_state import PartitionLog, replay_partition
+from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats.offset_index import read_offset_index
+from kafka_audit.formats.producer_snapshot import read_producer_snapshot
+from kafka_audit.formats.time_index import read_time_index
+from kafka_audit.formats.transaction_index import read_transaction_index
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFiles:
+    """A live segment's sidecar paths (None where absent)."""
+
+    segment: str
+    base_offset: int
+    index: str | None = None
+    time_index: str | None = None
+    txn_index: str | None = None
+
+
+@dataclass(slots=True)
+class PartitionMeta:
+    """What the partition step needs besides the batches: only paths and settings travel."""
+
+    topic: str
+    partition: int
+    compacted: bool
+    log_start_offset: int
+    transaction_timeout_ms: int
+    segments: dict[str, SegmentFiles] = field(default_factory=dict)
+    snapshots: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_discovery(cls, found, options) -> "PartitionMeta":
+        """Build from a discovered partition. The log start offset is the broker's
+        ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
+        else the first live segment's base offset."""
+        live = [s for s in found.segments if s.state == "live"]
+        first_base = min((s.base_offset for s in live), default=0)
+        checkpointed = found.checkpointed_log_start
+        log_start = max(first_base, checkpointed) if checkpointed is not None else first_base
+        return cls(
+            topic=found.topic,
+            partition=found.partition,
+            compacted=options.validation.is_compacted(found.topic),
+            log_start_offset=log_start,
+            transaction_timeout_ms=options.transaction_timeout_ms,
+            segments={
+                s.display_path: SegmentFiles(s.display_path, s.base_offset, s.index, s.time_index, s.txn_index)
+                for s in live
+            },
+            snapshots=[snap.path for snap in found.snapshots],
+        )
+
+
+@dataclass(slots=True)
+class PartitionTotals:
+    """Counts for the summary panel, merged across partitions."""
+
+    producers: set[int] = field(default_factory=set)
+    committed: int = 0
+    aborted: int = 0
+    open: int = 0
+
+    def merge(self, other: "PartitionTotals") -> "PartitionTotals":
+        self.producers |= other.producers
+        self.committed += other.committed
+        self.aborted += other.aborted
+        self.open += other.open
+        return self
+
+
+def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
+    """All partition-level findings for one partition, and its totals."""
+    findings: list[Finding] = []
+    totals = PartitionTotals()
+    continuity = OffsetContinuity(meta.compacted)
+    segment_batches: list[BatchSummary] = []
+    current_segment: str | None = None
+
+    def tap() -> Iterator[BatchSummary]:
+        nonlocal current_segment, segment_batches
+        for summary in summaries:
+            if summary.segment not in meta.segments:
+                continue  # deleted/cleaned/swap files: audited record by record, not replayed
+            if summary.segment != current_segment:
+                if current_segment is not None:
+                    findings.extend(_verify_indexes(meta, current_segment, segment_batches))
+                current_segment, segment_batches = summary.segment, []
+            segment_batches.append(summary)
+            findings.extend(continuity.observe(summary))
+            _count(summary, totals)
+            yield summary
+        if current_segment is not None:
+            findings.extend(_verify_indexes(meta, current_segment, segment_batches))
+
+    log = PartitionLog(
+        topic=meta.topic,
+        partition=meta.partition,
+        log_start_offset=meta.log_start_offset,
+        snapshots=[read_producer_snapshot(path) for path in meta.snapshots],
+        aborted_txns={
+            files.segment: read_transaction_index(files.txn_index).entries
+            for files in meta.segments.values()
+            if files.txn_index
+        },
+        transaction_timeout_ms=meta.transaction_timeout_ms,
+        compacted=meta.compacted,
+    )
+    replayed = replay_partition(log, tap())
+    findings.extend(replayed)
+    totals.open = sum(1 for f in replayed if f.check in ("open_transaction", "hanging_transaction"))
+    return findings, totals
+
+
+def _count(summary: BatchSummary, totals: PartitionTotals) -> None:
+    if not summary.valid:
+        return
+    if summary.producer_id >= 0:
+        totals.producers.add(summary.producer_id)
+    if summary.is_transaction_marker:
+        if summary.control_type == 1:
+            totals.committed += 1
+        else:
+            totals.aborted += 1
+
+
+def _verify_indexes(meta: PartitionMeta, segment: str, batches: list[BatchSummary]) -> list[Finding]:
+    files = meta.segments[segment]
+    log = SegmentBatches.of(batches)
+    where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
+    found: list[Finding] = []
+    for path, reader, verify in (
+        (files.index, read_offset_index, verify_offset_index),
+        (files.time_index, read_time_index, verify_time_index),
+    ):
+        if not path:
+            continue
+        parsed = reader(path, files.base_offset)
+        display = os.path.basename(path)
+        found.extend(verify(parsed.entries, log, where, display))
+        found.extend(_sidecar_problem_findings(parsed.problems, where, display))
+    return found
+
+
+def _sidecar_problem_findings(problems, where: dict, display: str) -> list[Finding]:
+    return [
+        make_finding(p.check, p.message, **where, position=p.position, details={"index_file": display, **p.details})
+        for p in problems
+    ]

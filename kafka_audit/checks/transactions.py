@@ -1,0 +1,251 @@
+"""Transactions seen by the producer-state replay: open ones, aborted ones, and the ``.txnindex``.
+
+Kafka counterparts:
+
+- ``TxnMetadata`` (storage ``internals.log``): an ongoing transaction, keyed by its first offset;
+  :class:`OpenTxn` adds the first batch's timestamp and epoch, which the audit needs to age it and
+  to see a transactional write under another epoch.
+- ``CompletedTxn``: what ``ProducerAppendInfo.appendEndTxnMarker`` returns for a non-empty
+  transaction; an ABORT one becomes an ``AbortedTxn`` entry in the ``TransactionIndex`` of the
+  segment the marker is appended to (``LogSegment.updateTxnIndex`` / ``LogSegment.recover``).
+  :class:`DerivedAbortedTxn` is that entry as the log says it should be.
+
+Everything here is pure: no I/O, no Spark.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from kafka_audit.findings import Finding, make_finding
+
+# How many aborted transactions a per-segment finding lists in its details.
+_LISTED = 20
+
+
+class Anchor(NamedTuple):
+    """A stand-in for a batch in :func:`make_finding` where the state comes from a snapshot."""
+
+    position: int | None
+    base_offset: int
+    last_offset: int
+    magic: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int | None
+    segment: str | None = None
+
+
+@dataclass(slots=True)
+class OpenTxn:
+    """An ongoing transaction of one producer (``TxnMetadata`` plus what the audit needs).
+
+    ``batch`` is the transaction's first batch (a BatchSummary), or an :class:`Anchor` when the
+    transaction was already open in the snapshot that seeded the replay; ``first_timestamp`` is
+    then the snapshot entry's timestamp, the best age estimate there is.
+    """
+
+    producer_id: int
+    first_offset: int
+    first_timestamp: int
+    epoch: int
+    batch: Any
+
+
+class DerivedAbortedTxn(NamedTuple):
+    """An aborted transaction found in the log: ``AbortedTxn`` without the last stable offset.
+
+    ``last_offset`` is the ABORT marker's offset and ``segment`` the segment holding the marker,
+    where ``LogSegment`` registers it in the transaction index.
+    """
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    segment: str
+    marker: Any
+
+
+def _field(obj: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(obj, Mapping):
+            if name in obj:
+                return obj[name]
+        elif hasattr(obj, name):
+            return getattr(obj, name)
+    raise AttributeError(f"{type(obj).__name__} has none of {names}")
+
+
+def aborted_txn_key(entry: Any) -> tuple[int, int, int]:
+    """``(producer_id, first_offset, last_offset)`` of an ``AbortedTxn`` read from a ``.txnindex``."""
+    return (
+        int(_field(entry, "producer_id", "producerId")),
+        int(_field(entry, "first_offset", "firstOffset")),
+        int(_field(entry, "last_offset", "lastOffset")),
+    )
+
+
+def compare_txn_index(
+    topic: str,
+    partition: int,
+    derived: Iterable[DerivedAbortedTxn],
+    index: Mapping[str, Iterable[Any]],
+    empty_aborts: Iterable[tuple[str, int, int]] = (),
+    compacted: bool = False,
+) -> list[Finding]:
+    """``txn_index_mismatch`` findings: aborted transactions of the log vs the ``.txnindex`` files.
+
+    ``index`` maps a segment (as in ``BatchSummary.segment``) to the ``AbortedTxn`` entries of its
+    ``.txnindex``; segments without a ``.txnindex`` file are absent. The last stable offset is not
+    compared: it depends on the other producers' transactions open at the time, including ones
+    whose data is gone.
+
+    ``empty_aborts`` holds ``(segment, producer_id, marker_offset)`` of ABORT markers that closed
+    no transaction: brokers before 2.8 (the Scala ``ProducerAppendInfo.appendEndTxnMarker``)
+    registered those as ``AbortedTxn(pid, marker_offset, marker_offset)``, so such an index entry
+    is accepted, and not required either.
+
+    In a compacted topic the cleaner rewrites segments and carries index entries over to the
+    cleaned segment holding the transaction's remaining data (``Cleaner`` /
+    ``CleanedTransactionMetadata``), and may remove the aborted data altogether; there only an
+    aborted transaction missing from every ``.txnindex`` of the partition is reported.
+    """
+    findings: list[Finding] = []
+    tp = f"{topic}-{partition}"
+    by_segment: dict[str, list[DerivedAbortedTxn]] = defaultdict(list)
+    for txn in derived:
+        by_segment[txn.segment].append(txn)
+    index_keys = {segment: [aborted_txn_key(e) for e in entries] for segment, entries in index.items()}
+    tolerated = set(empty_aborts)
+
+    if compacted:
+        everywhere = {key for keys in index_keys.values() for key in keys}
+        for segment, txns in by_segment.items():
+            for txn in txns:
+                if (txn.producer_id, txn.first_offset, txn.last_offset) not in everywhere:
+                    findings.append(_missing_entry(topic, partition, tp, txn, segment in index_keys))
+        return findings
+
+    for segment, txns in by_segment.items():
+        if segment in index_keys:
+            continue
+        first = txns[0]
+        findings.append(
+            make_finding(
+                "txn_index_mismatch",
+                f"Segment {segment} of partition {tp} holds the ABORT markers of {len(txns)} aborted "
+                f"transaction(s) but has no transaction index (.txnindex): read_committed consumers "
+                f"fetching from it would not filter the aborted records",
+                topic=topic,
+                partition=partition,
+                segment=segment,
+                batch=first.marker,
+                details={
+                    "reason": "missing_index_file",
+                    **_entry_details(first),
+                    "aborted_transactions": len(txns),
+                    "entries": [_entry_details(t) for t in txns[:_LISTED]],
+                },
+            )
+        )
+
+    for segment, keys in index_keys.items():
+        expected = by_segment.get(segment, [])
+        expected_keys = {(t.producer_id, t.first_offset, t.last_offset) for t in expected}
+        present = set(keys)
+        for txn in expected:
+            if (txn.producer_id, txn.first_offset, txn.last_offset) not in present:
+                findings.append(_missing_entry(topic, partition, tp, txn, True))
+        for pid, first, last in keys:
+            if (pid, first, last) in expected_keys:
+                continue
+            if first == last and (segment, pid, last) in tolerated:
+                continue
+            findings.append(
+                make_finding(
+                    "txn_index_mismatch",
+                    f"Transaction index of segment {segment} lists an aborted transaction of producer "
+                    f"{pid} (offsets {first} to {last}) in partition {tp} that the log does not show",
+                    topic=topic,
+                    partition=partition,
+                    segment=segment,
+                    offset=first,
+                    details={
+                        "reason": "unknown_index_entry",
+                        "producer_id": pid,
+                        "first_offset": first,
+                        "last_offset": last,
+                    },
+                )
+            )
+    return findings
+
+
+def _entry_details(txn: DerivedAbortedTxn) -> dict[str, int]:
+    return {"producer_id": txn.producer_id, "first_offset": txn.first_offset, "last_offset": txn.last_offset}
+
+
+def _missing_entry(topic: str, partition: int, tp: str, txn: DerivedAbortedTxn, has_index: bool) -> Finding:
+    return make_finding(
+        "txn_index_mismatch",
+        f"Aborted transaction of producer {txn.producer_id} (offsets {txn.first_offset} to "
+        f"{txn.last_offset}) in partition {tp} is missing from the transaction index of segment "
+        f"{txn.segment}",
+        topic=topic,
+        partition=partition,
+        segment=txn.segment,
+        batch=txn.marker,
+        details={"reason": "missing_index_entry", **_entry_details(txn), "index_file": has_index},
+    )
+
+
+def open_transaction_findings(
+    topic: str,
+    partition: int,
+    open_txns: Iterable[OpenTxn],
+    newest_timestamp: int,
+    transaction_timeout_ms: int,
+) -> list[Finding]:
+    """``hanging_transaction`` / ``open_transaction`` for the transactions open at the end of the log.
+
+    A transaction is hanging when the newest timestamp in the partition is more than
+    ``transaction_timeout_ms`` after its first batch (the coordinator would have aborted it by then;
+    ``ProducerStateManager.hasLateTransaction`` flags the same condition against the clock). Without
+    timestamps (-1) its age is unknown and it is reported as open.
+    """
+    tp = f"{topic}-{partition}"
+    findings = []
+    for txn in sorted(open_txns, key=lambda t: t.first_offset):
+        known = txn.first_timestamp >= 0 and newest_timestamp >= 0
+        age = newest_timestamp - txn.first_timestamp if known else None
+        hanging = age is not None and age > transaction_timeout_ms
+        details = {"first_offset": txn.first_offset, "age_ms": age, "transaction_timeout_ms": transaction_timeout_ms}
+        segment = getattr(txn.batch, "segment", None)
+        if hanging:
+            message = (
+                f"Transaction of producer {txn.producer_id} starting at offset {txn.first_offset} in "
+                f"partition {tp} is still open at the end of the log, {age} ms after its first batch "
+                f"(transaction timeout {transaction_timeout_ms} ms): it pins the last stable offset"
+            )
+        else:
+            age_text = f"{age} ms old" if age is not None else "of unknown age"
+            message = (
+                f"Transaction of producer {txn.producer_id} starting at offset {txn.first_offset} in "
+                f"partition {tp} is open at the end of the log ({age_text})"
+            )
+        findings.append(
+            make_finding(
+                "hanging_transaction" if hanging else "open_transaction",
+                message,
+                topic=topic,
+                partition=partition,
+                segment=segment,
+                offset=txn.first_offset,
+                batch=txn.batch,
+                details=details,
+            )
+        )
+    return findings

@@ -1,0 +1,702 @@
+"""Producer-state replay (ProducerStateManager / ProducerAppendInfo rules) on hand-built summaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from kafka_audit.checks.batch_summary import NO_CONTROL_TYPE, BatchSummary
+from kafka_audit.checks.producer_state import (
+    PartitionLog,
+    ProducerStateReplay,
+    SequenceHistory,
+    in_sequence,
+    replay_partition,
+)
+from kafka_audit.formats.record_batch import increment_sequence
+
+INT32_MAX = 2**31 - 1
+TOPIC = "test"
+PART = 8
+
+
+class LogBuilder:
+    """Builds a partition's BatchSummary list in log order, with segment rolls."""
+
+    def __init__(self, topic: str = TOPIC, partition: int = PART, start: int = 0, ts: int = 1_000_000) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.next_offset = start
+        self.segment_base = start
+        self.position = 0
+        self.ts = ts
+        self.batches: list[BatchSummary] = []
+
+    @property
+    def segment(self) -> str:
+        return f"{self.topic}-{self.partition}/{self.segment_base:020d}.log"
+
+    def roll(self) -> "LogBuilder":
+        self.segment_base = self.next_offset
+        self.position = 0
+        return self
+
+    def skip(self, count: int) -> "LogBuilder":
+        self.next_offset += count
+        return self
+
+    def _add(self, **fields) -> BatchSummary:
+        count = fields.pop("count", 1)
+        ts = fields.pop("ts", None)
+        if ts is None:
+            self.ts += 10
+            ts = self.ts
+        base = fields.pop("offset", self.next_offset)
+        seq = fields.get("base_sequence", -1)
+        summary = BatchSummary(
+            topic=self.topic,
+            partition=self.partition,
+            segment=self.segment,
+            segment_base_offset=self.segment_base,
+            position=self.position,
+            base_offset=base,
+            last_offset=base + count - 1,
+            magic=fields.pop("magic", 2),
+            valid=fields.pop("valid", True),
+            producer_id=fields.pop("pid", -1),
+            producer_epoch=fields.pop("epoch", -1),
+            base_sequence=seq,
+            last_sequence=-1 if seq < 0 else increment_sequence(seq, count - 1),
+            is_transactional=fields.pop("txn", False),
+            is_control=fields.pop("control", False),
+            control_type=fields.pop("control_type", NO_CONTROL_TYPE),
+            coordinator_epoch=fields.pop("coordinator_epoch", -1),
+            max_timestamp=ts,
+            record_count=count,
+            size=100,
+        )
+        fields.pop("base_sequence", None)
+        assert not fields, fields
+        self.batches.append(summary)
+        self.next_offset = base + count
+        self.position += 100
+        return summary
+
+    def data(self, pid: int, epoch: int, seq: int, count: int = 1, **kw) -> BatchSummary:
+        return self._add(pid=pid, epoch=epoch, base_sequence=seq, count=count, **kw)
+
+    def plain(self, count: int = 1, **kw) -> BatchSummary:
+        return self._add(count=count, **kw)
+
+    def txn(self, pid: int, epoch: int, seq: int, count: int = 1, **kw) -> BatchSummary:
+        return self._add(pid=pid, epoch=epoch, base_sequence=seq, count=count, txn=True, **kw)
+
+    def marker(self, pid: int, epoch: int, commit: bool, coordinator_epoch: int = 0, **kw) -> BatchSummary:
+        return self._add(
+            pid=pid,
+            epoch=epoch,
+            txn=True,
+            control=True,
+            control_type=1 if commit else 0,
+            coordinator_epoch=coordinator_epoch,
+            **kw,
+        )
+
+    def commit(self, pid: int, epoch: int, **kw) -> BatchSummary:
+        return self.marker(pid, epoch, True, **kw)
+
+    def abort(self, pid: int, epoch: int, **kw) -> BatchSummary:
+        return self.marker(pid, epoch, False, **kw)
+
+    def kraft(self, control_type: int = 2) -> BatchSummary:
+        return self._add(control=True, control_type=control_type)
+
+
+@dataclass
+class Entry:
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    offset_delta: int = 0
+    timestamp: int = 0
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
+
+
+@dataclass
+class Snapshot:
+    offset: int
+    entries: list = field(default_factory=list)
+    path: str | None = None
+
+
+@dataclass
+class Aborted:
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int = 0
+
+
+def replay(builder: LogBuilder, log_start: int = 0, **kw):
+    log = PartitionLog(builder.topic, builder.partition, log_start, **kw)
+    return replay_partition(log, builder.batches)
+
+
+def checks(findings) -> list[str]:
+    return [f.check for f in findings]
+
+
+def only(findings, check):
+    hits = [f for f in findings if f.check == check]
+    assert len(hits) == 1, (check, [(f.check, f.message) for f in findings])
+    return hits[0]
+
+
+# -- clean logs -----------------------------------------------------------------------------------
+
+
+def test_clean_idempotent_producers_interleaved_across_segments():
+    b = LogBuilder()
+    seqs = {1: 0, 2: 0}
+    for i in range(30):
+        pid = 1 + i % 2
+        b.data(pid, 0, seqs[pid], count=3)
+        seqs[pid] += 3
+        b.plain()
+        if i % 7 == 6:
+            b.roll()
+    assert replay(b) == []
+
+
+def test_non_idempotent_and_legacy_batches_are_ignored():
+    b = LogBuilder()
+    b.plain(count=5)
+    b._add(magic=1, count=1)
+    b.kraft(2)
+    b.kraft(6)
+    # A control batch with a malformed record (control_type -1) changes nothing.
+    b._add(pid=5, epoch=0, control=True, txn=True)
+    b.data(5, 0, 0)
+    assert replay(b) == []
+
+
+def test_invalid_batches_are_skipped():
+    b = LogBuilder()
+    b.data(1, 0, 0, count=2)
+    b.data(1, 7, 99, valid=False)
+    b.data(1, 0, 2)
+    assert replay(b) == []
+
+
+# -- epochs ---------------------------------------------------------------------------------------
+
+
+def test_epoch_bump_with_sequence_zero_is_info_only():
+    b = LogBuilder()
+    b.data(1, 0, 0, count=5)
+    bump = b.data(1, 1, 0)
+    b.data(1, 1, 1)
+    findings = replay(b)
+    f = only(findings, "epoch_bump")
+    assert len(findings) == 1
+    assert f.severity == "info"
+    assert f.offset == bump.base_offset
+    assert f.details["previous_epoch"] == 0
+    assert f.details["open_transaction_aborted"] is False
+    assert f.details["client_exception"] == "ProducerFencedException"
+    assert f.client_outcome == "fatal"
+
+
+def test_fenced_epoch_write():
+    b = LogBuilder()
+    b.data(1, 2, 0, count=3)
+    b.data(1, 3, 0, count=2)
+    zombie = b.data(1, 2, 3)
+    b.data(1, 3, 2)  # the real producer goes on: the zombie write did not change the state
+    findings = replay(b)
+    f = only(findings, "fenced_epoch_write")
+    assert f.offset == zombie.base_offset
+    assert f.error_code == 47 and f.error_name == "INVALID_PRODUCER_EPOCH"
+    assert f.message == (
+        f"Epoch of producer 1 at offset {zombie.base_offset} in partition test-8 is 2, which is smaller "
+        f"than the last seen epoch 3"
+    )
+    assert f.producer_id == 1 and f.producer_epoch == 2 and f.sequence == 3
+    assert checks(findings) == ["epoch_bump", "fenced_epoch_write"]
+
+
+def test_new_epoch_nonzero_sequence_message_verbatim():
+    b = LogBuilder(start=100)
+    b.data(557891, 2, 0, count=20)
+    bad = b.data(557891, 3, 4)
+    assert bad.base_offset == 120
+    findings = replay(b, log_start=100)
+    f = only(findings, "new_epoch_nonzero_sequence")
+    assert f.message == (
+        "Invalid sequence number for new epoch of producer 557891 at offset 120 in partition test-8: "
+        "3 (request epoch), 4 (seq. number), 2 (current producer epoch)"
+    )
+    assert f.error_code == 45 and f.severity == "error"
+    assert "epoch_bump" in checks(findings)
+
+
+# -- sequences ------------------------------------------------------------------------------------
+
+
+def test_out_of_order_sequence_message_verbatim():
+    b = LogBuilder(start=122)
+    b.data(557891, 5, 0, count=8)  # 122..129, sequences 0..7
+    bad = b.data(557891, 5, 9, count=2)
+    assert bad.base_offset == 130
+    b.data(557891, 5, 11)  # goes on from what was written: one gap, one finding
+    findings = replay(b, log_start=122)
+    f = only(findings, "out_of_order_sequence")
+    assert f.message == (
+        "Out of order sequence number for producer 557891 at offset 130 in partition test-8: "
+        "9 (incoming seq. number), 7 (current end sequence number)"
+    )
+    assert f.details["expected_sequence"] == 8
+    assert len(findings) == 1
+
+
+def test_sequence_wraps_around_int32_max():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    b.data(1, 0, 1, count=INT32_MAX - 3)  # sequences 1..2^31-3
+    b.data(1, 0, INT32_MAX - 2, count=3)  # ..2^31-1
+    b.data(1, 0, 0, count=3)  # wraps to 0
+    b.data(1, 0, 3)
+    assert replay(b) == []
+    # A batch that itself spans the wrap.
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    b.data(1, 0, 1, count=INT32_MAX - 2)  # 1..2^31-2
+    b.data(1, 0, INT32_MAX - 1, count=4)  # 2^31-2, 2^31-1, 0, 1
+    b.data(1, 0, 2)
+    assert replay(b) == []
+    assert in_sequence(INT32_MAX, 0) and not in_sequence(INT32_MAX, 1) and not in_sequence(5, 5)
+
+
+def test_duplicate_sequence_reported_instead_of_out_of_order():
+    b = LogBuilder()
+    first = b.data(1, 0, 0, count=5)
+    for seq in range(5, 50, 5):
+        b.data(1, 0, seq, count=5)
+    dup = b.data(1, 0, 0, count=5)  # Kafka's 5-batch cache would have forgotten it; the audit has not
+    b.data(1, 0, 50)
+    findings = replay(b)
+    f = only(findings, "duplicate_sequence")
+    assert f.offset == dup.base_offset
+    assert f.details["earlier_offset"] == first.base_offset
+    assert f.error_name == "DUPLICATE_SEQUENCE_NUMBER" and f.client_outcome == "none"
+    assert len(findings) == 1
+
+
+def test_same_first_sequence_other_range_is_out_of_order_not_duplicate():
+    b = LogBuilder()
+    b.data(1, 0, 0, count=5)
+    b.data(1, 0, 5, count=5)
+    b.data(1, 0, 0, count=3)
+    assert checks(replay(b)) == ["out_of_order_sequence"]
+
+
+def test_duplicate_needs_same_epoch():
+    b = LogBuilder()
+    b.data(1, 0, 0, count=5)
+    b.data(1, 1, 0, count=5)  # same range, new epoch: a bump, not a duplicate
+    assert checks(replay(b)) == ["epoch_bump"]
+
+
+def test_history_falls_back_to_a_map_when_sequences_go_back():
+    h = SequenceHistory()
+    h.add(10, 12, 100)
+    h.add(13, 13, 103)
+    h.add(0, 4, 104)
+    h.add(14, 15, 109)
+    assert h.find(10, 12) == 100 and h.find(0, 4) == 104 and h.find(14, 15) == 109 and h.find(13, 14) is None
+
+
+def test_interleaved_producers_keep_separate_sequences():
+    b = LogBuilder()
+    b.data(1, 0, 0, count=2)
+    b.data(2, 0, 0, count=2)
+    b.data(1, 0, 2)
+    b.roll()
+    b.data(2, 0, 3)  # expected 2
+    b.data(1, 0, 3)
+    f = only(replay(b), "out_of_order_sequence")
+    assert f.producer_id == 2 and f.details["expected_sequence"] == 2
+    assert f.segment.endswith(f"{b.segment_base:020d}.log")
+
+
+def test_coordinator_topic_skips_sequence_checks():
+    # Transactional offset commits: AppendOrigin.COORDINATOR, base sequence always 0.
+    b = LogBuilder(topic="__consumer_offsets", partition=3)
+    b.txn(7, 0, 0)
+    b.commit(7, 0)
+    b.txn(7, 0, 0)
+    b.commit(7, 0)
+    assert replay(b) == []
+
+
+# -- unknown producer / retention ------------------------------------------------------------------
+
+
+def test_unknown_producer_id_when_log_starts_at_zero():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    bad = b.data(2, 0, 5, count=2)
+    b.data(2, 0, 7)
+    f = only(replay(b), "unknown_producer_id")
+    assert f.offset == bad.base_offset and f.severity == "error" and f.error_code == 59
+    assert f.details == {
+        "log_start_offset": 0,
+        "missing_sequences": [0, 4],
+        "in_snapshot": False,
+        "client_exception": "UnknownProducerIdException",
+    }
+
+
+def test_retention_gap_when_log_start_above_zero():
+    b = LogBuilder(start=500)
+    b.data(2, 0, 40, count=3)
+    b.data(2, 0, 43)
+    f = only(replay(b, log_start=500), "retention_gap")
+    assert f.severity == "warning"
+    assert f.details["log_start_offset"] == 500
+    assert f.details["missing_sequences"] == [0, 39]
+    assert f.details["in_snapshot"] is False
+
+
+def test_first_batch_with_sequence_zero_is_fine():
+    b = LogBuilder(start=500)
+    b.data(2, 3, 0)
+    assert replay(b, log_start=500) == []
+
+
+def test_seed_snapshot_state_survives_deleted_data():
+    b = LogBuilder(start=500)
+    b.data(2, 0, 40, count=3)
+    snap = Snapshot(500, [Entry(2, 0, 39, 480, offset_delta=4)])
+    assert replay(b, log_start=500, snapshots=[snap]) == []
+    # With a snapshot that knew an older sequence, the gap is a plain out-of-order sequence.
+    snap = Snapshot(500, [Entry(2, 0, 30, 480)])
+    f = only(replay(b, log_start=500, snapshots=[snap]), "out_of_order_sequence")
+    assert f.details["expected_sequence"] == 31
+
+
+def test_seed_is_newest_snapshot_at_or_before_first_batch():
+    b = LogBuilder(start=500)
+    b.data(2, 0, 40, count=3)
+    older = Snapshot(300, [Entry(2, 0, 10, 290)])
+    seed = Snapshot(450, [])  # the producer expired from it
+    findings = replay(b, log_start=500, snapshots=[seed, older])
+    f = only(findings, "retention_gap")
+    assert f.details["in_snapshot"] is True
+    assert f.details["missing_sequences"] == [11, 39]
+    # An expired producer whose older snapshot shows the sequences go on: no gap at all.
+    older = Snapshot(300, [Entry(2, 0, 39, 290)])
+    assert replay(b, log_start=500, snapshots=[seed, older]) == []
+
+
+def test_marker_only_state_then_nonzero_sequence_is_a_gap():
+    b = LogBuilder(start=200)
+    b.commit(4, 0)  # the transaction's data was deleted
+    b.data(4, 0, 12)
+    findings = replay(b, log_start=200)
+    assert checks(findings) == ["orphan_marker", "retention_gap"]
+
+
+def test_compacted_topic_tolerates_forward_gaps():
+    b = LogBuilder(topic="compacted")
+    b.data(1, 0, 3, count=2)
+    b.data(1, 0, 9)
+    b.data(1, 0, 4)  # going back is still wrong
+    findings = replay(b, compacted=True)
+    assert checks(findings) == ["out_of_order_sequence"]
+
+
+# -- snapshots ------------------------------------------------------------------------------------
+
+
+def test_later_snapshot_matching_the_log():
+    b = LogBuilder()
+    b.data(1, 0, 0, count=4)  # 0..3
+    b.data(2, 1, 0)  # 4
+    b.roll()
+    b.data(1, 0, 4, count=2)  # 5..6
+    snaps = [
+        Snapshot(5, [Entry(1, 0, 3, 3, offset_delta=3), Entry(2, 1, 0, 4)]),
+        Snapshot(7, [Entry(1, 0, 5, 6, offset_delta=1)]),  # producer 2 expired: no mismatch
+    ]
+    assert replay(b, snapshots=snaps) == []
+
+
+def test_snapshot_mismatch_names_fields():
+    b = LogBuilder()
+    b.data(1, 0, 0, count=4)
+    b.roll()
+    b.data(1, 0, 4)
+    snaps = [Snapshot(4, [Entry(1, 0, 5, 3, coordinator_epoch=2)], path="00000000000000000004.snapshot")]
+    f = only(replay(b, snapshots=snaps), "snapshot_mismatch")
+    assert f.severity == "warning"
+    assert f.offset == 4
+    assert set(f.details["fields"]) == {"last_sequence", "coordinator_epoch"}
+    assert f.details["fields"]["last_sequence"] == {"snapshot": 5, "replayed": 3}
+    assert f.details["snapshot"] == "00000000000000000004.snapshot"
+    assert f.producer_id == 1
+
+
+def test_snapshot_after_epoch_changing_marker_has_no_batch_metadata():
+    # ProducerStateEntry.update after a marker with a new epoch clears the batch metadata:
+    # the snapshot stores last sequence -1 and last offset -1.
+    b = LogBuilder()
+    b.txn(1, 0, 0, count=3)  # 0..2
+    b.commit(1, 1, coordinator_epoch=4)  # 3, transactions v2: bumped epoch
+    b.txn(1, 0, 3)  # 4: zombie
+    snaps = [Snapshot(4, [Entry(1, 1, -1, -1, coordinator_epoch=4)])]
+    findings = replay(b, snapshots=snaps)
+    assert "snapshot_mismatch" not in checks(findings)
+    assert checks(findings) == ["epoch_bump", "fenced_epoch_write"]
+
+
+def test_snapshot_with_open_transaction_is_compared_and_seeds():
+    b = LogBuilder()
+    b.txn(1, 0, 0, count=2)  # 0..1
+    b.roll()
+    b.txn(1, 0, 2)  # 2
+    b.abort(1, 0)  # 3
+    good = [Snapshot(2, [Entry(1, 0, 1, 1, offset_delta=1, current_txn_first_offset=0)])]
+    assert replay(b, snapshots=good, aborted_txns={b.segment: [Aborted(1, 0, 3)]}) == []
+    bad = [Snapshot(2, [Entry(1, 0, 1, 1, offset_delta=1, current_txn_first_offset=-1)])]
+    f = only(replay(b, snapshots=bad, aborted_txns={b.segment: [Aborted(1, 0, 3)]}), "snapshot_mismatch")
+    assert f.details["fields"] == {"current_txn_first_offset": {"snapshot": -1, "replayed": 0}}
+
+    # Seeded from a snapshot holding an open transaction: the marker closes it.
+    c = LogBuilder(start=10)
+    c.txn(1, 0, 5)
+    c.abort(1, 0)
+    seed = [Snapshot(10, [Entry(1, 0, 4, 8, current_txn_first_offset=7)])]
+    assert replay(c, log_start=10, snapshots=seed, aborted_txns={c.segment: [Aborted(1, 7, 11)]}) == []
+
+
+def test_snapshot_knowing_a_producer_the_log_lacks_is_adopted():
+    b = LogBuilder(start=100)
+    b.data(1, 0, 0)  # 100
+    b.data(2, 0, 20)  # 101: producer 2 had data before the log start
+    b.data(3, 0, 8)  # 102: producer 3 known only from the later snapshot
+    snaps = [Snapshot(100, []), Snapshot(102, [Entry(3, 0, 7, 50)])]
+    findings = replay(b, log_start=100, snapshots=snaps)
+    assert checks(findings) == ["retention_gap"]
+    assert findings[0].producer_id == 2
+
+
+def test_snapshot_beyond_log_end_is_ignored():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    snaps = [Snapshot(50, [Entry(1, 0, 30, 49)])]
+    assert replay(b, snapshots=snaps) == []
+
+
+def test_corrupt_snapshot_is_not_used():
+    b = LogBuilder(start=10)
+    b.data(1, 0, 5)
+
+    @dataclass
+    class Bad:
+        offset: int = 10
+        entries: list = field(default_factory=lambda: [Entry(1, 0, 4, 9)])
+        error: str = "Snapshot is corrupt"
+
+    assert checks(replay(b, log_start=10, snapshots=[Bad()])) == ["retention_gap"]
+
+
+# -- transactions ---------------------------------------------------------------------------------
+
+
+def test_committed_and_aborted_transactions_interleaved():
+    b = LogBuilder()
+    b.txn(1, 0, 0, count=2)
+    b.txn(2, 0, 0)
+    b.plain()
+    b.txn(1, 0, 2)
+    b.roll()
+    b.commit(1, 0, coordinator_epoch=3)
+    b.txn(2, 0, 1)
+    abort = b.abort(2, 0, coordinator_epoch=3)
+    b.txn(1, 0, 3)
+    b.commit(1, 0, coordinator_epoch=3)  # equal coordinator epoch: fine
+    log = PartitionLog(TOPIC, PART, 0, aborted_txns={abort.segment: [Aborted(2, 2, abort.base_offset)]})
+    r = ProducerStateReplay(log)
+    for batch in b.batches:
+        r.append(batch)
+    assert r.finish() == []
+    assert r.stats.transactions_committed == 2 and r.stats.transactions_aborted == 1
+    assert r.stats.transactions_open == 0 and r.stats.producers == 2
+
+
+def test_open_and_hanging_transactions():
+    b = LogBuilder(ts=0)
+    old = b.txn(1, 0, 0, ts=1_000)
+    young = b.txn(2, 0, 0, ts=1_000_000)
+    b.plain(ts=1_000_000 + 1_000)
+    findings = replay(b, transaction_timeout_ms=60_000)
+    hanging = only(findings, "hanging_transaction")
+    assert hanging.producer_id == 1 and hanging.offset == old.base_offset
+    assert hanging.details["first_offset"] == old.base_offset
+    assert hanging.details["age_ms"] == 1_000_000
+    opened = only(findings, "open_transaction")
+    assert opened.producer_id == 2 and opened.details["age_ms"] == 1_000 and opened.severity == "info"
+    assert young.base_offset == opened.offset
+
+
+def test_transaction_exactly_at_timeout_is_not_hanging():
+    b = LogBuilder()
+    b.txn(1, 0, 0, ts=0)
+    b.plain(ts=900000)
+    assert checks(replay(b)) == ["open_transaction"]
+
+
+def test_non_transactional_write_inside_transaction():
+    b = LogBuilder(start=40)
+    b.txn(1, 0, 0)
+    bad = b.data(1, 0, 1)
+    b.commit(1, 0)
+    f = only(replay(b, log_start=40), "transaction_state_violation")
+    assert f.message == f"Expected transactional write from producer 1 at offset {bad.base_offset} in partition test-8"
+    assert f.error_name == "INVALID_TXN_STATE" and f.client_outcome == "fatal"
+
+
+def test_transactional_write_under_another_epoch():
+    b = LogBuilder()
+    b.txn(1, 0, 0)
+    b.txn(1, 1, 0)  # the coordinator should have aborted with an ABORT marker of epoch 1 first
+    b.commit(1, 1)
+    findings = replay(b)
+    assert checks(findings) == ["epoch_bump", "transaction_state_violation"]
+    assert findings[0].details["open_transaction_aborted"] is False
+
+
+def test_epoch_bump_by_abort_marker_ends_open_transaction():
+    b = LogBuilder()
+    b.txn(1, 0, 0, count=2)
+    abort = b.abort(1, 1, coordinator_epoch=1)  # InitProducerId fenced the old instance
+    b.txn(1, 1, 0)
+    b.commit(1, 1, coordinator_epoch=1)
+    findings = replay(b, aborted_txns={abort.segment: [Aborted(1, 0, abort.base_offset)]})
+    f = only(findings, "epoch_bump")
+    assert f.offset == abort.base_offset
+    assert f.details == {
+        "previous_epoch": 0,
+        "open_transaction_aborted": True,
+        "client_exception": "ProducerFencedException",
+    }
+    assert len(findings) == 1
+
+
+def test_orphan_marker():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    b.commit(1, 0)
+    findings = replay(b)
+    f = only(findings, "orphan_marker")
+    assert f.severity == "info" and f.details["marker"] == "COMMIT"
+
+
+def test_coordinator_epoch_regression():
+    b = LogBuilder()
+    b.txn(1, 0, 0)
+    b.commit(1, 0, coordinator_epoch=5)
+    b.txn(1, 0, 1)
+    zombie = b.commit(1, 0, coordinator_epoch=4)
+    findings = replay(b)
+    f = only(findings, "coordinator_epoch_regression")
+    assert f.offset == zombie.base_offset
+    assert f.message == (
+        f"Invalid coordinator epoch for producerId 1 at offset {zombie.base_offset} in partition test-8: "
+        f"4 (zombie), 5 (current)"
+    )
+    assert f.error_code == 52
+
+
+def test_marker_with_lower_producer_epoch_is_fenced():
+    b = LogBuilder()
+    b.txn(1, 3, 0)
+    b.commit(1, 3)
+    b.abort(1, 2)
+    assert checks(replay(b)) == ["fenced_epoch_write"]
+
+
+# -- transaction index ----------------------------------------------------------------------------
+
+
+def _aborting_log() -> tuple[LogBuilder, BatchSummary, BatchSummary]:
+    b = LogBuilder()
+    b.txn(1, 0, 0, count=3)  # 0..2
+    b.roll()
+    b.txn(2, 0, 0)  # 3
+    a1 = b.abort(1, 0)  # 4: registered in segment 3, where the marker is
+    b.roll()
+    a2 = b.abort(2, 0)  # 5
+    return b, a1, a2
+
+
+def test_txn_index_matches():
+    b, a1, a2 = _aborting_log()
+    index = {a1.segment: [Aborted(1, 0, 4, 6)], a2.segment: [Aborted(2, 3, 5, 6)]}
+    assert replay(b, aborted_txns=index) == []
+
+
+def test_txn_index_missing_entry_and_unknown_entry():
+    b, a1, a2 = _aborting_log()
+    index = {
+        a1.segment: [Aborted(1, 0, 4), Aborted(9, 1, 2)],
+        a2.segment: [],
+        "test-8/00000000000000000000.log": [],
+    }
+    findings = replay(b, aborted_txns=index)
+    assert checks(findings) == ["txn_index_mismatch", "txn_index_mismatch"]
+    missing = [f for f in findings if f.details["reason"] == "missing_index_entry"][0]
+    assert missing.offset == a2.base_offset and missing.producer_id == 2
+    unknown = [f for f in findings if f.details["reason"] == "unknown_index_entry"][0]
+    assert unknown.details["producer_id"] == 9 and unknown.segment == a1.segment
+
+
+def test_txn_index_file_missing_gives_one_finding_per_segment():
+    b = LogBuilder()
+    b.txn(1, 0, 0)
+    b.txn(2, 0, 0)
+    a = b.abort(1, 0)
+    b.abort(2, 0)
+    f = only(replay(b), "txn_index_mismatch")
+    assert f.details["reason"] == "missing_index_file"
+    assert f.details["aborted_transactions"] == 2
+    assert f.segment == a.segment
+
+
+def test_txn_index_old_broker_entry_for_empty_abort_is_tolerated():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    a = b.abort(1, 0)  # no open transaction: brokers before 2.8 indexed it as (pid, off, off)
+    findings = replay(b, aborted_txns={a.segment: [Aborted(1, a.base_offset, a.base_offset)]})
+    assert checks(findings) == ["orphan_marker"]
+    assert checks(replay(b, aborted_txns={a.segment: []})) == ["orphan_marker"]
+
+
+def test_kraft_control_batches_do_not_take_part():
+    b = LogBuilder(topic="__cluster_metadata", partition=0)
+    for t in (3, 2, 5, 6, 4):
+        b.kraft(t)
+    b.plain(count=10)
+    assert replay(b) == []
+
+
+@pytest.mark.parametrize("count", [0, 1])
+def test_empty_partition(count):
+    b = LogBuilder()
+    if count:
+        b.plain()
+    assert replay(b, snapshots=[Snapshot(0, [Entry(1, 0, 3, -5)])]) == []
