@@ -1,0 +1,141 @@
+"""The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
+
+``pipeline.py`` runs these steps on Spark (parse in ``mapPartitions``, shuffle by partition,
+replay per partition); :func:`audit_in_process` runs exactly the same steps in this process, for
+tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
+
+The unit of work is a :class:`SegmentTask` (a segment, or a byte range of a large one); the unit
+of the partition step is a replica folder (``PartitionDir.key``): two brokers' copies of the same
+partition scanned together are audited apart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_audit.checks.batch_summary import BatchSummary
+from kafka_audit.checks.log_validator import ValidationConfig
+from kafka_audit.checks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
+from kafka_audit.checks.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
+from kafka_audit.findings import Finding
+from kafka_audit.formats.file_records import FileRecords, split_points
+from kafka_audit.formats.log_dir import Discovery
+
+# Segments above 1.5x this size are split into byte ranges of about this size.
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class ScanOptions:
+    """The ``scan`` options that shape an audit (SPEC section 1)."""
+
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    reference_time: int | None = None
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """What a scan found: findings in SPEC order and the summary counts of SPEC section 3."""
+
+    findings: list[Finding]
+    summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
+    """One task per segment, or per byte range of a segment larger than 1.5x ``split_bytes``
+    (cut at batch boundaries), largest first so the long tasks start early."""
+    tasks: list[SegmentTask] = []
+    for partition in discovery.partitions:
+        for segment in partition.segments:
+            task = SegmentTask(
+                topic=partition.topic,
+                partition=partition.partition,
+                replica=partition.display_path,
+                path=segment.path,
+                segment=segment.display_path,
+                base_offset=segment.base_offset,
+                state=segment.state,
+                mtime_ms=segment.mtime_ms,
+                size=segment.size,
+            )
+            if segment.size <= split_bytes * 3 // 2:
+                tasks.append(task)
+            else:
+                tasks.extend(_split(task, split_bytes))
+    tasks.sort(key=lambda t: -t.byte_count)
+    return tasks
+
+
+def _split(task: SegmentTask, split_bytes: int) -> list[SegmentTask]:
+    try:
+        with FileRecords(task.path) as segment:
+            points = split_points(segment.buffer, segment.size, split_bytes)
+    except (OSError, ValueError):
+        return [task]  # its own task reports why it cannot be read
+    bounds = points + [None]
+    return [task.byte_range(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
+
+
+def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
+    """What the partition step needs, per replica key."""
+    return {p.key: PartitionMeta.from_discovery(p, options) for p in discovery.partitions}
+
+
+def summary_order(summary: BatchSummary) -> tuple:
+    """Log order inside one replica: segment base offset, segment file, position."""
+    return (summary.segment_base_offset, summary.segment, summary.position)
+
+
+def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
+    """The whole audit in this process: the reference the Spark job must agree with."""
+    started = time.monotonic()
+    metas = partition_metas(discovery, options)
+    stats = SegmentStats()
+    totals = PartitionTotals()
+    findings: list[Finding] = []
+    summaries: dict[tuple, list[BatchSummary]] = {key: [] for key in metas}
+    for task in plan_tasks(discovery, options.split_bytes):
+        auditor = SegmentAuditor(task, options.validation, options.reference_time)
+        for item in auditor.run():
+            if isinstance(item, BatchSummary):
+                summaries[task.replica_key].append(item)
+            else:
+                findings.append(item)
+        stats.merge(auditor.stats)
+    for key, meta in metas.items():
+        partition_findings, partition_totals = audit_partition(meta, sorted(summaries[key], key=summary_order))
+        findings.extend(partition_findings)
+        totals.merge(partition_totals)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
+
+
+def finish_result(
+    discovery: Discovery, stats: SegmentStats, totals: PartitionTotals, findings: list[Finding], wall: float
+) -> ScanResult:
+    """Order the findings (SPEC section 3) and build the summary."""
+    findings.sort(key=lambda f: f.sort_key)
+    by_check = Counter(f.check for f in findings)
+    summary = {
+        "paths": list(discovery.paths),
+        "partitions": len(discovery.partitions),
+        "segments": stats.segments,
+        "batches": stats.batches,
+        "records": stats.records,
+        "bytes": stats.bytes,
+        "formats": dict(sorted(stats.formats.items())),
+        "codecs": dict(sorted(stats.codecs.items())),
+        "producers": len(totals.producers),
+        "transactions": {"committed": totals.committed, "aborted": totals.aborted, "open": totals.open},
+        "wall_time_s": round(wall, 3),
+        "mb_per_s": round(stats.bytes / 1e6 / wall, 3) if wall > 0 else 0.0,
+        "findings_by_check": dict(sorted(by_check.items())),
+        "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
+    }
+    return ScanResult(findings, summary, list(discovery.notes) + stats.notes)

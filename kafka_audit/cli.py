@@ -1,0 +1,227 @@
+"""``kafka-audit scan`` and ``kafka-audit dump`` (SPEC section 1).
+
+Exit codes: 0 no finding at or above ``--fail-on``; 1 at least one; 2 a usage error, no
+segment under the paths, or a path that does not exist or cannot be read (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from kafka_audit.checks.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Forensic auditor for Apache Kafka's on-disk logs.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    ndjson = "ndjson"
+    csv = "csv"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+class DumpFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _fail(message: str) -> typer.Exit:
+    """One line on stderr and exit code 2."""
+    print(f"kafka-audit: {message}", file=sys.stderr)
+    return typer.Exit(EXIT_USAGE)
+
+
+def parse_reference_time(value: str) -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
+    text = value.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise _fail(f"--reference-time {value!r} is neither epoch milliseconds nor an ISO-8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_conf(pairs: list[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"--conf {pair!r} is not KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def _check_paths(paths: list[Path]) -> None:
+    for path in paths:
+        if not os.path.lexists(path):
+            raise _fail(f"{path}: no such file or directory")
+        if not os.path.exists(path):
+            raise _fail(f"{path}: broken symbolic link")
+        if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
+            raise _fail(f"{path}: permission denied")
+
+
+@app.command()
+def scan(
+    paths: Annotated[list[Path], typer.Argument(help="Log dirs, partition folders, .log files, or trees holding them.")],
+    format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
+    output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
+    topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")] = None,
+    partition: Annotated[
+        Optional[list[int]], typer.Option("--partition", help="Audit only this partition number (repeatable).")
+    ] = None,
+    compacted_topic: Annotated[
+        Optional[list[str]],
+        typer.Option("--compacted-topic", help="Topic with cleanup.policy=compact (repeatable); "
+                     "__consumer_offsets and __transaction_state always are."),
+    ] = None,
+    max_message_bytes: Annotated[
+        int, typer.Option("--max-message-bytes", min=1, help="Broker max.message.bytes.")
+    ] = DEFAULT_MAX_MESSAGE_BYTES,
+    timestamp_before_max_ms: Annotated[
+        Optional[int], typer.Option("--timestamp-before-max-ms", min=0, help="Allowed age of CREATE_TIME timestamps.")
+    ] = None,
+    timestamp_after_max_ms: Annotated[
+        Optional[int], typer.Option("--timestamp-after-max-ms", min=0, help="Allowed future skew of CREATE_TIME timestamps.")
+    ] = None,
+    reference_time: Annotated[
+        Optional[str],
+        typer.Option("--reference-time", help="Broker 'now' for timestamp checks: epoch ms or ISO-8601. "
+                     "Default: each segment file's modification time."),
+    ] = None,
+    transaction_timeout_ms: Annotated[
+        int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
+    ] = 900_000,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
+    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
+    conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+) -> None:
+    """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
+    from kafka_audit import pipeline, report
+    from kafka_audit.audit import ScanOptions
+    from kafka_audit.formats.log_dir import discover
+
+    _check_paths(paths)
+    spark_conf = parse_conf(conf or [])
+    reference = parse_reference_time(reference_time) if reference_time is not None else None
+    discovery = discover([str(p) for p in paths], topics=topic or None, partitions=partition or None)
+    if not discovery.partitions or not any(p.segments for p in discovery.partitions):
+        raise _fail("no Kafka segment (.log file) found under " + ", ".join(str(p) for p in paths))
+    options = ScanOptions(
+        validation=ValidationConfig(
+            compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
+            max_message_bytes=max_message_bytes,
+            timestamp_before_max_ms=timestamp_before_max_ms,
+            timestamp_after_max_ms=timestamp_after_max_ms,
+        ),
+        reference_time=reference,
+        transaction_timeout_ms=transaction_timeout_ms,
+    )
+    err = Console(stderr=True)
+    show_progress = not quiet and err.is_terminal
+    try:
+        spark = pipeline.create_spark_session(master, spark_conf)
+    except Exception as exc:  # a bad --master or --conf: say so in one line
+        raise _fail(f"cannot start Spark ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
+    try:
+        if show_progress:
+            result = _run_with_progress(spark, discovery, options, err)
+        else:
+            result = pipeline.run_scan(spark, discovery, options)
+    finally:
+        spark.stop()
+
+    if format is OutputFormat.table:
+        console = Console(file=open(output, "w", encoding="utf-8"), width=160) if output else Console()
+        report.render_table(result, console)
+        if output:
+            console.file.close()
+    else:
+        text = {
+            OutputFormat.json: report.to_json,
+            OutputFormat.ndjson: report.to_ndjson,
+            OutputFormat.csv: report.to_csv,
+        }[format](result)
+        if output:
+            output.write_text(text if text.endswith("\n") or not text else text + "\n", encoding="utf-8")
+        else:
+            sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+    if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _run_with_progress(spark, discovery, options, err: Console):
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from kafka_audit import pipeline
+
+    with Progress(
+        TextColumn("[bold blue]auditing"),
+        BarColumn(),
+        DownloadColumn(),
+        TextColumn("{task.fields[segments]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("scan", total=None, segments="")
+
+        def update(progress: pipeline.Progress) -> None:
+            bar.update(
+                task,
+                total=progress.bytes_total,
+                completed=progress.bytes_done(),
+                segments=f"{progress.segments_done()}/{progress.segments_total} segment tasks",
+            )
+
+        return pipeline.run_scan(spark, discovery, options, on_progress=update)
+
+
+@app.command()
+def dump(
+    files: Annotated[list[Path], typer.Argument(help="Segment (.log) or sidecar files to decode.")],
+    format: Annotated[DumpFormat, typer.Option("--format", help="text (kafka-dump-log-like) or json lines.")] = DumpFormat.text,
+    records: Annotated[bool, typer.Option("--records", help="Also decode every record (deep iteration).")] = False,
+    print_data: Annotated[bool, typer.Option("--print-data", help="Also print keys and values (implies --records).")] = False,
+) -> None:
+    """Decode segments and sidecar files, like kafka-dump-log --deep-iteration."""
+    from kafka_audit.dump import dump_file
+
+    _check_paths(files)
+    for path in files:
+        if path.is_dir():
+            raise _fail(f"{path}: is a directory; dump takes files")
+    for path in files:
+        for line in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
+            sys.stdout.write(line + "\n")
+
+
+def main() -> None:
+    app()

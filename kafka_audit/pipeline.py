@@ -1,0 +1,194 @@
+"""The Spark job: discover, parse, shuffle, replay, collect.
+
+1. The driver discovers the files and plans one task per segment (:func:`plan_tasks`); a
+   segment much larger than the split size is cut into byte ranges at batch boundaries, so one
+   huge file is not one straggler. Only paths travel to the executors.
+2. Executors parse in ``mapPartitions`` (:class:`SegmentAuditor`), streaming findings,
+   per-task counts and one compact :class:`BatchSummary` per batch.
+3. Everything is keyed by replica (topic, partition, folder) and shuffled with
+   ``repartitionAndSortWithinPartitions`` (the RDD form of repartition + sortWithinPartitions),
+   so each partition replica arrives whole, in log order, at one task.
+4. That task runs the partition checks (offsets, indexes, producer-state replay) in
+   ``mapPartitions``; summaries stop there. Only findings and counts reach the driver.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from itertools import chain, groupby
+from dataclasses import dataclass
+
+from kafka_audit.audit import ScanOptions, ScanResult, finish_result, partition_metas, plan_tasks
+from kafka_audit.checks.batch_summary import BatchSummary
+from kafka_audit.checks.partition_audit import PartitionTotals, audit_partition
+from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
+from kafka_audit.findings import Finding
+from kafka_audit.formats.log_dir import Discovery
+
+# Row kinds; a replica's rows sort findings and counts before its batch summaries.
+_FINDING, _STATS, _SUMMARY = 0, 1, 2
+
+
+@dataclass(slots=True)
+class Progress:
+    """Counters the driver's progress display reads while the job runs."""
+
+    segments_total: int = 0
+    bytes_total: int = 0
+    segments_done: Callable[[], int] = lambda: 0
+    bytes_done: Callable[[], int] = lambda: 0
+
+
+def run_scan(
+    spark,
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> ScanResult:
+    """Run the audit of everything ``discovery`` found on ``spark`` and return the result."""
+    started = time.monotonic()
+    sc = spark.sparkContext
+    tasks = plan_tasks(discovery, options.split_bytes)
+    meta_broadcast = sc.broadcast(partition_metas(discovery, options))
+    validation = options.validation
+    reference_time = options.reference_time
+    segments_acc = sc.accumulator(0)
+    bytes_acc = sc.accumulator(0)
+
+    def parse(task_iter: Iterable[SegmentTask]) -> Iterator[tuple]:
+        """Executor side: audit each segment task, keyed for the shuffle by replica and log order."""
+        for task in task_iter:
+            auditor = SegmentAuditor(task, validation, reference_time)
+            key = task.replica_key
+            for item in auditor.run():
+                if isinstance(item, BatchSummary):
+                    yield (key + (_SUMMARY, item.segment_base_offset, item.segment, item.position), item)
+                else:
+                    yield (key + (_FINDING, 0, "", 0), item.to_dict())
+            yield (key + (_STATS, 0, "", 0), auditor.stats)
+            segments_acc.add(1)
+            bytes_acc.add(task.byte_count)
+
+    def check_partitions(rows: Iterable[tuple]) -> Iterator[tuple]:
+        """Executor side: a replica's rows arrive together, findings and counts first, then its
+        batch summaries in log order, which stream into the partition step without a list."""
+        for replica, group in groupby(rows, key=lambda row: row[0][:3]):
+            summaries: Iterator[BatchSummary] = iter(())
+            for key, value in group:
+                if key[3] == _SUMMARY:
+                    summaries = chain((value,), (v for _, v in group))
+                    break
+                yield (key[3], value)
+            findings, totals = audit_partition(meta_broadcast.value[replica], summaries)
+            for finding in findings:
+                yield (_FINDING, finding.to_dict())
+            yield (_SUMMARY, totals)
+
+    progress = Progress(
+        segments_total=len(tasks),
+        bytes_total=sum(t.byte_count for t in tasks),
+        segments_done=lambda: segments_acc.value,
+        bytes_done=lambda: bytes_acc.value,
+    )
+    rows: list[tuple] = []
+    if tasks:
+        shuffle_partitions = max(1, min(len(discovery.partitions), sc.defaultParallelism * 2))
+        parsed = sc.parallelize(tasks, len(tasks)).mapPartitions(parse)
+        shuffled = parsed.repartitionAndSortWithinPartitions(
+            numPartitions=shuffle_partitions, partitionFunc=lambda key: _stable_hash(key[:3])
+        )
+        with _watch(progress, on_progress):
+            rows = shuffled.mapPartitions(check_partitions).collect()
+
+    findings: list[Finding] = []
+    stats = SegmentStats()
+    totals = PartitionTotals()
+    for kind, value in rows:
+        if kind == _FINDING:
+            findings.append(Finding.from_dict(value))
+        elif kind == _STATS:
+            stats.merge(value)
+        else:
+            totals.merge(value)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
+
+
+def _stable_hash(replica: tuple) -> int:
+    """Python's str hash is salted per process; executors must agree on where a replica goes."""
+    topic, partition, folder = replica
+    value = partition & 0x7FFFFFFF
+    for char in topic + "/" + folder:
+        value = (value * 31 + ord(char)) & 0x7FFFFFFF
+    return value
+
+
+@contextmanager
+def _watch(progress: Progress, on_progress: Callable[[Progress], None] | None) -> Iterator[None]:
+    """Call ``on_progress`` twice a second from a thread while the job runs."""
+    if on_progress is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(0.5):
+            on_progress(progress)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        on_progress(progress)
+
+
+def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, log_dir: str | None = None):
+    """A SparkSession for the audit, with Spark's console noise kept off the user's screen.
+
+    The JVM's stderr (log4j warnings, stage progress bars, Python worker tracebacks) goes to
+    ``spark.log`` in a scratch directory, never into the audited directories; so does
+    ``spark.local.dir``.
+    """
+    from pyspark.sql import SparkSession
+
+    scratch = log_dir or tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    builder = (
+        SparkSession.builder.master(master)
+        .appName("kafka-audit")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.ui.enabled", "false")
+        .config("spark.local.dir", scratch)
+        .config("spark.sql.warehouse.dir", os.path.join(scratch, "warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch}")
+        .config("spark.python.worker.reuse", "true")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with _stderr_to(os.path.join(scratch, "spark.log")):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextmanager
+def _stderr_to(path: str) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` while the JVM starts: it keeps that stderr for life."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as log:
+        os.dup2(log.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
