@@ -43,7 +43,8 @@ class PartitionMeta:
     log_start_offset: int
     transaction_timeout_ms: int
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
-    snapshots: list[str] = field(default_factory=list)
+    # (path to open, display path) of each .snapshot file.
+    snapshots: list[tuple[str, str]] = field(default_factory=list)
 
     @classmethod
     def from_discovery(cls, found, options) -> "PartitionMeta":
@@ -64,7 +65,7 @@ class PartitionMeta:
                 s.display_path: SegmentFiles(s.display_path, s.base_offset, s.index, s.time_index, s.txn_index)
                 for s in live
             },
-            snapshots=[snap.path for snap in found.snapshots],
+            snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
         )
 
 
@@ -93,6 +94,12 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     segment_batches: list[BatchSummary] = []
     current_segment: str | None = None
 
+    verified: set[str] = set()
+
+    def verify(segment: str, batches: list[BatchSummary]) -> None:
+        verified.add(segment)
+        findings.extend(_verify_indexes(meta, segment, batches))
+
     def tap() -> Iterator[BatchSummary]:
         nonlocal current_segment, segment_batches
         for summary in summaries:
@@ -100,25 +107,36 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
                 continue  # deleted/cleaned/swap files: audited record by record, not replayed
             if summary.segment != current_segment:
                 if current_segment is not None:
-                    findings.extend(_verify_indexes(meta, current_segment, segment_batches))
+                    verify(current_segment, segment_batches)
                 current_segment, segment_batches = summary.segment, []
             segment_batches.append(summary)
             findings.extend(continuity.observe(summary))
             _count(summary, totals)
             yield summary
         if current_segment is not None:
-            findings.extend(_verify_indexes(meta, current_segment, segment_batches))
+            verify(current_segment, segment_batches)
+        # Segments without a readable batch still have indexes that must agree with that.
+        for segment in meta.segments:
+            if segment not in verified:
+                verify(segment, [])
 
+    snapshots = [read_producer_snapshot(path) for path, _ in meta.snapshots]
+    txn_indexes = {
+        files.segment: read_transaction_index(files.txn_index) for files in meta.segments.values() if files.txn_index
+    }
+    where = dict(topic=meta.topic, partition=meta.partition)
+    for snapshot, (_, display) in zip(snapshots, meta.snapshots):
+        findings.extend(_sidecar_problem_findings(snapshot.problems, {**where, "segment": None}, display))
+    for segment, parsed in txn_indexes.items():
+        findings.extend(
+            _sidecar_problem_findings(parsed.problems, {**where, "segment": segment}, sidecar_display(segment, ".txnindex"))
+        )
     log = PartitionLog(
         topic=meta.topic,
         partition=meta.partition,
         log_start_offset=meta.log_start_offset,
-        snapshots=[read_producer_snapshot(path) for path in meta.snapshots],
-        aborted_txns={
-            files.segment: read_transaction_index(files.txn_index).entries
-            for files in meta.segments.values()
-            if files.txn_index
-        },
+        snapshots=snapshots,
+        aborted_txns={segment: parsed.entries for segment, parsed in txn_indexes.items()},
         transaction_timeout_ms=meta.transaction_timeout_ms,
         compacted=meta.compacted,
     )
@@ -145,20 +163,28 @@ def _verify_indexes(meta: PartitionMeta, segment: str, batches: list[BatchSummar
     log = SegmentBatches.of(batches)
     where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
     found: list[Finding] = []
-    for path, reader, verify in (
-        (files.index, read_offset_index, verify_offset_index),
-        (files.time_index, read_time_index, verify_time_index),
+    for path, extension, reader, verify in (
+        (files.index, ".index", read_offset_index, verify_offset_index),
+        (files.time_index, ".timeindex", read_time_index, verify_time_index),
     ):
         if not path:
             continue
         parsed = reader(path, files.base_offset)
-        display = os.path.basename(path)
+        display = sidecar_display(segment, extension)
         found.extend(verify(parsed.entries, log, where, display))
         found.extend(_sidecar_problem_findings(parsed.problems, where, display))
     return found
 
 
+def sidecar_display(segment: str, extension: str) -> str:
+    """The display path of a live segment's sidecar: ``t-0/0000.log`` -> ``t-0/0000.index``."""
+    return segment.removesuffix(".log") + extension
+
+
 def _sidecar_problem_findings(problems, where: dict, display: str) -> list[Finding]:
+    """A sidecar file that cannot be read as its format says: a finding of that sidecar's check
+    (``index_mismatch``, ``snapshot_mismatch``, ``txn_index_mismatch``), ``position`` being the
+    byte position in the sidecar file named in ``details.index_file``."""
     return [
         make_finding(p.check, p.message, **where, position=p.position, details={"index_file": display, **p.details})
         for p in problems
