@@ -37,6 +37,8 @@ class ScanOptions:
     reference_time: int | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     split_bytes: int = DEFAULT_SPLIT_BYTES
+    # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
+    shuffle_partitions: int | None = None
 
 
 @dataclass(slots=True)

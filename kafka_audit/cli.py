@@ -89,7 +89,7 @@ def _check_paths(paths: list[Path]) -> None:
 
 @app.command()
 def scan(
-    paths: Annotated[list[Path], typer.Argument(help="Log dirs, partition folders, .log files, or trees holding them.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Log dirs, partition folders, .log files, or trees holding them.")],
     format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
     topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")] = None,
@@ -124,15 +124,18 @@ def scan(
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
-    from kafka_audit import pipeline, report
+    from kafka_audit import pipeline
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
 
     _check_paths(paths)
+    _check_output(output)
     spark_conf = parse_conf(conf or [])
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     discovery = discover([str(p) for p in paths], topics=topic or None, partitions=partition or None)
-    if not discovery.partitions or not any(p.segments for p in discovery.partitions):
+    if not discovery.segment_count:
+        for note in discovery.notes:
+            print(f"kafka-audit: note: {note}", file=sys.stderr)
         raise _fail("no Kafka segment (.log file) found under " + ", ".join(str(p) for p in paths))
     options = ScanOptions(
         validation=ValidationConfig(
@@ -145,36 +148,58 @@ def scan(
         transaction_timeout_ms=transaction_timeout_ms,
     )
     err = Console(stderr=True)
-    show_progress = not quiet and err.is_terminal
     try:
-        spark = pipeline.create_spark_session(master, spark_conf)
-    except Exception as exc:  # a bad --master or --conf: say so in one line
-        raise _fail(f"cannot start Spark ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})")
-    try:
-        if show_progress:
-            result = _run_with_progress(spark, discovery, options, err)
-        else:
-            result = pipeline.run_scan(spark, discovery, options)
-    finally:
-        spark.stop()
-
-    if format is OutputFormat.table:
-        console = Console(file=open(output, "w", encoding="utf-8"), width=160) if output else Console()
-        report.render_table(result, console)
-        if output:
-            console.file.close()
-    else:
-        text = {
-            OutputFormat.json: report.to_json,
-            OutputFormat.ndjson: report.to_ndjson,
-            OutputFormat.csv: report.to_csv,
-        }[format](result)
-        if output:
-            output.write_text(text if text.endswith("\n") or not text else text + "\n", encoding="utf-8")
-        else:
-            sys.stdout.write(text if text.endswith("\n") or not text else text + "\n")
+        with pipeline.spark_session(master, spark_conf) as spark:
+            if not quiet and err.is_terminal:
+                result = _run_with_progress(spark, discovery, options, err)
+            else:
+                result = pipeline.run_scan(spark, discovery, options)
+    except Exception as exc:  # Spark failed to start or the job failed: one line, not a JVM trace
+        raise _fail(_spark_failure(exc)) from None
+    _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _check_output(output: Optional[Path]) -> None:
+    """Fail before the audit, not after it, when the report cannot be written."""
+    if output is None:
+        return
+    folder = output.parent if str(output.parent) else Path(".")
+    if output.is_dir():
+        raise _fail(f"--output {output}: is a directory")
+    if not folder.is_dir():
+        raise _fail(f"--output {output}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        raise _fail(f"--output {output}: permission denied")
+
+
+def _spark_failure(exc: Exception) -> str:
+    """One line naming what failed, and where Spark's log is."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    log = next((note for note in getattr(exc, "__notes__", ()) if note.startswith("Spark's log")), None)
+    text = f"Spark failed ({type(exc).__name__}: {first[:300]})"
+    return f"{text}; {log}" if log else text
+
+
+def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
+    from kafka_audit import report
+
+    if format is OutputFormat.table:
+        if output:
+            with open(output, "w", encoding="utf-8") as handle:
+                report.render_table(result, Console(file=handle, width=160, force_terminal=False))
+        else:
+            report.render_table(result, Console())
+        return
+    render = {OutputFormat.json: report.to_json, OutputFormat.ndjson: report.to_ndjson, OutputFormat.csv: report.to_csv}
+    text = render[format](result)
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
 
 
 def _run_with_progress(spark, discovery, options, err: Console):
@@ -206,7 +231,7 @@ def _run_with_progress(spark, discovery, options, err: Console):
 
 @app.command()
 def dump(
-    files: Annotated[list[Path], typer.Argument(help="Segment (.log) or sidecar files to decode.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Segment (.log) or sidecar files to decode.")],
     format: Annotated[DumpFormat, typer.Option("--format", help="text (kafka-dump-log-like) or json lines.")] = DumpFormat.text,
     records: Annotated[bool, typer.Option("--records", help="Also decode every record (deep iteration).")] = False,
     print_data: Annotated[bool, typer.Option("--print-data", help="Also print keys and values (implies --records).")] = False,
@@ -223,5 +248,24 @@ def dump(
             sys.stdout.write(line + "\n")
 
 
-def main() -> None:
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point. Typer's usage errors (unknown option, bad value, missing
+    argument) become one line on stderr and exit code 2, like every other error about paths and
+    options; a call without arguments prints the help."""
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except typer.Exit as exc:
+        code = exc.exit_code
+    except typer.Abort:
+        print("kafka-audit: aborted", file=sys.stderr)
+        code = 130
+    except typer.TyperException as exc:  # Typer's UsageError and friends
+        context = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:
+            print(context.get_help())
+            code = EXIT_OK
+        else:
+            command = context.command_path if context is not None else "kafka-audit"
+            print(f"{command}: {exc.format_message()} (see {command} --help)", file=sys.stderr)
+            code = getattr(exc, "exit_code", EXIT_USAGE)
+    sys.exit(code if isinstance(code, int) else EXIT_OK)

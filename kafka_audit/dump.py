@@ -39,7 +39,7 @@ def dump_file(path: str, as_json: bool, records: bool, print_data: bool) -> Iter
             yield from _dump_entries(path, as_json, _txn_index_entries(path))
         elif stem.endswith(".snapshot"):
             yield from _dump_entries(path, as_json, _snapshot_entries(path))
-        elif stem == "meta.properties":
+        elif stem in (checkpoints.META_PROPERTIES, checkpoints.PARTITION_METADATA):
             yield from _dump_entries(path, as_json, _properties_entries(path))
         elif stem.endswith("checkpoint"):
             yield from _dump_entries(path, as_json, _checkpoint_entries(path))
@@ -128,11 +128,16 @@ def _bytes_field(name: str, value: bytes | None, into: dict[str, Any]) -> dict[s
     return into
 
 
+_TIMESTAMP_TYPE_NAMES = {
+    TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType",
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
+
+
 def _batch_text(batch: RecordBatch) -> str:
     """DumpLogSegments' batch line (v2) or message line (v0/v1)."""
-    ts_type = {TimestampType.CREATE_TIME: "CreateTime", TimestampType.LOG_APPEND_TIME: "LogAppendTime"}.get(
-        batch.timestamp_type, "NoTimestampType"
-    )
+    ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     if batch.magic >= 2:
         return (
             f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count} "
@@ -151,7 +156,7 @@ def _batch_text(batch: RecordBatch) -> str:
 
 
 def _record_text(batch: RecordBatch, record: Record, print_data: bool) -> str:
-    ts_type = "CreateTime" if batch.timestamp_type != TimestampType.LOG_APPEND_TIME else "LogAppendTime"
+    ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
     if batch.magic >= 2:
         sequence = -1 if batch.base_sequence < 0 else batch.base_sequence + record.index

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, groupby
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_audit.audit import ScanOptions, ScanResult, finish_result, partition_metas, plan_tasks
 from kafka_audit.checks.batch_summary import BatchSummary
@@ -33,6 +35,7 @@ from kafka_audit.formats.log_dir import Discovery
 
 # Row kinds; a replica's rows sort findings and counts before its batch summaries.
 _FINDING, _STATS, _SUMMARY = 0, 1, 2
+SPARK_LOG = "spark.log"
 
 
 @dataclass(slots=True)
@@ -98,7 +101,8 @@ def run_scan(
     )
     rows: list[tuple] = []
     if tasks:
-        shuffle_partitions = max(1, min(len(discovery.partitions), sc.defaultParallelism * 2))
+        wanted = options.shuffle_partitions or sc.defaultParallelism * 2
+        shuffle_partitions = max(1, min(len(discovery.partitions), wanted))
         parsed = sc.parallelize(tasks, len(tasks)).mapPartitions(parse)
         shuffled = parsed.repartitionAndSortWithinPartitions(
             numPartitions=shuffle_partitions, partitionFunc=lambda key: _stable_hash(key[:3])
@@ -150,16 +154,17 @@ def _watch(progress: Progress, on_progress: Callable[[Progress], None] | None) -
         on_progress(progress)
 
 
-def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, log_dir: str | None = None):
+def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, scratch: str | None = None):
     """A SparkSession for the audit, with Spark's console noise kept off the user's screen.
 
     The JVM's stderr (log4j warnings, stage progress bars, Python worker tracebacks) goes to
-    ``spark.log`` in a scratch directory, never into the audited directories; so does
-    ``spark.local.dir``.
+    ``spark.log`` in the ``scratch`` directory (a new temporary one by default), never into the
+    audited directories; so do ``spark.local.dir`` and the warehouse. ``conf`` is applied last,
+    so ``--conf`` can override any of these.
     """
     from pyspark.sql import SparkSession
 
-    scratch = log_dir or tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    scratch = scratch or tempfile.mkdtemp(prefix="kafka-audit-spark-")
     builder = (
         SparkSession.builder.master(master)
         .appName("kafka-audit")
@@ -173,10 +178,33 @@ def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None =
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    with _stderr_to(os.path.join(scratch, "spark.log")):
+    with _stderr_to(os.path.join(scratch, SPARK_LOG)):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextmanager
+def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A session in a fresh scratch directory, stopped and cleaned up on exit. On an error the
+    scratch directory (and its ``spark.log``) is kept and named in the exception's notes."""
+    scratch = tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    try:
+        spark = create_spark_session(master, conf, scratch)
+    except BaseException as exc:
+        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
+        raise
+    failed = False
+    try:
+        yield spark
+    except BaseException as exc:
+        failed = True
+        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
+        raise
+    finally:
+        spark.stop()
+        if not failed:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 @contextmanager

@@ -14,18 +14,23 @@ from rich.table import Table
 from rich.text import Text
 
 from kafka_audit.audit import ScanResult
-from kafka_audit.errors import CHECKS, GROUPS
+from kafka_audit.errors import CHECKS, GROUPS, SEVERITIES
 from kafka_audit.findings import FIELD_NAMES, Finding
 
 DEFAULT_TABLE_LIMIT = 50
+# Notes printed under the summary panel before "... and N more".
+_NOTES_SHOWN = 20
+# Consoles at least this wide get a separate "where" column.
+_WIDE_CONSOLE = 140
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _OUTCOME_STYLE = {"fatal": "bold red", "abortable": "magenta", "retriable": "yellow", "none": "dim"}
 
 
 def to_json(result: ScanResult) -> str:
-    return json.dumps(
-        {"summary": result.summary, "findings": [f.to_dict() for f in result.findings]}, indent=2, sort_keys=False
-    )
+    """SPEC section 3: ``{"summary": {...}, "findings": [...]}``; the summary also lists the notes
+    (files skipped and why)."""
+    summary = {**result.summary, "notes": result.notes}
+    return json.dumps({"summary": summary, "findings": [f.to_dict() for f in result.findings]}, indent=2)
 
 
 def to_ndjson(result: ScanResult) -> str:
@@ -44,25 +49,29 @@ def to_csv(result: ScanResult) -> str:
 
 
 def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:
-    """The summary panel, then one table per group of findings, each cut at ``limit`` rows."""
+    """The summary panel, the notes, then one table per group of findings, each cut at ``limit`` rows."""
     console.print(_summary_panel(result.summary))
-    for note in result.notes:
-        console.print(Text(f"note: {note}", style="dim"))
+    for note in result.notes[:_NOTES_SHOWN]:
+        console.print(Text(f"note: {note}", style="dim"), overflow="fold")
+    if len(result.notes) > _NOTES_SHOWN:
+        console.print(Text(f"... and {len(result.notes) - _NOTES_SHOWN:,} more notes (see --format json)", style="dim"))
     by_group: dict[str, list[Finding]] = {group: [] for group in GROUPS}
     for finding in result.findings:
         by_group[CHECKS[finding.check].group].append(finding)
     if not result.findings:
         console.print(Text("No findings.", style="bold green"))
+    wide = console.width >= _WIDE_CONSOLE
     for group, findings in by_group.items():
         if findings:
-            console.print(_group_table(group, findings, limit))
+            console.print(_group_table(group, findings, limit, wide))
 
 
 def _summary_panel(summary: dict[str, Any]) -> Panel:
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold")
-    grid.add_column()
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
     txn = summary.get("transactions", {})
+    severities = summary.get("findings_by_severity", {})
     rows = [
         ("paths", ", ".join(summary.get("paths", []))),
         ("partitions", f"{summary.get('partitions', 0):,}"),
@@ -78,7 +87,8 @@ def _summary_panel(summary: dict[str, Any]) -> Panel:
             f"{txn.get('committed', 0):,} committed, {txn.get('aborted', 0):,} aborted, {txn.get('open', 0):,} open",
         ),
         ("wall time", f"{summary.get('wall_time_s', 0):.1f} s ({summary.get('mb_per_s', 0):.1f} MB/s)"),
-        ("findings", _counts(summary.get("findings_by_check", {})) or "none"),
+        ("findings", ", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none"),
+        ("by check", _counts(summary.get("findings_by_check", {})) or "-"),
     ]
     for name, value in rows:
         grid.add_row(name, value)
@@ -89,33 +99,56 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{name} {count:,}" for name, count in sorted(counts.items()))
 
 
-def _group_table(group: str, findings: list[Finding], limit: int) -> Group:
-    table = Table(title=f"{group} ({len(findings):,})", box=box.SIMPLE_HEAVY, title_justify="left", expand=True)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("partition", no_wrap=True)
-    table.add_column("offset", justify="right", no_wrap=True)
-    table.add_column("rec", justify="right", no_wrap=True)
-    table.add_column("producer", no_wrap=True)
-    table.add_column("check / error", no_wrap=True)
-    table.add_column("client", no_wrap=True)
-    table.add_column("message", ratio=1)
+def _finding_cell(finding: Finding) -> Text:
+    """Severity and check, the Kafka error a broker answers, and what the client does (KIP-691)."""
+    cell = Text()
+    cell.append(finding.severity, style=_SEVERITY_STYLE[finding.severity])
+    cell.append(f" {finding.check}")
+    if finding.error_name:
+        cell.append(f"\n{finding.error_name} ({finding.error_code})", style="bold")
+    exception = finding.details.get("client_exception")
+    outcome = finding.client_outcome
+    cell.append(f"\nclient: {outcome}", style=_OUTCOME_STYLE.get(outcome, ""))
+    if exception:
+        cell.append(f" ({exception})", style="dim")
+    return cell
+
+
+def _where_cell(finding: Finding) -> Text:
+    """Partition, offset, record index and producer fields of a finding."""
+    parts = [f"{finding.topic}-{finding.partition}"]
+    if finding.offset is not None:
+        parts[0] += f" @{finding.offset}"
+    if finding.record_index is not None:
+        parts.append(f"record {finding.record_index}")
+    if finding.producer_id not in (None, -1):
+        producer = f"pid {finding.producer_id} epoch {finding.producer_epoch}"
+        if finding.sequence not in (None, -1):
+            producer += f" seq {finding.sequence}"
+        parts.append(producer)
+    if finding.segment:
+        position = "" if finding.position is None else f" pos {finding.position}"
+        parts.append(f"{finding.segment}{position}")
+    return Text("\n".join(parts))
+
+
+def _group_table(group: str, findings: list[Finding], limit: int, wide: bool) -> Group:
+    """One group's findings. On a wide console: finding, where, message; on a narrow one the
+    location heads the message cell so that the message keeps room to wrap."""
+    table = Table(
+        title=f"{group} ({len(findings):,})", box=box.SIMPLE_HEAVY, title_justify="left", expand=True, show_lines=True
+    )
+    table.add_column("finding", max_width=40, overflow="fold")
+    if wide:
+        table.add_column("where", max_width=44, overflow="fold")
+    table.add_column("message", ratio=1, min_width=30, overflow="fold")
     for finding in findings[:limit]:
-        producer = "" if finding.producer_id in (None, -1) else f"{finding.producer_id}/e{finding.producer_epoch}"
-        if producer and finding.sequence not in (None, -1):
-            producer += f"/s{finding.sequence}"
-        check = finding.check + (f"\n{finding.error_name} ({finding.error_code})" if finding.error_name else "")
-        client = finding.client_outcome
-        exception = finding.details.get("client_exception")
-        table.add_row(
-            Text(finding.severity, style=_SEVERITY_STYLE[finding.severity]),
-            f"{finding.topic}-{finding.partition}",
-            "" if finding.offset is None else str(finding.offset),
-            "" if finding.record_index is None else str(finding.record_index),
-            producer,
-            check,
-            Text(client + (f"\n{exception}" if exception else ""), style=_OUTCOME_STYLE.get(client, "")),
-            finding.message,
-        )
+        where = _where_cell(finding)
+        if wide:
+            table.add_row(_finding_cell(finding), where, finding.message)
+        else:
+            where.stylize("cyan")
+            table.add_row(_finding_cell(finding), Text.assemble(where, "\n", finding.message))
     parts: list[Any] = [table]
     if len(findings) > limit:
         parts.append(Text(f"... and {len(findings) - limit:,} more {group.lower()} not shown (use --format json)", style="dim"))

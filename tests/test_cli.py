@@ -1,0 +1,361 @@
+"""``kafka-audit scan`` and ``dump`` end to end: SPEC sections 1 and 3 (options, formats, exit codes).
+
+Most tests run the Typer app in this process with the shared SparkSession standing in for the
+one ``scan`` would start; a few run the real command in a subprocess, Spark start-up included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kafka_audit import pipeline
+from kafka_audit.cli import app, main
+from kafka_audit.errors import CHECKS
+from kafka_audit.findings import FIELD_NAMES
+from kafka_audit.formats.writer import BatchSpec, Faults, LogDirWriter, Producer, records
+
+from conftest import FIXTURES, REPO
+
+FAULTY = FIXTURES / "faulty"
+HEALTHY = FIXTURES / "healthy"
+PRODUCER_ERRORS = FIXTURES / "producer-errors"
+
+
+@pytest.fixture
+def cli(spark, monkeypatch):
+    """Invoke the app in-process; ``scan`` gets the shared session instead of starting one."""
+
+    @contextlib.contextmanager
+    def shared_session(master, conf):
+        yield spark
+
+    monkeypatch.setattr(pipeline, "spark_session", shared_session)
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, [str(a) for a in args])
+
+    return invoke
+
+
+def run_main(*args: str, capsys) -> tuple[int, str, str]:
+    """The console entry point (one-line usage errors), without Spark."""
+    with pytest.raises(SystemExit) as stop:
+        main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return stop.value.code, out, err
+
+
+def expected(log_dir: Path) -> dict:
+    return json.loads((log_dir / "EXPECTED.json").read_text())
+
+
+# -- formats ----------------------------------------------------------------------------------
+
+
+@pytest.mark.spark
+def test_json_report_has_every_spec_field_and_the_expected_findings(cli):
+    spec = expected(FAULTY)
+    result = cli("scan", FAULTY, "--format", "json", "--quiet", *spec["scan_args"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.stdout)
+    for key in ("partitions", "segments", "batches", "records", "bytes", "findings_by_check"):
+        assert key in report["summary"]
+    findings = report["findings"]
+    assert all(tuple(f) == FIELD_NAMES for f in findings)
+    got = sorted((f["check"], f["topic"], f["partition"], f["offset"], f["record_index"]) for f in findings)
+    want = sorted((f["check"], f["topic"], f["partition"], f["offset"], f["record_index"]) for f in spec["findings"])
+    assert got == want
+    for finding in findings:
+        check = CHECKS[finding["check"]]
+        assert finding["severity"] == check.severity
+        assert finding["error_code"] == (check.error.code if check.error else None)
+        assert finding["client_outcome"] in ("retriable", "abortable", "fatal", "none")
+    assert report["summary"]["findings_by_check"] == {
+        c: sum(1 for f in findings if f["check"] == c) for c in {f["check"] for f in findings}
+    }
+
+
+@pytest.mark.spark
+def test_findings_are_ordered_by_topic_partition_offset_check(cli):
+    result = cli("scan", FAULTY, "--format", "json", "--quiet", *expected(FAULTY)["scan_args"])
+    keys = [
+        (f["topic"], f["partition"], -1 if f["offset"] is None else f["offset"], f["check"])
+        for f in json.loads(result.stdout)["findings"]
+    ]
+    assert keys == sorted(keys)
+
+
+@pytest.mark.spark
+def test_ndjson_and_csv_carry_the_same_findings(cli):
+    args = ("scan", PRODUCER_ERRORS, "--quiet")
+    as_json = json.loads(cli(*args, "--format", "json").stdout)["findings"]
+    lines = cli(*args, "--format", "ndjson").stdout.splitlines()
+    assert [json.loads(line) for line in lines] == as_json
+    rows = list(csv.DictReader(io.StringIO(cli(*args, "--format", "csv").stdout)))
+    assert tuple(rows[0]) == FIELD_NAMES
+    assert [row["check"] for row in rows] == [f["check"] for f in as_json]
+    assert [json.loads(row["details"]) for row in rows] == [f["details"] for f in as_json]
+    assert rows[0]["record_index"] == "" and rows[0]["offset"] == "120"
+
+
+@pytest.mark.spark
+def test_table_shows_the_summary_and_one_table_per_group(cli):
+    result = cli("scan", PRODUCER_ERRORS, "--quiet")
+    assert result.exit_code == 1
+    text = result.stdout
+    assert "kafka-audit scan" in text and "partitions" in text and "records" in text
+    assert "Fenced epochs (1)" in text and "Sequence anomalies (2)" in text
+    assert "OUT_OF_ORDER_SEQUENCE_NUMBER (45)" in text
+    assert "Culprit records" not in text
+
+
+@pytest.mark.spark
+def test_output_file_gets_the_report_and_stdout_stays_empty(cli, tmp_path):
+    target = tmp_path / "report.json"
+    result = cli("scan", PRODUCER_ERRORS, "--format", "json", "--output", target, "--quiet")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert len(json.loads(target.read_text())["findings"]) == 3
+    table = tmp_path / "report.txt"
+    cli("scan", PRODUCER_ERRORS, "--output", table, "--quiet")
+    assert "Sequence anomalies (2)" in table.read_text()
+
+
+# -- exit codes and options ---------------------------------------------------------------------
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    "fail_on, code", [("error", 1), ("warning", 1), ("info", 1), ("never", 0)]
+)
+def test_fail_on_sets_the_exit_code(cli, fail_on, code):
+    assert cli("scan", PRODUCER_ERRORS, "--quiet", "--fail-on", fail_on).exit_code == code
+
+
+@pytest.mark.spark
+def test_fail_on_warning_passes_a_dir_with_only_info_findings(cli, tmp_path):
+    with LogDirWriter(tmp_path) as d:
+        w = d.partition("t", 0)
+        p = Producer(9, epoch=0)
+        p.send(w, records(["a"]))
+        p.bump_epoch()
+        p.send(w, records(["b"]))  # an epoch bump: info only
+    assert cli("scan", tmp_path, "--quiet").exit_code == 0
+    assert cli("scan", tmp_path, "--quiet", "--fail-on", "warning").exit_code == 0
+    assert cli("scan", tmp_path, "--quiet", "--fail-on", "info").exit_code == 1
+
+
+@pytest.mark.spark
+def test_healthy_fixtures_exit_zero(cli):
+    result = cli("scan", HEALTHY, "--quiet", "--format", "json")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["findings"] == []
+
+
+@pytest.mark.spark
+def test_topic_and_partition_filters(cli):
+    result = cli(
+        "scan", FAULTY, "--format", "json", "--quiet", "--topic", "crc-mismatch", "--partition", "1", "--partition", "2"
+    )
+    report = json.loads(result.stdout)
+    assert report["summary"]["partitions"] == 2
+    assert {(f["topic"], f["partition"]) for f in report["findings"]} == {("crc-mismatch", 1), ("crc-mismatch", 2)}
+
+
+@pytest.mark.spark
+def test_rule_options_reach_the_validation(cli):
+    """Without the faulty dir's options, its option-dependent culprits are not reported."""
+    plain = json.loads(cli("scan", FAULTY, "--format", "json", "--quiet").stdout)["summary"]["findings_by_check"]
+    for check in ("record_too_large", "timestamp_out_of_range", "missing_key_compacted"):
+        assert check not in plain
+    args = ("--max-message-bytes", "1000", "--compacted-topic", "missing-key-compacted")
+    given = json.loads(cli("scan", FAULTY, "--format", "json", "--quiet", *args).stdout)["summary"]["findings_by_check"]
+    assert given["record_too_large"] == 1 and given["missing_key_compacted"] == 1
+    iso = cli(
+        "scan", FAULTY, "--format", "json", "--quiet", "--topic", "timestamp-out-of-range",
+        "--reference-time", "2023-11-14T23:13:20Z", "--timestamp-before-max-ms", "86400000",
+        "--timestamp-after-max-ms", "3600000",
+    )
+    assert json.loads(iso.stdout)["summary"]["findings_by_check"] == {"timestamp_out_of_range": 2}
+
+
+@pytest.mark.spark
+def test_transaction_timeout_decides_hanging_or_open(cli):
+    args = ("scan", FAULTY, "--format", "json", "--quiet", "--topic", "hanging-transaction")
+    default = json.loads(cli(*args).stdout)["summary"]["findings_by_check"]
+    assert default == {"hanging_transaction": 1}
+    relaxed = json.loads(cli(*args, "--transaction-timeout-ms", "2000000").stdout)["summary"]["findings_by_check"]
+    assert relaxed == {"open_transaction": 1}
+
+
+@pytest.mark.spark
+def test_one_bad_file_does_not_hide_the_others(cli, tmp_path):
+    with LogDirWriter(tmp_path) as d:
+        d.partition("good", 0).append(BatchSpec(records=records(["x"])))
+        bad = d.partition("bad", 0)
+        bad.append(BatchSpec(records=records(["y"])))
+        bad.append(BatchSpec(records=records(["z"]), faults=Faults(bad_crc=True)))
+    (tmp_path / "good-0" / "notes.txt").write_text("not a segment")
+    report = json.loads(cli("scan", tmp_path, "--format", "json", "--quiet").stdout)
+    assert report["summary"]["batches"] == 3
+    assert [f["check"] for f in report["findings"]] == ["crc_mismatch"]
+    assert any("notes.txt" in note for note in report["summary"]["notes"])
+
+
+# -- errors: one line on stderr, exit 2 ---------------------------------------------------------
+
+
+def test_missing_path_is_exit_2_with_one_line(capsys, tmp_path):
+    code, out, err = run_main("scan", tmp_path / "nope", capsys=capsys)
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [f"kafka-audit: {tmp_path / 'nope'}: no such file or directory"]
+
+
+def test_no_segment_under_the_paths_is_exit_2(capsys, tmp_path):
+    (tmp_path / "readme.txt").write_text("hello")
+    code, _, err = run_main("scan", tmp_path, capsys=capsys)
+    assert code == 2 and "no Kafka segment" in err.splitlines()[-1]
+
+
+def test_broken_symlink_path_is_exit_2(capsys, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone")
+    code, _, err = run_main("scan", link, capsys=capsys)
+    assert code == 2 and err.strip().endswith("broken symbolic link")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_unreadable_path_is_exit_2(capsys, tmp_path):
+    folder = tmp_path / "locked"
+    folder.mkdir()
+    folder.chmod(0)
+    try:
+        code, _, err = run_main("scan", folder, capsys=capsys)
+    finally:
+        folder.chmod(0o755)
+    assert code == 2 and "permission denied" in err
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["scan", "--format", "xml", "PATH"], "--format"),
+        (["scan", "--bogus", "PATH"], "No such option"),
+        (["scan"], "Missing argument"),
+        (["scan", "--reference-time", "yesterday", "PATH"], "--reference-time"),
+        (["scan", "--conf", "novalue", "PATH"], "--conf"),
+        (["scan", "--max-message-bytes", "0", "PATH"], "--max-message-bytes"),
+        (["scan", "--output", "/nonexistent-dir/x.json", "PATH"], "--output"),
+        (["dump", "PATH"], "is a directory"),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(capsys, args, says):
+    code, out, err = run_main(*[str(PRODUCER_ERRORS) if a == "PATH" else a for a in args], capsys=capsys)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0]
+
+
+def test_no_arguments_prints_help(capsys):
+    code, out, _ = run_main(capsys=capsys)
+    assert code == 0 and "scan" in out and "dump" in out
+
+
+def test_spark_that_cannot_start_is_one_line_exit_2(capsys, monkeypatch):
+    def broken(master, conf):
+        raise RuntimeError("Could not parse Master URL: 'nonsense'")
+
+    monkeypatch.setattr(pipeline, "spark_session", broken)
+    code, _, err = run_main("scan", PRODUCER_ERRORS, "--master", "nonsense", capsys=capsys)
+    assert code == 2 and err.strip().splitlines() == [
+        "kafka-audit: Spark failed (RuntimeError: Could not parse Master URL: 'nonsense')"
+    ]
+
+
+# -- dump -----------------------------------------------------------------------------------------
+
+
+def test_dump_json_batches_carry_the_spec_fields(capsys):
+    segment = PRODUCER_ERRORS / "test-8" / "00000000000000000104.log"
+    code, out, _ = run_main("dump", segment, "--format", "json", "--records", capsys=capsys)
+    assert code == 0
+    batches = [json.loads(line) for line in out.splitlines()]
+    for key in (
+        "file", "position", "base_offset", "last_offset", "magic", "size", "compression", "crc_valid",
+        "record_count", "producer_id", "producer_epoch", "base_sequence", "is_transactional", "is_control",
+        "max_timestamp", "records",
+    ):
+        assert key in batches[0]
+    zombie = next(b for b in batches if b["base_offset"] == 120)
+    assert (zombie["producer_id"], zombie["producer_epoch"], zombie["base_sequence"]) == (557891, 3, 4)
+    assert [r["offset"] for r in zombie["records"]] == [120, 121, 122, 123]
+    assert set(zombie["records"][0]) == {"offset", "timestamp", "key_size", "value_size", "headers"}
+
+
+def test_dump_print_data_gives_utf8_or_base64(capsys, tmp_path):
+    with LogDirWriter(tmp_path) as d:
+        d.partition("t", 0).append(BatchSpec(records=records([b"\xff\xfe binary", "text"], keys=["k1", None])))
+    code, out, _ = run_main(
+        "dump", tmp_path / "t-0" / "00000000000000000000.log", "--format", "json", "--print-data", capsys=capsys
+    )
+    (batch,) = [json.loads(line) for line in out.splitlines()]
+    first, second = batch["records"]
+    assert first["key"] == "k1" and "value" not in first
+    assert first["value_b64"] == "//4gYmluYXJ5"
+    assert second["key"] is None and second["value"] == "text"
+
+
+def test_dump_text_is_kafka_dump_log_like(capsys):
+    segment = FIXTURES / "healthy" / "ledger.txn-0" / "00000000000000000018.log"
+    code, out, _ = run_main("dump", segment, "--records", capsys=capsys)
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == f"Dumping {segment}"
+    assert lines[1].startswith("baseOffset: 18 lastOffset: ")
+    assert any("endTxnMarker: COMMIT coordinatorEpoch: 4" in line for line in lines)
+
+
+def test_dump_sidecars_and_problems(capsys, tmp_path):
+    folder = FIXTURES / "healthy" / "ledger.txn-0"
+    code, out, _ = run_main(
+        "dump", folder / "00000000000000000000.txnindex", folder / "leader-epoch-checkpoint",
+        FIXTURES / "healthy" / "meta.properties", "--format", "json", capsys=capsys,
+    )
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows[0]["producer_id"] == 2001 and rows[0]["last_stable_offset"] == 12
+    assert {"epoch": 0, "start_offset": 0}.items() <= rows[1].items()
+    assert any(r.get("key") == "cluster.id" for r in rows)
+    torn = tmp_path / "00000000000000000000.log"
+    torn.write_bytes((FIXTURES / "producer-errors" / "test-8" / "00000000000000000000.log").read_bytes()[:-7])
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"junk")
+    code, out, _ = run_main("dump", torn, junk, "--format", "json", capsys=capsys)
+    problems = [json.loads(line) for line in out.splitlines() if '"problem"' in line]
+    assert [p["problem"] for p in problems] == ["truncated_batch", "not_a_segment"]
+
+
+# -- the real command, Spark start-up included -------------------------------------------------
+
+
+@pytest.mark.spark
+def test_the_command_in_a_subprocess_keeps_spark_noise_off_stderr(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-m", "kafka_audit", "scan", str(PRODUCER_ERRORS), "--format", "json", "--master", "local[1]"],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == ""
+    assert [f["check"] for f in json.loads(done.stdout)["findings"]] == [
+        "epoch_bump", "new_epoch_nonzero_sequence", "out_of_order_sequence"
+    ]
+    assert list(tmp_path.iterdir()) == []  # nothing written to the working directory either
