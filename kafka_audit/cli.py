@@ -89,7 +89,7 @@ def _check_paths(paths: list[Path]) -> None:
 
 @app.command()
 def scan(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH...", help="Log dirs, partition folders, .log files, or trees holding them.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Log dirs, partition folders, .log files, or trees holding them.")],
     format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
     topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")] = None,
@@ -231,7 +231,7 @@ def _run_with_progress(spark, discovery, options, err: Console):
 
 @app.command()
 def dump(
-    files: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Segment (.log) or sidecar files to decode.")],
+    files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Segment (.log) or sidecar files to decode.")],
     format: Annotated[DumpFormat, typer.Option("--format", help="text (kafka-dump-log-like) or json lines.")] = DumpFormat.text,
     records: Annotated[bool, typer.Option("--records", help="Also decode every record (deep iteration).")] = False,
     print_data: Annotated[bool, typer.Option("--print-data", help="Also print keys and values (implies --records).")] = False,
