@@ -26,7 +26,7 @@ from itertools import chain, groupby
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_audit.audit import ScanOptions, ScanResult, finish_result, partition_metas, plan_tasks
+from kafka_audit.audit import ScanOptions, ScanResult, finish_result, pack_tasks, partition_metas, plan_tasks
 from kafka_audit.checks.batch_summary import BatchSummary
 from kafka_audit.checks.partition_audit import PartitionTotals, audit_partition
 from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
@@ -64,9 +64,9 @@ def run_scan(
     segments_acc = sc.accumulator(0)
     bytes_acc = sc.accumulator(0)
 
-    def parse(task_iter: Iterable[SegmentTask]) -> Iterator[tuple]:
+    def parse(groups: Iterable[list[SegmentTask]]) -> Iterator[tuple]:
         """Executor side: audit each segment task, keyed for the shuffle by replica and log order."""
-        for task in task_iter:
+        for task in chain.from_iterable(groups):
             auditor = SegmentAuditor(task, validation, reference_time)
             key = task.replica_key
             for item in auditor.run():
@@ -103,7 +103,10 @@ def run_scan(
     if tasks:
         wanted = options.shuffle_partitions or sc.defaultParallelism * 2
         shuffle_partitions = max(1, min(len(discovery.partitions), wanted))
-        parsed = sc.parallelize(tasks, len(tasks)).mapPartitions(parse)
+        # A Spark task per group of segment tasks: a few per core, more when the data is large.
+        total = sum(t.byte_count for t in tasks)
+        groups = pack_tasks(tasks, max(sc.defaultParallelism * 4, -(-total // options.split_bytes)))
+        parsed = sc.parallelize(groups, len(groups)).mapPartitions(parse)
         shuffled = parsed.repartitionAndSortWithinPartitions(
             numPartitions=shuffle_partitions, partitionFunc=lambda key: _stable_hash(key[:3])
         )

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks
+from kafka_audit.audit import ScanOptions, audit_in_process, pack_tasks, plan_tasks
+from kafka_audit.checks.segment_audit import SegmentTask
 from kafka_audit.checks.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.formats.writer import BatchSpec, LogDirWriter, Producer, records
@@ -107,3 +108,17 @@ def test_the_real_broker_corpus_audits_clean_on_spark(spark, corpus):
     result = run_scan(spark, discover([str(corpus)]), ScanOptions())
     assert [f for f in result.findings if f.severity == "error"] == []
     assert result.summary["batches"] == 11366 + 6387 + 98 + 873 + 19
+
+
+def test_pack_tasks_deals_every_task_once_into_balanced_groups():
+    tasks = [
+        SegmentTask("t", 0, "t-0", f"/x/{i}", f"t-0/{i}.log", i, size=size)
+        for i, size in enumerate([900, 500, 400, 300, 300, 200, 100, 100, 50, 50])
+    ]
+    groups = pack_tasks(tasks, 3)
+    assert len(groups) == 3
+    assert sorted(t.path for g in groups for t in g) == sorted(t.path for t in tasks)
+    loads = [sum(t.byte_count for t in g) for g in groups]
+    assert max(loads) - min(loads) <= 100
+    assert pack_tasks(tasks[:2], 8) == [[tasks[0]], [tasks[1]]]
+    assert pack_tasks([], 4) == []
