@@ -1138,7 +1138,7 @@ class Producer:
 
 
 # ---------------------------------------------------------------------------------------------
-# Sidecar file encoders (delegating to the sidecar modules)
+# Sidecar file encoders (the byte layouts the readers in this package parse)
 # ---------------------------------------------------------------------------------------------
 
 
