@@ -58,33 +58,53 @@ class Property:
 
 
 def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries) -> list[list[str]]:
-    """The entry lines of a CheckpointFile, each split into ``fields`` fields."""
+    """The entry lines of a CheckpointFile, each split into ``fields`` fields.
+
+    CheckpointFile.CheckpointReadBuffer.read: an empty file, or one holding only the version
+    line, is an empty checkpoint (brokers leave an empty ``cleaner-offset-checkpoint``); every
+    line after the count must be an entry (a blank line is a malformed one)."""
     lines = text.splitlines()
-    if len(lines) < 2:
-        result.add_problem(_CHECK, 0, f"Checkpoint file {name} is truncated: no version and count lines")
+    if not lines:
         return []
-    version, count = lines[0].strip(), lines[1].strip()
+    version = lines[0].strip()
     if version != str(CHECKPOINT_VERSION):
-        result.add_problem(_CHECK, 0, f"Unrecognized version of the checkpoint file {name}: {version}")
+        result.add_problem(_CHECK, 0, f"Unrecognized version of the checkpoint file {name}: {_clip(version)}")
         return []
+    if len(lines) < 2:
+        return []
+    count = lines[1].strip()
     entries = []
     for number, line in enumerate(lines[2:], start=3):
         parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != fields or not all(_is_int(p) for p in parts[-2:]):
-            result.add_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {line!r}")
+        # The last two fields are a partition or leader epoch (Integer.parseInt) and an offset
+        # (Long.parseLong): a number past their range makes the line malformed, as in Kafka.
+        if len(parts) != fields or not (_fits(parts[-2], 32) and _fits(parts[-1], 64)):
+            result.add_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {_clip(line)!r}")
             continue
         entries.append(parts)
-    if not _is_int(count) or int(count) != len(entries):
+    if not _fits(count, 32) or int(count) != len(entries):
         result.add_problem(
-            _CHECK, 1, f"Expected {count} entries in checkpoint file {name}, but found {len(entries)}"
+            _CHECK, 1, f"Expected {_clip(count)} entries in checkpoint file {name}, but found {len(entries)}"
         )
     return entries
 
 
+def _clip(text: str, limit: int = 100) -> str:
+    """A line quoted in a message, cut short: a garbage file may be one huge line."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _is_int(text: str) -> bool:
-    return text.lstrip("-").isdigit()
+    """Long.parseLong's digits: decimal digits (``isdigit`` also admits ``²``, which ``int``
+    refuses)."""
+    digits = text[1:] if text.startswith("-") else text
+    return digits.isdecimal()
+
+
+def _fits(text: str, bits: int) -> bool:
+    """``text`` parses as a Java int (32) or long (64). The length is checked first: ``int`` of
+    more than 4300 digits raises."""
+    return _is_int(text) and len(text) <= 21 and -(1 << (bits - 1)) <= int(text) < (1 << (bits - 1))
 
 
 def _decode(data: bytes, name: str, result: SidecarEntries) -> str:
@@ -117,7 +137,7 @@ def parse_properties(data: bytes, name: str = META_PROPERTIES) -> SidecarEntries
             continue
         cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
         if cut <= 0:
-            result.add_problem(_CHECK, number, f"Malformed line {number} in {name}: {raw!r}")
+            result.add_problem(_CHECK, number, f"Malformed line {number} in {name}: {_clip(raw)!r}")
             continue
         result.entries.append(Property(line[:cut].strip(), line[cut + 1 :].strip()))
     return result

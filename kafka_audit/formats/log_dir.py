@@ -24,7 +24,7 @@ import os
 import re
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_audit.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT,
@@ -42,6 +42,9 @@ _BASE_OFFSET = re.compile(r"^(\d{20})(?:-[A-Za-z0-9_-]+)?$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 # UnifiedLog: "<topic>-<partition>.<uniqueId>-delete", "-future" and "-stray" folders.
 _SPECIAL_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<uid>[A-Za-z0-9_-]+)-(?P<kind>delete|future|stray)$")
+# KRaft snapshots of __cluster_metadata (org.apache.kafka.snapshot.Snapshots): <offset>-<epoch>.checkpoint,
+# with .part while being written and .deleted while being deleted.
+_KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint(?:\.part|\.deleted)?$")
 # Files Kafka keeps in a log dir or partition folder that are neither segments nor read here.
 _KNOWN_OTHER_FILES = frozenset(
     {
@@ -94,6 +97,8 @@ class PartitionDir:
     snapshots: list[SnapshotFile] = field(default_factory=list)
     checkpointed_log_start: int | None = None
     leader_epoch_checkpoint: str | None = None
+    # The PATH that found this folder, as given.
+    root: str | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -117,22 +122,40 @@ class Discovery:
         return sum(len(p.segments) for p in self.partitions)
 
 
+_LONG_MAX = (1 << 63) - 1
+_INT_MAX = (1 << 31) - 1
+
+
 def parse_base_offset(name: str) -> int | None:
-    """The base offset in a segment or sidecar file name, or None when it has none."""
+    """The base offset in a segment or sidecar file name, or None when it has none.
+
+    LogFileUtils.offsetFromFileName parses the digits with Long.parseLong: 20 digits above
+    Long.MAX_VALUE are no offset."""
     stem = name.split(".", 1)[0]
     match = _BASE_OFFSET.match(stem)
-    return int(match.group(1)) if match else None
+    if not match:
+        return None
+    offset = int(match.group(1))
+    return offset if offset <= _LONG_MAX else None
 
 
 def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
-    """``(topic, partition, kind)`` of a partition folder name, or None."""
+    """``(topic, partition, kind)`` of a partition folder name, or None.
+
+    UnifiedLog.parseTopicPartitionName reads the partition with ``toInt``: a number above
+    Integer.MAX_VALUE makes the name no partition folder."""
     special = _SPECIAL_DIR.match(name)
+    number = (special or _PARTITION_DIR.match(name) or {"partition": ""})["partition"]
+    if len(number) > 10:  # past Integer.MAX_VALUE (and int() refuses more than 4300 digits)
+        return None
     if special:
-        return special.group("topic"), int(special.group("partition")), special.group("kind")
-    match = _PARTITION_DIR.match(name)
-    if match:
-        return match.group("topic"), int(match.group("partition")), LIVE
-    return None
+        parsed = special.group("topic"), int(special.group("partition")), special.group("kind")
+    else:
+        match = _PARTITION_DIR.match(name)
+        if not match:
+            return None
+        parsed = match.group("topic"), int(match.group("partition")), LIVE
+    return parsed if parsed[1] <= _INT_MAX else None
 
 
 def segment_state(name: str) -> tuple[str, str] | None:
@@ -154,6 +177,7 @@ def discover(
     discovery = Discovery(paths=[str(p) for p in paths])
     for path in discovery.paths:
         walker.walk_root(path)
+    _keep_replicas_apart(list(walker.partitions.values()))
     discovery.partitions = sorted(walker.partitions.values(), key=lambda p: (p.topic, p.partition, p.display_path))
     discovery.notes = walker.notes
     for partition in discovery.partitions:
@@ -211,18 +235,31 @@ class _Walker:
             return
         subdirs = []
         files = []
+        in_partition = parse_partition_dir(os.path.basename(os.path.realpath(directory))) is not None
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
                 is_file = entry.is_file(follow_symlinks=True)
             except OSError:
                 is_dir = is_file = False
-            if is_dir:
+            named_like_file = parse_base_offset(entry.name) is not None and self._looks_like_log_file(entry.name)
+            looks_kafka = in_partition or self._looks_like_log_file(entry.name)
+            if is_dir and named_like_file:
+                self.note(f"skipped {self._display(entry.path, root)}: a folder, not a segment or sidecar file")
+            elif is_dir:
                 subdirs.append(entry.path)
             elif is_file:
                 files.append(entry.name)
             elif entry.is_symlink():
-                self.note(f"skipped {self._display(entry.path, root)}: broken symbolic link")
+                try:
+                    os.stat(entry.path)
+                    reason = "symbolic link to something that is not a regular file"
+                except OSError as exc:
+                    reason = f"broken symbolic link ({exc.strerror or exc})"
+                self.note(f"skipped {self._display(entry.path, root)}: {reason}")
+            elif looks_kafka:
+                # A FIFO, socket or device: opening a FIFO would block the audit forever.
+                self.note(f"skipped {self._display(entry.path, root)}: not a regular file")
         for name in files:
             self._add_file(directory, name, os.path.join(directory, name), root, explicit=False)
         for sub in subdirs:
@@ -246,7 +283,9 @@ class _Walker:
             return
         base_offset = parse_base_offset(name)
         if base_offset is None:
-            if state is not None and (explicit or parse_partition_dir(os.path.basename(folder))):
+            # SPEC 1: a file that is not a segment is skipped with a note; any ``*.log`` (a
+            # broker's own server.log included) is noted wherever it lies.
+            if state is not None:
                 self.note(
                     f"skipped {self._display(path, root) if not explicit else path}: "
                     f"not a segment (its name is not a 20-digit base offset)"
@@ -277,10 +316,23 @@ class _Walker:
             SegmentFile(path, display, base_offset, seg_state, info.st_size, info.st_mtime_ns // 1_000_000, *sidecars)
         )
 
+    @classmethod
+    def _looks_like_log_file(cls, name: str) -> bool:
+        """A segment, snapshot or sidecar file name (by its suffix)."""
+        return segment_state(name) is not None or cls._is_sidecar(name)
+
     @staticmethod
     def _is_sidecar(name: str) -> bool:
-        base = name.removesuffix(".deleted")
-        return name in _KNOWN_OTHER_FILES or base.endswith(_SIDECAR_SUFFIXES + (".snapshot",))
+        # LogFileUtils: the .deleted (retention), .cleaned and .swap (log cleaner) suffixes apply
+        # to a segment's sidecars as to its .log.
+        base = name
+        for suffix in _STATE_SUFFIXES:
+            base = base.removesuffix(suffix)
+        return (
+            name in _KNOWN_OTHER_FILES
+            or base.endswith(_SIDECAR_SUFFIXES + (".snapshot",))
+            or _KRAFT_SNAPSHOT.match(name) is not None
+        )
 
     @staticmethod
     def _sidecar(stem: str, ext: str, suffix: str) -> str | None:
@@ -294,9 +346,10 @@ class _Walker:
             return existing
         name = os.path.basename(real_folder)
         parsed = parse_partition_dir(name)
+        display = self._display(folder, root) if os.path.isdir(root) else folder
         if parsed is None:
             self.note(
-                f"{folder}: folder name is not <topic>-<partition>; its segments are audited as topic "
+                f"{display}: folder name is not <topic>-<partition>; its segments are audited as topic "
                 f"{name!r}, partition -1"
             )
             topic, number, kind = name, -1, LIVE
@@ -307,8 +360,7 @@ class _Walker:
         ):
             self.filtered_out.add(real_folder)
             return None
-        display = self._display(folder, root) if os.path.isdir(root) else folder
-        partition = PartitionDir(topic, number, real_folder, display, kind)
+        partition = PartitionDir(topic, number, real_folder, display, kind, root=root)
         log_dir = os.path.dirname(real_folder)
         partition.checkpointed_log_start = self._log_starts(log_dir).get((topic, number))
         epochs = os.path.join(real_folder, LEADER_EPOCH_CHECKPOINT)
@@ -330,3 +382,25 @@ class _Walker:
             starts = {(e.topic, e.partition): e.offset for e in parsed.entries}
         self.log_start_cache[log_dir] = starts
         return starts
+
+
+def _keep_replicas_apart(partitions: list[PartitionDir]) -> None:
+    """Replicas are keyed by their display path (``PartitionDir.key``). Two PATHs can each find a
+    replica of one partition at the same path relative to themselves (``scan broker1/data
+    broker2/data``: ``t-0`` twice); those replicas, and their files, are shown joined to the PATH
+    that found them instead, so that they stay two replicas."""
+    by_key: dict[tuple[str, int, str], list[PartitionDir]] = {}
+    for partition in partitions:
+        by_key.setdefault(partition.key, []).append(partition)
+    for group in by_key.values():
+        if len(group) < 2:
+            continue
+        for partition in group:
+            root = partition.root or ""
+
+            def joined(display: str, root: str = root) -> str:
+                return display if display == root or os.path.isabs(display) else os.path.join(root, display)
+
+            partition.display_path = joined(partition.display_path)
+            partition.segments = [replace(s, display_path=joined(s.display_path)) for s in partition.segments]
+            partition.snapshots = [replace(s, display_path=joined(s.display_path)) for s in partition.snapshots]

@@ -3,7 +3,9 @@
 An entry is ``relativeOffset i32, position i32`` (8 bytes), the offset relative to the segment's
 base offset. A broker preallocates the file (``segment.index.bytes``) and trims it on a clean
 roll or shutdown, so a copy of an active segment's index ends in zero entries; like
-``DumpLogSegments.dumpIndex``, reading stops at the first entry after the first that is all zero.
+``DumpLogSegments.dumpIndex``, reading stops at the first entry after the first whose relative
+offset is 0 (``entry.offset() == index.baseOffset() && i > 0``), whatever its position, and an
+index whose first entry is all zero has no entry at all (a broker never indexes position 0).
 """
 
 from __future__ import annotations
@@ -30,7 +32,11 @@ def parse_offset_index(data: bytes, base_offset: int, name: str = ".index") -> S
     result = SidecarEntries([], [])
     usable = whole_entries(data, ENTRY_SIZE, "Index", name, result)
     for number, (relative, position) in enumerate(_ENTRY.iter_unpack(data[:usable])):
-        if number > 0 and relative == 0 and position == 0:
+        # DumpLogSegments.dumpIndex: "since it is a sparse file, in the event of a crash there may
+        # be many zero entries, stop if we see one": an entry after the first at the base offset.
+        # A first entry (base offset, position 0) is unwritten space too: LogSegment.append only
+        # indexes an append after more than index.interval.bytes, so never position 0.
+        if relative == 0 and (number > 0 or position == 0):
             result.preallocated_bytes = usable - number * ENTRY_SIZE
             break
         result.entries.append(OffsetPosition(base_offset + relative, position))

@@ -83,7 +83,8 @@ def parse_producer_snapshot(data: bytes, name: str = ".snapshot") -> SidecarEntr
 def snapshot_offset_of(path: str) -> int | None:
     """The offset in a snapshot's file name (``00000000000000000042.snapshot`` -> 42)."""
     stem = os.path.basename(path).split(".", 1)[0]
-    return int(stem) if stem.isdigit() else None
+    # isdecimal, not isdigit: "²" is a digit that int() refuses.
+    return int(stem) if stem.isdecimal() else None
 
 
 def read_producer_snapshot(path: str) -> ProducerSnapshot:

@@ -1,8 +1,9 @@
 """``.timeindex`` files: ``org.apache.kafka.storage.internals.log.TimeIndex``.
 
 An entry is ``timestamp i64, relativeOffset i32`` (12 bytes). Like the offset index it is
-preallocated; reading stops at the first all-zero entry after the first
-(``DumpLogSegments.dumpTimeIndex``).
+preallocated; reading stops at the first entry after the first whose relative offset is 0,
+whatever its timestamp (``DumpLogSegments.dumpTimeIndex``: ``entry.offset() ==
+timeIndex.baseOffset() && i > 0``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ def parse_time_index(data: bytes, base_offset: int, name: str = ".timeindex") ->
     result = SidecarEntries([], [])
     usable = whole_entries(data, ENTRY_SIZE, "Time index", name, result)
     for number, (timestamp, relative) in enumerate(_ENTRY.iter_unpack(data[:usable])):
-        if number > 0 and timestamp == 0 and relative == 0:
+        # DumpLogSegments.dumpTimeIndex: stop at an entry after the first at the base offset.
+        # An all-zero first entry is unwritten space too (no broker indexes timestamp 0).
+        if relative == 0 and (number > 0 or timestamp == 0):
             result.preallocated_bytes = usable - number * ENTRY_SIZE
             break
         result.entries.append(TimestampOffset(timestamp, base_offset + relative))
