@@ -12,7 +12,9 @@ bomb is a :class:`DecompressionError`, not an allocation of gigabytes).
   v0/v1 and raw snappy in v2 (SPEC section 4).
 - lz4 (``Lz4Compression``, ``Lz4BlockInputStream``): the LZ4 frame format. Magic v0 frames carry
   Kafka's old, broken header checksum (xxhash32 over the frame magic as well as the descriptor,
-  KAFKA-3160); both checksums are accepted on read and the broken one is written for v0.
+  KAFKA-3160). As ``Lz4BlockInputStream(ignoreFlagDescriptorChecksum = magic == v0)`` does, the
+  header checksum is skipped in magic v0 and must be the correct one from v1 on; the broken one is
+  written for v0. Blocks are inflated one at a time once the frame could pass the size cap.
 - zstd (``ZstdCompression``): zstd frames, concatenated frames allowed. Kafka has no zstd before
   magic v2, but the bytes are still decodable, so the reader does not refuse them.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import threading
 import zlib
 
 import cramjam
@@ -64,7 +67,7 @@ def decompress(codec: int, data, magic: int, max_size: int) -> bytes:
     if codec == CompressionType.SNAPPY:
         return _unsnappy(data, max_size)
     if codec == CompressionType.LZ4:
-        return _unlz4(data, max_size)
+        return _unlz4(data, max_size, magic)
     if codec == CompressionType.ZSTD:
         return _unzstd(data, max_size)
     raise DecompressionError(f"Unknown compression type id: {codec}")
@@ -129,12 +132,13 @@ def _unsnappy(data: bytes, max_size: int) -> bytes:
     return _unsnappy_raw(data, max_size)
 
 
-def _unsnappy_raw(block: bytes, max_size: int) -> bytes:
+def _unsnappy_raw(block: bytes, max_size: int, produced: int = 0) -> bytes:
+    """One raw snappy block; ``produced`` bytes were already inflated from earlier blocks."""
     try:
         size = cramjam.snappy.decompress_raw_len(block)
     except Exception as exc:  # cramjam raises its own error types for a bad length header
         raise _failed(CompressionType.SNAPPY, exc) from None
-    if size > max_size:
+    if produced + size > max_size:
         raise _too_large(CompressionType.SNAPPY, max_size)
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
@@ -155,7 +159,7 @@ def _unxerial(data: bytes, max_size: int) -> bytes:
         pos += 4
         if length < 0 or pos + length > len(data):
             raise _failed(CompressionType.SNAPPY, f"xerial block length {length} at byte {pos - 4} runs past the end")
-        out += _unsnappy_raw(data[pos : pos + length], max_size - len(out))
+        out += _unsnappy_raw(data[pos : pos + length], max_size, len(out))
         pos += length
     return bytes(out)
 
@@ -179,7 +183,7 @@ def _header_checksum(frame: bytes, descriptor_end: int, broken: bool) -> int:
     return (xxhash.xxh32_intdigest(frame[start:descriptor_end]) >> 8) & 0xFF
 
 
-def _unlz4(data: bytes, max_size: int) -> bytes:
+def _unlz4(data: bytes, max_size: int, magic: int) -> bytes:
     """Walk the LZ4 frame (Lz4BlockInputStream) and bound the output before inflating it."""
     codec = CompressionType.LZ4
     if len(data) < 7 or not data.startswith(LZ4_FRAME_MAGIC):
@@ -194,12 +198,15 @@ def _unlz4(data: bytes, max_size: int) -> bytes:
     pos = 6 + (8 if has_content_size else 0) + (4 if flg & 0x01 else 0)
     if pos >= len(data):
         raise _failed(codec, "the LZ4 frame header is truncated")
-    stored = data[pos]
-    if stored not in (_header_checksum(data, pos, False), _header_checksum(data, pos, True)):
-        raise _failed(codec, "LZ4 frame descriptor checksum mismatch")
+    # Lz4BlockInputStream(ignoreFlagDescriptorChecksum = magic == v0): Kafka skips the header
+    # checksum byte of magic v0 frames (old clients wrote the broken one, KAFKA-3160) and
+    # requires the correct one from magic v1 on.
+    if magic != MAGIC_VALUE_V0 and data[pos] != _header_checksum(data, pos, False):
+        raise _failed(codec, "LZ4 frame descriptor checksum mismatch (Stream frame descriptor corrupted)")
     header_end = pos + 1
     pos = header_end
     bound = 0
+    blocks: list[tuple[int, int, bool]] = []  # (start, length, stored uncompressed)
     while True:
         if pos + 4 > len(data):
             raise _failed(codec, "the LZ4 frame ends before its end mark")
@@ -210,16 +217,18 @@ def _unlz4(data: bytes, max_size: int) -> bytes:
         length = word & ~_LZ4_UNCOMPRESSED_BIT
         if length > block_max:
             raise _failed(codec, f"LZ4 block of {length} bytes exceeds the frame's maximum block size {block_max}")
-        bound += length if word & _LZ4_UNCOMPRESSED_BIT else block_max
+        uncompressed = bool(word & _LZ4_UNCOMPRESSED_BIT)
+        bound += length if uncompressed else block_max
+        blocks.append((pos, length, uncompressed))
         pos += length + (4 if has_block_checksum else 0)
         if pos > len(data):
             raise _failed(codec, "an LZ4 block runs past the end of the payload")
     if has_content_checksum and pos + 4 > len(data):
         raise _failed(codec, "the LZ4 content checksum is truncated")
     if bound > max_size:
-        # Every compressed block inflates to at most the block maximum size; a frame whose
-        # blocks could exceed the cap is checked by inflating block by block below.
-        return _unlz4_streaming(data, header_end, max_size)
+        # Every block inflates to at most the block maximum size; a frame whose blocks could
+        # pass the cap is inflated block by block below, stopping as soon as the output does.
+        return _unlz4_blocks(data, bd, blocks, has_block_checksum, has_content_checksum, pos, max_size)
     # cramjam checks the standard header checksum: give it the descriptor's correct one.
     fixed = data[: header_end - 1] + bytes((_header_checksum(data, header_end - 1, False),)) + data[header_end:]
     try:
@@ -231,19 +240,54 @@ def _unlz4(data: bytes, max_size: int) -> bytes:
     return out
 
 
-def _unlz4_streaming(data: bytes, header_end: int, max_size: int) -> bytes:
-    """Inflate an LZ4 frame whose blocks might pass ``max_size`` through a streaming decompressor,
-    stopping as soon as the output does."""
-    fixed = data[: header_end - 1] + bytes((_header_checksum(data, header_end - 1, False),)) + data[header_end:]
-    decompressor = cramjam.lz4.Decompressor()
+# LZ4 linked blocks may refer to the 64 KiB of output before them.
+_LZ4_WINDOW = 64 * 1024
+
+
+def _unlz4_blocks(
+    data: bytes,
+    bd: int,
+    blocks: list[tuple[int, int, bool]],
+    has_block_checksum: int,
+    has_content_checksum: int,
+    end_mark: int,
+    max_size: int,
+) -> bytes:
+    """Inflate an LZ4 frame one block at a time, as Lz4BlockInputStream.readBlock does, and stop
+    once the output passes ``max_size``: memory stays within ``max_size`` plus one block.
+
+    Each compressed block is inflated as a small frame of its own with linked blocks, preceded
+    by the last 64 KiB of output stored as an uncompressed block, so that a block of a
+    linked-block frame (librdkafka, the ``lz4`` tools) finds the history it refers to."""
+    codec = CompressionType.LZ4
+    header = bytearray(LZ4_FRAME_MAGIC + bytes((0x40, bd)))  # version 01, linked blocks, no checksums
+    header.append(_header_checksum(bytes(header), len(header), False))
     out = bytearray()
-    for start in range(0, len(fixed), 16 * 1024):
-        try:
-            out += bytes(decompressor.decompress(fixed[start : start + 16 * 1024]))
-        except Exception as exc:
-            raise _failed(CompressionType.LZ4, exc) from None
+    for start, length, uncompressed in blocks:
+        block = data[start : start + length]
+        if has_block_checksum:
+            (stored,) = _U32_LE.unpack_from(data, start + length)
+            if xxhash.xxh32_intdigest(block) != stored:
+                raise _failed(codec, "Block checksum mismatch")
+        if uncompressed:
+            out += block
+        else:
+            history = bytes(out[-_LZ4_WINDOW:])
+            parts = [bytes(header)]
+            if history:
+                parts += [_U32_LE.pack(len(history) | _LZ4_UNCOMPRESSED_BIT), history]
+            parts += [_U32_LE.pack(length), block, _U32_LE.pack(0)]
+            try:
+                inflated = cramjam.lz4.decompress(b"".join(parts))
+            except Exception as exc:
+                raise _failed(codec, exc) from None
+            out += memoryview(inflated)[len(history) :]
         if len(out) > max_size:
-            raise _too_large(CompressionType.LZ4, max_size)
+            raise _too_large(codec, max_size)
+    if has_content_checksum:
+        (stored,) = _U32_LE.unpack_from(data, end_mark)
+        if xxhash.xxh32_intdigest(bytes(out)) != stored:
+            raise _failed(codec, "Content checksum mismatch")
     return bytes(out)
 
 
@@ -275,14 +319,20 @@ def _lz4_frame(data: bytes, broken_header_checksum: bool) -> bytes:
 def _unzstd(data: bytes, max_size: int) -> bytes:
     """Inflate zstd frames, feeding the input in small slices: a zstd block inflates to at most
     128 KiB from 4 bytes, so a slice of ``_ZSTD_SLICE`` bytes can pass the cap by at most 32 MiB
-    before the check below stops it."""
+    before the check below stops it. :func:`_unzstd_whole` first tries the common case in one call."""
+    whole = _unzstd_whole(data, max_size)
+    if whole is not None:
+        return whole
     out = bytearray()
     pos = 0
     inflater = zstandard.ZstdDecompressor().decompressobj()
     try:
         while pos < len(data):
-            out += inflater.decompress(data[pos : pos + _ZSTD_SLICE])
-            pos += _ZSTD_SLICE
+            piece = data[pos : pos + _ZSTD_SLICE]
+            out += inflater.decompress(piece)
+            # The last slice may be short: ``pos`` must be where the input really ends, or the
+            # start of the next concatenated frame is computed wrong below.
+            pos += len(piece)
             if len(out) > max_size:
                 raise _too_large(CompressionType.ZSTD, max_size)
             if inflater.eof:
@@ -297,3 +347,91 @@ def _unzstd(data: bytes, max_size: int) -> bytes:
     if not inflater.eof:
         raise _failed(CompressionType.ZSTD, "the zstd frame ends early")
     return bytes(out)
+
+
+# -- zstd fast path -------------------------------------------------------------------------------
+
+_ZSTD_FRAME_MAGIC = b"\x28\xb5\x2f\xfd"
+# Block_Maximum_Size: no zstd block inflates to more than 128 KiB.
+_ZSTD_BLOCK_MAX = 128 * 1024
+_ZSTD_DICT_ID_BYTES = (0, 1, 2, 4)
+_ZSTD_CONTENT_SIZE_BYTES = (0, 2, 4, 8)
+_zstd_local = threading.local()
+
+
+def _zstd_frames(data: bytes) -> list[tuple[int, int, int]] | None:
+    """Walk the zstd frames of ``data`` by their block headers (RFC 8878 section 3.1.1) without
+    inflating anything: ``(start, end, most bytes it can inflate to)`` per frame, or None when
+    the bytes are not plain zstd frames back to back (skippable frames, reserved bits, a frame
+    that runs past the end), which the sliced inflater then deals with and reports."""
+    frames = []
+    pos = 0
+    end = len(data)
+    while pos < end:
+        start = pos
+        if data[pos : pos + 4] != _ZSTD_FRAME_MAGIC or pos + 5 > end:
+            return None
+        descriptor = data[pos + 4]
+        if descriptor & 0x08:  # reserved bit
+            return None
+        single_segment = descriptor & 0x20
+        content_size_bytes = _ZSTD_CONTENT_SIZE_BYTES[descriptor >> 6] or (1 if single_segment else 0)
+        pos += 5 + (0 if single_segment else 1) + _ZSTD_DICT_ID_BYTES[descriptor & 0x03] + content_size_bytes
+        bound = 0
+        while True:
+            if pos + 3 > end:
+                return None
+            header = data[pos] | (data[pos + 1] << 8) | (data[pos + 2] << 16)
+            block_type = (header >> 1) & 0x03
+            block_size = header >> 3
+            pos += 3
+            if block_type == 0:  # raw: stored as is
+                bound += block_size
+                pos += block_size
+            elif block_type == 1:  # RLE: one byte repeated block_size times
+                bound += block_size
+                pos += 1
+            elif block_type == 2:  # compressed
+                bound += _ZSTD_BLOCK_MAX
+                pos += block_size
+            else:
+                return None
+            if header & 0x01:  # last block
+                break
+        if descriptor & 0x04:  # content checksum
+            pos += 4
+        if pos > end:
+            return None
+        frames.append((start, pos, bound))
+    return frames or None
+
+
+def _unzstd_whole(data: bytes, max_size: int) -> bytes | None:
+    """The zstd fast path: each frame inflated in one call, or None to leave it to the slices.
+
+    The sliced inflater of :func:`_unzstd` pays a Python round trip per KiB of input and a new
+    decompression context per call (about 8 us each); for a typical batch (one frame, a few
+    KiB) that is most of the cost. Here the frames' block headers bound what they can inflate
+    to before anything is inflated; only when that bound is within ``max_size`` is each frame
+    inflated whole, with a decompression context kept per thread. Any surprise (a bound past
+    the cap, a zstd error, a frame that does not end where its blocks say) returns None, and
+    the sliced inflater runs from the start and raises its own error: the result, or the
+    error, is always the sliced inflater's.
+    """
+    frames = _zstd_frames(data)
+    if frames is None or sum(bound for _, _, bound in frames) > max_size:
+        return None
+    decompressor = getattr(_zstd_local, "decompressor", None)
+    if decompressor is None:
+        decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor()
+    parts = []
+    try:
+        for start, end, _ in frames:
+            inflater = decompressor.decompressobj()
+            parts.append(inflater.decompress(data[start:end]))
+            if not inflater.eof or inflater.unused_data:
+                return None
+    except zstandard.ZstdError:
+        return None
+    out = parts[0] if len(parts) == 1 else b"".join(parts)
+    return out if len(out) <= max_size else None
