@@ -263,3 +263,29 @@ def test_byte_range_walk_starts_and_stops_at_batch_boundaries():
 def test_v0_message_crc_is_crc32_over_magic_to_end():
     data = kp_legacy(0, 0, 1)
     assert struct.unpack_from(">I", data, 12)[0] == zlib.crc32(data[16:])
+
+
+def test_the_walk_fills_every_batch_field_in_its_place():
+    """_v2_batch builds RecordBatch positionally (speed): each header field must land in its own
+    field, checked with values that all differ."""
+    from kafka_audit.formats.writer import BatchSpec, RecordSpec, encode_batch
+
+    spec = BatchSpec(
+        records=(RecordSpec(value=b"a"), RecordSpec(value=b"b"), RecordSpec(value=b"c")),
+        base_offset=1000,
+        base_timestamp=1_700_000_000_000,
+        max_timestamp=1_700_000_000_777,
+        producer_id=4242,
+        producer_epoch=7,
+        base_sequence=99,
+        partition_leader_epoch=13,
+        codec=0,
+        transactional=True,
+    )
+    data = encode_batch(spec)
+    (batch,) = list(iter_batches(data))
+    assert (batch.position, batch.base_offset, batch.last_offset, batch.magic, batch.size) == (0, 1000, 1002, 2, len(data))
+    assert batch.crc_valid and batch.stored_crc == int.from_bytes(data[17:21], "big")
+    assert (batch.attributes, batch.record_count, batch.partition_leader_epoch) == (0x10, 3, 13)
+    assert (batch.last_offset_delta, batch.base_timestamp, batch.max_timestamp) == (2, 1_700_000_000_000, 1_700_000_000_777)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (4242, 7, 99)

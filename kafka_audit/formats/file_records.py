@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import crc32c
 
 from kafka_audit.formats.compression import DecompressionError, decompress
-from kafka_audit.formats.default_record import decode_records
+from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records
 from kafka_audit.formats.legacy_record import (
     batch_from_message,
     decode_legacy_batch,
@@ -64,12 +64,16 @@ def max_decompressed_size(batch: RecordBatch) -> int:
     return max(_MIN_DECOMPRESSED_CAP, _DECOMPRESSION_RATIO_CAP * batch.size)
 
 
-def iter_batches(buf, start: int = 0, stop: int | None = None, end: int | None = None) -> Iterator[RecordBatch | Problem]:
+def iter_batches(
+    buf, start: int = 0, stop: int | None = None, end: int | None = None, fd: int | None = None
+) -> Iterator[RecordBatch | Problem]:
     """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
 
     ``buf`` is any buffer (mmap, bytes). Batches may extend past ``stop`` (a byte-range split
     ends at a batch boundary of its own) but not past ``end``, the file's size. A batch with
-    a bad CRC is yielded (``crc_valid`` False) after its ``crc_mismatch`` problem.
+    a bad CRC is yielded (``crc_valid`` False) after its ``crc_mismatch`` problem. ``fd``, the
+    file ``buf`` maps, lets a zero-filled tail be recognised from the file's holes
+    (``SEEK_DATA``) instead of by reading it.
     """
     end = len(buf) if end is None else end
     stop = end if stop is None else min(stop, end)
@@ -79,7 +83,7 @@ def iter_batches(buf, start: int = 0, stop: int | None = None, end: int | None =
         remaining = end - pos
         if remaining < LOG_OVERHEAD + 5:
             # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
-            yield _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)")
+            yield _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd)
             return
         base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
         magic = buf[pos + 16]
@@ -92,6 +96,7 @@ def iter_batches(buf, start: int = 0, stop: int | None = None, end: int | None =
                 check="invalid_batch_size",
                 details={"size": size},
                 offset=base_offset,
+                fd=fd,
             )
             return
         if size > remaining - LOG_OVERHEAD:
@@ -103,6 +108,7 @@ def iter_batches(buf, start: int = 0, stop: int | None = None, end: int | None =
                 f"({remaining - LOG_OVERHEAD} bytes left)",
                 details={"size": size, "bytes_left": remaining - LOG_OVERHEAD},
                 offset=base_offset,
+                fd=fd,
             )
             return
         entry_size = LOG_OVERHEAD + size
@@ -171,23 +177,25 @@ def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
     ) = _V2_HEADER.unpack_from(buf, pos)
     end = pos + LOG_OVERHEAD + size
     crc_valid = crc32c.crc32c(memoryview(buf)[pos + V2_ATTRIBUTES_OFFSET : end]) == crc
+    # Positional, in RecordBatch's field order: keyword arguments made this call a sixth of the
+    # batch walk's time (tests/test_file_records.py checks the order).
     return RecordBatch(
-        position=pos,
-        base_offset=base_offset,
-        last_offset=base_offset + last_offset_delta,
-        magic=magic,
-        size=LOG_OVERHEAD + size,
-        stored_crc=crc,
-        crc_valid=crc_valid,
-        attributes=attributes & 0xFFFF,
-        record_count=record_count,
-        partition_leader_epoch=leader_epoch,
-        last_offset_delta=last_offset_delta,
-        base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
+        pos,  # position
+        base_offset,
+        base_offset + last_offset_delta,  # last_offset
+        magic,
+        LOG_OVERHEAD + size,  # size
+        crc,  # stored_crc
+        crc_valid,
+        attributes & 0xFFFF,  # attributes
+        record_count,
+        leader_epoch,  # partition_leader_epoch
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
     )
 
 
@@ -212,15 +220,53 @@ def _too_small(pos: int, base_offset: int, size: int, overhead: int) -> Problem:
     )
 
 
-def _is_zero(buf, start: int, end: int) -> bool:
+def _is_zero(buf, start: int, end: int, fd: int | None = None) -> bool:
+    """Whether ``buf[start:end]`` is all zero bytes.
+
+    A preallocated segment (``preallocate=true``, or a sparse copy) can be a gigabyte of holes:
+    with ``fd`` the holes are skipped with ``lseek(SEEK_DATA/SEEK_HOLE)`` without being read,
+    and the data regions are compared a chunk at a time, each chunk's pages dropped from the
+    resident set once compared (as :meth:`FileRecords._release` does for walked batches).
+    """
     view = memoryview(buf)
     chunk = 1 << 20
-    zeros = bytes(min(chunk, end - start))
-    for at in range(start, end, chunk):
-        part = view[at : min(at + chunk, end)]
-        if part != zeros[: len(part)]:
-            return False
+    zeros = bytes(min(chunk, max(0, end - start)))
+    releasable = isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
+    at = start
+    while at < end:
+        region_end = end
+        if fd is not None and hasattr(os, "SEEK_DATA"):
+            try:
+                data = os.lseek(fd, at, os.SEEK_DATA)
+            except OSError:
+                return True  # ENXIO: no data at or after ``at``, a hole to the end of the file
+            if data >= end:
+                return True
+            at = data
+            try:
+                region_end = min(end, os.lseek(fd, at, os.SEEK_HOLE))
+            except OSError:
+                region_end = end
+            region_end = max(region_end, min(end, at + 1))
+        while at < region_end:
+            upto = min(at + chunk, region_end)
+            part = view[at:upto]
+            same = part == zeros[: len(part)]
+            if releasable:
+                _drop_pages(buf, at, upto)
+            if not same:
+                return False
+            at = upto
     return True
+
+
+def _drop_pages(buf: mmap.mmap, start: int, stop: int) -> None:
+    """madvise(MADV_DONTNEED) the whole pages inside ``[start, stop)`` of a read-only map."""
+    page = mmap.PAGESIZE
+    first = -(-start // page) * page
+    length = (stop // page) * page - first
+    if length > 0:
+        buf.madvise(mmap.MADV_DONTNEED, first, length)
 
 
 def _tail_problem(
@@ -231,10 +277,11 @@ def _tail_problem(
     check: str = "truncated_batch",
     details: dict | None = None,
     offset: int | None = None,
+    fd: int | None = None,
 ) -> Problem:
     """A problem that ends the walk; a tail of zeros (preallocated segment, torn write) says so."""
     details = dict(details or {})
-    if _is_zero(buf, pos, end):
+    if _is_zero(buf, pos, end, fd):
         return Problem(
             "truncated_batch",
             pos,
@@ -257,14 +304,31 @@ def _unread_problem(pos: int, end: int) -> Problem:
 
 @dataclass(slots=True)
 class BatchRecords:
-    """The records of one batch and the problems met decoding them."""
+    """The records of one batch and the problems met decoding them.
+
+    ``passed_screen``: the v2 records were only screened (:func:`screen_records`), not decoded;
+    ``records`` is then empty and ``count`` records are well-formed and pass the screen.
+    """
 
     records: list[Record]
     problems: list[Problem] = field(default_factory=list)
+    passed_screen: bool = False
+    screened: int = 0
+
+    @property
+    def count(self) -> int:
+        """How many records the batch holds that could be read."""
+        return self.screened if self.passed_screen else len(self.records)
 
 
-def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
+def read_batch_records(
+    buf, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None
+) -> BatchRecords:
     """Decode a batch's records on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterator).
+
+    With a ``screen``, a v2 batch whose records all pass it (:func:`screen_records`) is not
+    decoded: the result has ``passed_screen`` set, no records and no problems. The audit's fast
+    path: most batches have nothing to report and need no :class:`Record` object.
 
     Problems: ``decompression_failed`` for an unknown codec or a payload that does not
     decompress (or inflates past :func:`max_decompressed_size`), ``non_monotonic_offsets``
@@ -294,6 +358,8 @@ def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> Batch
             )
     else:
         data = bytes(payload)
+    if screen is not None and screen_records(data, batch.base_timestamp, batch.record_count or 0, screen):
+        return BatchRecords([], passed_screen=True, screened=batch.record_count or 0)
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     decoded = decode_records(
         data, batch.base_offset, batch.base_timestamp, batch.record_count or 0, log_append_time, with_data
@@ -342,12 +408,18 @@ class FileRecords:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self._file = open(self.path, "rb")
-        self.size = os.fstat(self._file.fileno()).st_size
         self._map: mmap.mmap | bytes
-        if self.size:
-            self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-        else:
-            self._map = b""
+        try:
+            self.size = os.fstat(self._file.fileno()).st_size
+            if self.size:
+                self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                self._map = b""
+        except (OSError, ValueError) as exc:
+            # A file that cannot be mapped (a file system without mmap, or emptied since its size
+            # was read: "cannot mmap an empty file") is unreadable, and its handle is not leaked.
+            self._file.close()
+            raise OSError(getattr(exc, "errno", None), f"cannot map the file ({exc})") from exc
 
     def __enter__(self) -> "FileRecords":
         return self
@@ -367,14 +439,15 @@ class FileRecords:
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[RecordBatch | Problem]:
         """The batches starting in ``[start, stop)`` and the problems met, in file order."""
         released = start
-        for item in iter_batches(self._map, start, stop, self.size):
+        fd = self._file.fileno() if self.size else None
+        for item in iter_batches(self._map, start, stop, self.size, fd):
             yield item
             if item.position - released >= _RELEASE_EVERY:
                 self._release(released, item.position)
                 released = item.position
 
-    def records(self, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
-        return read_batch_records(self._map, batch, with_data)
+    def records(self, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None) -> BatchRecords:
+        return read_batch_records(self._map, batch, with_data, screen)
 
     def _release(self, start: int, stop: int) -> None:
         """madvise(MADV_DONTNEED) the walked pages: they leave RSS and stay in the page cache."""

@@ -1,0 +1,125 @@
+"""The audit's record fast path, ``screen_records``, against the full decoder and validator.
+
+``screen_records`` may say True only where ``decode_records`` reads every record without error
+and ``validate_records`` flags none: the segment audit then skips both. These tests build valid
+v2 record payloads with the fixture writer, damage them slightly (a byte changed, inserted or
+dropped, a cut), and check that agreement on every outcome; and that clean batches do take the
+fast path (the point of it).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_audit.checks.log_validator import ValidationConfig, record_screen, validate_records
+from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records
+from kafka_audit.formats.file_records import iter_batches, read_batch_records
+from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
+from kafka_audit.formats.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
+
+SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+records = st.lists(
+    st.builds(
+        RecordSpec,
+        key=st.one_of(st.none(), st.binary(max_size=20)),
+        value=st.one_of(st.none(), st.binary(max_size=300)),
+        headers=st.lists(
+            st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=5))), max_size=2
+        ).map(tuple),
+        timestamp=st.one_of(st.none(), st.integers(TS_BASE - 10**8, TS_BASE + 10**8)),
+        offset_delta=st.one_of(st.none(), st.none(), st.integers(-3, 200)),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _batch(recs, timestamp_type=0) -> tuple[RecordBatch, bytes]:
+    data = encode_batch(BatchSpec(records=tuple(recs), base_offset=100, timestamp_type=timestamp_type))
+    (batch,) = [item for item in iter_batches(data) if isinstance(item, RecordBatch)]
+    return batch, data
+
+
+def _damage(payload: bytes, rng: random.Random) -> bytes:
+    data = bytearray(payload)
+    kind = rng.randrange(5)
+    at = rng.randrange(len(data) + 1)
+    if kind == 0 and data:
+        data[min(at, len(data) - 1)] = rng.randrange(256)
+    elif kind == 1:
+        data[at:at] = bytes([rng.randrange(256)])
+    elif kind == 2 and data:
+        del data[min(at, len(data) - 1)]
+    elif kind == 3:
+        del data[at:]
+    return bytes(data)
+
+
+@SETTINGS
+@given(
+    records,
+    st.integers(0, 2**32),
+    st.booleans(),
+    st.sampled_from([(None, None), (TS_BASE - 1000, None), (None, TS_BASE + 5), (TS_BASE - 10**7, TS_BASE + 10**7)]),
+    st.integers(-1, 2),
+)
+def test_the_screen_passes_a_batch_only_when_decoding_and_validation_find_nothing(
+    recs, seed, compacted, bounds, count_change
+):
+    batch, data = _batch(recs)
+    payload = data[V2_RECORD_BATCH_OVERHEAD:]
+    rng = random.Random(seed)
+    if seed % 3:
+        payload = _damage(payload, rng)
+    count = batch.record_count + (count_change if seed % 5 == 0 else 0)
+    before, after = bounds
+    reference = TS_BASE
+    config = ValidationConfig(
+        compacted_topics=frozenset({"t"}) if compacted else frozenset(),
+        timestamp_before_max_ms=None if before is None else reference - before,
+        timestamp_after_max_ms=None if after is None else after - reference,
+    )
+    screen = record_screen(batch, "t", config, reference)
+    decoded = decode_records(payload, batch.base_offset, batch.base_timestamp, count, None, with_data=False)
+    if screen_records(payload, batch.base_timestamp, count, screen):
+        assert decoded.error is None
+        assert len(decoded.records) == count
+        batch.record_count = count
+        assert validate_records(batch, decoded.records, "t", "t-0", config, reference) == []
+
+
+@given(records)
+@settings(max_examples=100, deadline=None)
+def test_clean_batches_take_the_fast_path(recs):
+    recs = [RecordSpec(key=r.key or b"k", value=r.value, headers=r.headers) for r in recs]
+    batch, data = _batch(recs)
+    screen = record_screen(batch, "t", ValidationConfig(compacted_topics=frozenset({"t"})), None)
+    decoded = read_batch_records(data, batch, with_data=False, screen=screen)
+    assert decoded.passed_screen and decoded.count == len(recs) and decoded.problems == []
+
+
+@pytest.mark.parametrize("delta", [63, 64, 8191, 8192, 10**6])
+def test_long_varints_are_read_like_the_decoder_reads_them(delta):
+    """Deltas and sizes of one, two and more varint bytes (the screen inlines one and two)."""
+    recs = [RecordSpec(key=b"k" * (delta % 300), value=b"v" * 200, timestamp=TS_BASE + delta * i) for i in range(3)]
+    batch, data = _batch(recs)
+    payload = data[V2_RECORD_BATCH_OVERHEAD:]
+    assert screen_records(payload, batch.base_timestamp, 3, RecordScreen())
+    low = batch.base_timestamp + delta * 2 + 1
+    assert not screen_records(payload, batch.base_timestamp, 3, RecordScreen(min_timestamp=low))
+
+
+def test_control_and_log_append_time_batches_are_screened_as_the_rules_say():
+    (recs,) = [[RecordSpec(key=b"k", value=b"v", timestamp=TS_BASE - 10**9)]]
+    config = ValidationConfig(timestamp_before_max_ms=1000)
+    create_time, _ = _batch(recs)
+    log_append_time, _ = _batch(recs, timestamp_type=1)
+    assert record_screen(create_time, "t", config, TS_BASE).min_timestamp == TS_BASE - 1000
+    # LogAppendTime records are not checked against the reference time: no bound to screen.
+    assert record_screen(log_append_time, "t", config, TS_BASE).min_timestamp is None
+    assert record_screen(create_time, "t", config, None).min_timestamp is None
