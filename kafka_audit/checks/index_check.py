@@ -26,6 +26,23 @@ from dataclasses import dataclass
 from kafka_audit.checks.batch_summary import BatchSummary
 from kafka_audit.findings import Finding, make_finding
 
+# Entries of one index file reported one by one; the rest are counted in one last finding. A
+# garbage index of a few MiB would otherwise give millions of findings (DumpLogSegments lists
+# every mismatch; a broker rebuilds an index it finds corrupt, OffsetIndex.sanityCheck).
+MAX_FINDINGS_PER_INDEX = 100
+
+
+def _more_entries(found: list[Finding], more: int, where: dict, index_path: str) -> None:
+    if more:
+        found.append(
+            make_finding(
+                "index_mismatch",
+                f"{more} more entries of {index_path} disagree with the log (not listed one by one)",
+                **where,
+                details={"index_file": index_path, "more_entries": more},
+            )
+        )
+
 
 @dataclass(slots=True)
 class SegmentBatches:
@@ -58,6 +75,7 @@ def verify_offset_index(
 ) -> list[Finding]:
     """``entries`` have ``offset`` (absolute) and ``position``; ``where`` names topic/partition/segment."""
     found: list[Finding] = []
+    more = 0
     previous = None
     for number, entry in enumerate(entries):
         batch = log.by_position.get(entry.position)
@@ -81,7 +99,9 @@ def verify_offset_index(
                     f"Index offset {entry.offset} at position {entry.position} reaches into the next entry's "
                     f"batch at offset {following.base_offset}"
                 )
-        if problem:
+        if problem and len(found) >= MAX_FINDINGS_PER_INDEX:
+            more += 1
+        elif problem:
             found.append(
                 make_finding(
                     "index_mismatch",
@@ -94,12 +114,14 @@ def verify_offset_index(
                 )
             )
         previous = entry
+    _more_entries(found, more, where, index_path)
     return found
 
 
 def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_path: str) -> list[Finding]:
     """``entries`` have ``timestamp`` and ``offset`` (absolute)."""
     found: list[Finding] = []
+    more = 0
     previous = None
     for number, entry in enumerate(entries):
         batch = log.containing(entry.offset)
@@ -116,7 +138,9 @@ def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_pat
                 f"Time index timestamp {entry.timestamp} for offset {entry.offset} does not match the max "
                 f"timestamp {batch.max_timestamp} of its batch"
             )
-        if problem:
+        if problem and len(found) >= MAX_FINDINGS_PER_INDEX:
+            more += 1
+        elif problem:
             found.append(
                 make_finding(
                     "index_mismatch",
@@ -128,4 +152,5 @@ def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_pat
                 )
             )
         previous = entry
+    _more_entries(found, more, where, index_path)
     return found

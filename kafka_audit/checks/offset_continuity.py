@@ -14,15 +14,31 @@ from kafka_audit.findings import Finding, make_finding
 
 class OffsetContinuity:
     """Fed one partition's batches in log order (segment base offset, then file position);
-    :meth:`observe` returns the findings each batch causes. Corrupt batches are skipped."""
+    :meth:`observe` returns the findings each batch causes.
+
+    Corrupt batches (bad CRC, records that cannot be read) cause no finding here and do not
+    move the offset order on, but the offsets their header names are not *missing*: the batch
+    is still in the segment (until Kafka's log recovery truncates there), and its own finding
+    says what is wrong with it. So they only explain a gap between the valid batches around
+    them. A corrupt v0/v1 wrapper names its last offset only (its inner set is unread).
+    """
 
     def __init__(self, compacted: bool) -> None:
         self.compacted = compacted
         self.previous: BatchSummary | None = None
+        # (first offset or None for "from the gap's start", last offset) of corrupt batches
+        # seen since the previous valid batch.
+        self.unreadable: list[tuple[int | None, int]] = []
 
     def observe(self, batch: BatchSummary) -> list[Finding]:
         if not batch.valid:
+            if batch.magic >= 2:
+                if batch.last_offset >= batch.base_offset:
+                    self.unreadable.append((batch.base_offset, batch.last_offset))
+            else:
+                self.unreadable.append((None, batch.last_offset))
             return []
+        unreadable, self.unreadable = self.unreadable, []
         found: list[Finding] = []
         tp = f"{batch.topic}-{batch.partition}"
         where = dict(topic=batch.topic, partition=batch.partition, segment=batch.segment, batch=batch)
@@ -49,15 +65,35 @@ class OffsetContinuity:
                     )
                 )
             elif not self.compacted and batch.base_offset > previous.last_offset + 1:
-                first_missing = previous.last_offset + 1
-                found.append(
-                    make_finding(
-                        "offset_gap",
-                        f"Offsets {first_missing} to {batch.base_offset - 1} are missing in {tp}",
-                        details={"missing_offsets": [first_missing, batch.base_offset - 1]},
-                        **where,
+                for first_missing, last_missing in _uncovered(
+                    previous.last_offset + 1, batch.base_offset - 1, unreadable
+                ):
+                    found.append(
+                        make_finding(
+                            "offset_gap",
+                            f"Offsets {first_missing} to {last_missing} are missing in {tp}",
+                            details={"missing_offsets": [first_missing, last_missing]},
+                            **where,
+                        )
                     )
-                )
         if previous is None or batch.last_offset > previous.last_offset:
             self.previous = batch
         return found
+
+
+def _uncovered(first: int, last: int, covers: list[tuple[int | None, int]]) -> list[tuple[int, int]]:
+    """The sub-ranges of ``[first, last]`` that no ``(low, high)`` of ``covers`` holds
+    (``low`` None: from wherever the range still starts)."""
+    out: list[tuple[int, int]] = []
+    cursor = first
+    for low, high in sorted(covers, key=lambda c: c[1]):
+        if high < cursor:
+            continue
+        low = cursor if low is None else low
+        if low > cursor:
+            out.append((cursor, min(low - 1, last)))
+        cursor = max(cursor, high + 1)
+        if cursor > last:
+            return out
+    out.append((cursor, last))
+    return out

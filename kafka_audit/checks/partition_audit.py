@@ -16,6 +16,7 @@ from kafka_audit.checks.index_check import SegmentBatches, verify_offset_index, 
 from kafka_audit.checks.offset_continuity import OffsetContinuity
 from kafka_audit.checks.producer_state import PartitionLog, replay_partition
 from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.offset_index import read_offset_index
 from kafka_audit.formats.producer_snapshot import read_producer_snapshot
 from kafka_audit.formats.time_index import read_time_index
@@ -24,13 +25,14 @@ from kafka_audit.formats.transaction_index import read_transaction_index
 
 @dataclass(frozen=True, slots=True)
 class SegmentFiles:
-    """A live segment's sidecar paths (None where absent)."""
+    """A live segment's sidecar paths (None where absent), and the segment file's own path."""
 
     segment: str
     base_offset: int
     index: str | None = None
     time_index: str | None = None
     txn_index: str | None = None
+    log: str | None = None
 
 
 @dataclass(slots=True)
@@ -62,7 +64,7 @@ class PartitionMeta:
             log_start_offset=log_start,
             transaction_timeout_ms=options.transaction_timeout_ms,
             segments={
-                s.display_path: SegmentFiles(s.display_path, s.base_offset, s.index, s.time_index, s.txn_index)
+                s.display_path: SegmentFiles(s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path)
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
@@ -115,14 +117,23 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
             yield summary
         if current_segment is not None:
             verify(current_segment, segment_batches)
-        # Segments without a readable batch still have indexes that must agree with that.
+        # Segments without a readable batch still have indexes that must agree with that; a
+        # segment file that cannot be opened at all (the segment step noted why) has no log to
+        # verify its indexes against.
         for segment in meta.segments:
-            if segment not in verified:
+            if segment not in verified and segment not in unreadable:
                 verify(segment, [])
 
+    unreadable = {
+        files.segment
+        for files in meta.segments.values()
+        if (files.index or files.time_index or files.txn_index) and not _can_open(files.log)
+    }
     snapshots = [read_producer_snapshot(path) for path, _ in meta.snapshots]
     txn_indexes = {
-        files.segment: read_transaction_index(files.txn_index) for files in meta.segments.values() if files.txn_index
+        files.segment: read_transaction_index(files.txn_index)
+        for files in meta.segments.values()
+        if files.txn_index and files.segment not in unreadable
     }
     where = dict(topic=meta.topic, partition=meta.partition)
     for snapshot, (_, display) in zip(snapshots, meta.snapshots):
@@ -144,6 +155,17 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     findings.extend(replayed)
     totals.open = sum(1 for f in replayed if f.check in ("open_transaction", "hanging_transaction"))
     return findings, totals
+
+
+def _can_open(path: str | None) -> bool:
+    """Whether the segment step could open the segment file (FileRecords)."""
+    if path is None:
+        return True
+    try:
+        with FileRecords(path):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def _count(summary: BatchSummary, totals: PartitionTotals) -> None:

@@ -294,19 +294,82 @@ class ProducerStateEntry:
             self.last_offset = entry.last_offset
             self.offset_delta = entry.offset_delta
             if entry.last_sequence >= 0:
+                # BatchMetadata.firstSeq / firstOffset, in Java int / long arithmetic: a snapshot
+                # whose CRC holds may still carry an offset delta no broker wrote.
                 first_seq = _decrement_sequence(entry.last_sequence, entry.offset_delta)
-                self.history.add(first_seq, entry.last_sequence, entry.last_offset - entry.offset_delta)
+                self.history.add(first_seq, entry.last_sequence, _wrap(entry.last_offset - entry.offset_delta, 64))
         else:
             self.last_seq, self.last_offset, self.offset_delta = NO_SEQUENCE, -1, 0
         self.sequence_known = True
         self.last_batch = anchor
 
 
+def _wrap(value: int, bits: int) -> int:
+    """``value`` as a Java int (32) or long (64) holds it: two's complement overflow."""
+    half = 1 << (bits - 1)
+    return (value + half) % (1 << bits) - half
+
+
 def _decrement_sequence(sequence: int, decrement: int) -> int:
-    """DefaultRecordBatch.decrementSequence."""
+    """DefaultRecordBatch.decrementSequence (Java int arithmetic: a negative or huge decrement
+    from a damaged snapshot wraps, it never leaves the int range)."""
     if sequence < decrement:
-        return INT32_MAX - (decrement - sequence) + 1
-    return sequence - decrement
+        return _wrap(INT32_MAX - (decrement - sequence) + 1, 32)
+    return _wrap(sequence - decrement, 32)
+
+
+@dataclass(slots=True)
+class WrittenState:
+    """A producer's state as the broker that wrote the log holds it, which is what its
+    ``.snapshot`` files capture: the log appended exactly as written, with
+    ``AppendOrigin.REPLICATION`` (a follower's appends, and log recovery:
+    ``UnifiedLog.loadProducersFromRecords``), where ``ProducerAppendInfo`` only warns about a
+    fenced producer epoch or coordinator epoch and makes no duplicate check. A batch the replay
+    rejects (zombie write, duplicate, fenced marker) still moved this state on; snapshots are
+    compared with it, so one rejected batch is not also a ``snapshot_mismatch``.
+    """
+
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    last_seq: int = NO_SEQUENCE
+    last_offset: int = -1
+    coordinator_epoch: int = -1
+    txn_first_offset: int = -1
+    sequence_known: bool = False
+
+    def update_epoch(self, epoch: int) -> bool:
+        """ProducerStateEntry.maybeUpdateProducerEpoch: a new epoch clears the batch metadata."""
+        if epoch == self.producer_epoch:
+            return False
+        self.producer_epoch = epoch
+        self.last_seq = NO_SEQUENCE
+        self.last_offset = -1
+        return True
+
+    def append(self, batch: BatchSummary) -> None:
+        """ProducerAppendInfo.appendDataBatch / appendEndTxnMarker with AppendOrigin.REPLICATION."""
+        if batch.is_control:
+            previous = self.producer_epoch
+            if self.update_epoch(batch.producer_epoch) and previous != NO_PRODUCER_EPOCH:
+                self.sequence_known = True  # a new epoch starts at sequence 0
+            self.coordinator_epoch = batch.coordinator_epoch
+            self.txn_first_offset = -1
+            return
+        self.update_epoch(batch.producer_epoch)
+        self.last_seq = batch.last_sequence
+        self.last_offset = batch.last_offset
+        self.sequence_known = True
+        if batch.is_transactional and self.txn_first_offset < 0:
+            self.txn_first_offset = batch.base_offset
+
+    def load(self, entry: SnapshotEntry) -> None:
+        self.producer_epoch = entry.producer_epoch
+        self.coordinator_epoch = entry.coordinator_epoch
+        self.txn_first_offset = entry.current_txn_first_offset
+        if entry.last_offset >= 0:
+            self.last_seq, self.last_offset = entry.last_sequence, entry.last_offset
+        else:
+            self.last_seq, self.last_offset = NO_SEQUENCE, -1
+        self.sequence_known = True
 
 
 class ProducerStateReplay:
@@ -322,6 +385,8 @@ class ProducerStateReplay:
         self.tp = f"{log.topic}-{log.partition}"
         self.coordinator_origin = log.topic in COORDINATOR_TOPICS
         self.producers: dict[int, ProducerStateEntry] = {}
+        # The state as written (WrittenState), which the .snapshot files are compared with.
+        self.written: dict[int, WrittenState] = {}
         self.open_txns: dict[int, OpenTxn] = {}
         self.aborted: list[DerivedAbortedTxn] = []
         self.empty_aborts: set[tuple[str, int, int]] = set()
@@ -377,6 +442,10 @@ class ProducerStateReplay:
             _decrement_sequence(entry.last_sequence, entry.offset_delta) if entry.last_sequence >= 0 else None,
         )
         state.load(entry, anchor)
+        written = self.written.get(entry.producer_id)
+        if written is None:
+            written = self.written[entry.producer_id] = WrittenState()
+        written.load(entry)
         if entry.current_txn_first_offset >= 0:
             txn_anchor = anchor._replace(base_offset=entry.current_txn_first_offset)
             self.open_txns[entry.producer_id] = OpenTxn(
@@ -400,23 +469,23 @@ class ProducerStateReplay:
         label = snapshot_label(snapshot)
         for pid, entry in sorted(self._entries(snapshot).items()):
             state = self.producers.get(pid)
-            if state is None:
+            written = self.written.get(pid)
+            if state is None or written is None:
                 self._adopt(entry, offset, label)
                 continue
-            txn = self.open_txns.get(pid)
             replayed = {
-                "epoch": state.producer_epoch,
-                "coordinator_epoch": state.coordinator_epoch,
-                "current_txn_first_offset": txn.first_offset if txn else -1,
+                "epoch": written.producer_epoch,
+                "coordinator_epoch": written.coordinator_epoch,
+                "current_txn_first_offset": written.txn_first_offset,
             }
             stored = {
                 "epoch": entry.producer_epoch,
                 "coordinator_epoch": entry.coordinator_epoch,
                 "current_txn_first_offset": entry.current_txn_first_offset,
             }
-            if state.sequence_known:
-                replayed["last_sequence"] = state.last_seq
-                replayed["last_offset"] = state.last_offset
+            if written.sequence_known:
+                replayed["last_sequence"] = written.last_seq
+                replayed["last_offset"] = written.last_offset
                 stored["last_sequence"] = entry.last_sequence if entry.last_offset >= 0 else NO_SEQUENCE
                 stored["last_offset"] = entry.last_offset
             diffs = {k: {"snapshot": stored[k], "replayed": replayed[k]} for k in stored if stored[k] != replayed[k]}
@@ -428,6 +497,9 @@ class ProducerStateReplay:
                     entry.offset_delta,
                 )
                 state.sequence_known = True
+            if not written.sequence_known and entry.last_offset >= 0 and entry.producer_epoch == written.producer_epoch:
+                written.last_seq, written.last_offset = entry.last_sequence, entry.last_offset
+                written.sequence_known = True
             if not diffs:
                 continue
             parts = ", ".join(f"{k.replace('_', ' ')} {v['snapshot']} (snapshot) vs {v['replayed']} (log)" for k, v in diffs.items())
@@ -466,10 +538,18 @@ class ProducerStateReplay:
             return
         if batch.is_control:
             if batch.control_type in (ABORT, COMMIT):
+                self._written(batch.producer_id).append(batch)
                 self._append_marker(batch)
             # An empty or KRaft control batch changes nothing (ProducerAppendInfo.append).
             return
+        self._written(batch.producer_id).append(batch)
         self._append_data(batch)
+
+    def _written(self, pid: int) -> WrittenState:
+        written = self.written.get(pid)
+        if written is None:
+            written = self.written[pid] = WrittenState()
+        return written
 
     def _finding(self, check: str, message: str, batch: Any, details: dict | None = None, offset: int | None = None) -> None:
         self.findings.append(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from kafka_audit.checks.batch_summary import BatchSummary
 from kafka_audit.checks.log_validator import (
     ValidationConfig,
+    record_screen,
     validate_batch_header,
     validate_control_batch,
     validate_records,
@@ -125,17 +126,21 @@ class SegmentAuditor:
         control = None
         valid = batch.crc_valid
         if valid:
-            decoded = segment.records(batch, with_data=batch.is_control)
-            stats.records += len(decoded.records)
+            # Batches whose records pass the screen are not decoded record by record (fast path).
+            screen = record_screen(batch, self.task.topic, self.config, self.reference_time)
+            decoded = segment.records(batch, with_data=batch.is_control, screen=screen)
+            stats.records += decoded.count
             for problem in decoded.problems:
                 yield self._finding(problem, batch)
-            violations = validate_batch_header(batch, self.topic_partition, self.config)
+            compacted = self.config.is_compacted(self.task.topic)
+            violations = validate_batch_header(batch, self.topic_partition, self.config, compacted=compacted)
             if batch.is_control:
-                control_violations, control = validate_control_batch(batch, decoded.records)
+                control_violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
                 violations += control_violations
-            violations += validate_records(
-                batch, decoded.records, self.task.topic, self.topic_partition, self.config, self.reference_time
-            )
+            if not decoded.passed_screen:  # a screened batch has no record-level violation
+                violations += validate_records(
+                    batch, decoded.records, self.task.topic, self.topic_partition, self.config, self.reference_time
+                )
             for violation in violations:
                 yield make_finding(
                     violation.check,

@@ -1,0 +1,274 @@
+"""The bundled fixture dirs against their EXPECTED.json, and the real-broker corpus.
+
+Each of ``fixtures/healthy``, ``fixtures/faulty`` and ``fixtures/producer-errors`` is audited in
+one process (``audit_in_process``) with the scan options its EXPECTED.json names; the findings
+must be exactly the expected ones (no more, no fewer), carry the SPEC error code, name and
+KIP-691 client outcome of their check, and together the faulty dirs must exercise every check
+of SPEC section 2. The logs under ``../shared/corpus/real/`` were written by real brokers and
+must give no error or warning.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from kafka_audit.audit import ScanOptions, audit_in_process
+from kafka_audit.checks.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+from kafka_audit.errors import CHECKS, ERRORS
+from kafka_audit.formats.log_dir import discover
+
+from conftest import FIXTURES, REPO
+
+SPEC_PATH = REPO.parent / "shared" / "SPEC.md"
+
+# SPEC section 2, both tables: check -> (severity, error code, error name). Written out here
+# so that a change to kafka_audit/errors.py cannot move the contract along with it.
+SPEC_CHECKS: dict[str, tuple[str, int | None, str | None]] = {
+    "crc_mismatch": ("error", 2, "CORRUPT_MESSAGE"),
+    "truncated_batch": ("error", 2, "CORRUPT_MESSAGE"),
+    "invalid_batch_size": ("error", 2, "CORRUPT_MESSAGE"),
+    "unknown_magic": ("error", 2, "CORRUPT_MESSAGE"),
+    "decompression_failed": ("error", 2, "CORRUPT_MESSAGE"),
+    "inner_magic_mismatch": ("error", 87, "INVALID_RECORD"),
+    "missing_key_compacted": ("error", 87, "INVALID_RECORD"),
+    "non_monotonic_offsets": ("error", 87, "INVALID_RECORD"),
+    "invalid_control_batch": ("error", 87, "INVALID_RECORD"),
+    "invalid_producer_fields": ("error", 87, "INVALID_RECORD"),
+    "timestamp_out_of_range": ("error", 32, "INVALID_TIMESTAMP"),
+    "invalid_timestamp_type": ("error", 32, "INVALID_TIMESTAMP"),
+    "record_too_large": ("error", 10, "MESSAGE_TOO_LARGE"),
+    "offset_overlap": ("error", None, None),
+    "offset_gap": ("warning", None, None),
+    "index_mismatch": ("warning", None, None),
+    "epoch_bump": ("info", None, None),
+    "fenced_epoch_write": ("error", 47, "INVALID_PRODUCER_EPOCH"),
+    "new_epoch_nonzero_sequence": ("error", 45, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
+    "out_of_order_sequence": ("error", 45, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
+    "duplicate_sequence": ("error", 46, "DUPLICATE_SEQUENCE_NUMBER"),
+    "unknown_producer_id": ("error", 59, "UNKNOWN_PRODUCER_ID"),
+    "retention_gap": ("warning", 59, "UNKNOWN_PRODUCER_ID"),
+    "snapshot_mismatch": ("warning", None, None),
+    "hanging_transaction": ("error", None, None),
+    "open_transaction": ("info", None, None),
+    "transaction_state_violation": ("error", 48, "INVALID_TXN_STATE"),
+    "orphan_marker": ("info", None, None),
+    "coordinator_epoch_regression": ("error", 52, "TRANSACTION_COORDINATOR_FENCED"),
+    "txn_index_mismatch": ("warning", None, None),
+}
+
+# The two producer-state errors of fixtures/producer-errors, in the broker's words
+# (ProducerAppendInfo.checkSequence).
+KAFKA_PRODUCER_ERRORS = {
+    "new_epoch_nonzero_sequence": "Invalid sequence number for new epoch of producer 557891 at offset 120 in "
+    "partition test-8: 3 (request epoch), 4 (seq. number), 2 (current producer epoch)",
+    "out_of_order_sequence": "Out of order sequence number for producer 557891 at offset 130 in partition "
+    "test-8: 9 (incoming seq. number), 7 (current end sequence number)",
+}
+
+FIXTURE_DIRS = ("healthy", "faulty", "producer-errors")
+MATCH_KEYS = ("check", "severity", "topic", "partition", "offset", "record_index", "segment", "position")
+OUTCOMES = {"retriable", "abortable", "fatal", "none"}
+
+
+def load_expected(name: str) -> dict:
+    return json.loads((FIXTURES / name / "EXPECTED.json").read_text())
+
+
+def scan_options(options: dict) -> ScanOptions:
+    """The ScanOptions of an EXPECTED.json ``options`` object (names as in ScanOptions and
+    ValidationConfig; absent ones take the SPEC defaults)."""
+    known = {
+        "max_message_bytes",
+        "reference_time",
+        "timestamp_before_max_ms",
+        "timestamp_after_max_ms",
+        "compacted_topics",
+        "transaction_timeout_ms",
+    }
+    assert set(options) <= known, f"EXPECTED.json options the test does not know: {set(options) - known}"
+    config = ValidationConfig(
+        compacted_topics=frozenset(options.get("compacted_topics", ())) | ALWAYS_COMPACTED_TOPICS,
+        max_message_bytes=options.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES),
+        timestamp_before_max_ms=options.get("timestamp_before_max_ms"),
+        timestamp_after_max_ms=options.get("timestamp_after_max_ms"),
+    )
+    return ScanOptions(
+        validation=config,
+        reference_time=options.get("reference_time"),
+        transaction_timeout_ms=options.get("transaction_timeout_ms", 900_000),
+    )
+
+
+_RESULTS: dict[str, object] = {}
+
+
+def audit_fixture(name: str):
+    if name not in _RESULTS:
+        expected = load_expected(name)
+        _RESULTS[name] = audit_in_process(discover([str(FIXTURES / name)]), scan_options(expected["options"]))
+    return _RESULTS[name]
+
+
+def matches(expected: dict, finding) -> bool:
+    for key in MATCH_KEYS:
+        if key in expected and getattr(finding, key) != expected[key]:
+            return False
+    return all(finding.details.get(k, object()) == v for k, v in expected.get("details", {}).items())
+
+
+def describe(finding) -> str:
+    return (
+        f"{finding.check} {finding.topic}-{finding.partition} offset={finding.offset} "
+        f"record_index={finding.record_index} segment={finding.segment} position={finding.position} "
+        f"details={finding.details}: {finding.message}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the contract itself
+# ---------------------------------------------------------------------------------------------
+
+
+def test_spec_table_written_here_is_the_spec():
+    if not SPEC_PATH.is_file():
+        pytest.skip(f"{SPEC_PATH} not found")
+    text = SPEC_PATH.read_text()
+    section = text[text.index("## 2. Findings") : text.index("## 3. Reports")]
+    rows = re.findall(r"^\| `([a-z_]+)` \|.*\| (none|\d+ [A-Z_]+) \| (error|warning|info) \|$", section, re.M)
+    parsed = {
+        check: (severity, None, None) if error == "none" else (severity, int(error.split()[0]), error.split()[1])
+        for check, error, severity in rows
+    }
+    assert parsed == SPEC_CHECKS
+
+
+def test_errors_table_matches_the_spec():
+    assert set(CHECKS) == set(SPEC_CHECKS)
+    for check, (severity, code, name) in SPEC_CHECKS.items():
+        spec = CHECKS[check]
+        assert spec.severity == severity, check
+        assert (spec.error.code if spec.error else None, spec.error.name if spec.error else None) == (code, name), check
+        assert spec.client_outcome in OUTCOMES
+
+
+# ---------------------------------------------------------------------------------------------
+# fixtures against EXPECTED.json
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURE_DIRS)
+def test_findings_are_exactly_the_expected_ones(name):
+    expected = load_expected(name)["findings"]
+    findings = list(audit_fixture(name).findings)
+    unmatched = list(findings)
+    missing = []
+    for entry in expected:
+        candidates = [f for f in unmatched if matches(entry, f)]
+        if len(candidates) != 1:
+            missing.append((entry, [describe(f) for f in candidates]))
+            continue
+        unmatched.remove(candidates[0])
+    assert not missing, "expected findings not matched exactly once:\n" + "\n".join(
+        f"{json.dumps(e)} -> {c}" for e, c in missing
+    )
+    assert not unmatched, "findings not in EXPECTED.json:\n" + "\n".join(describe(f) for f in unmatched)
+    assert len(findings) == len(expected)
+
+
+@pytest.mark.parametrize("name", FIXTURE_DIRS)
+def test_every_finding_carries_the_spec_error_and_outcome(name):
+    for f in audit_fixture(name).findings:
+        severity, code, error_name = SPEC_CHECKS[f.check]
+        assert (f.severity, f.error_code, f.error_name) == (severity, code, error_name), describe(f)
+        assert f.client_outcome == CHECKS[f.check].client_outcome, describe(f)
+        if error_name is not None:
+            # KIP-691: what a producer does with the error the broker answers
+            assert f.client_outcome == ERRORS[error_name].client_outcome, describe(f)
+        assert f.client_outcome in OUTCOMES
+        assert f.message and f.message.strip() == f.message
+        assert f.topic is not None and f.partition is not None
+
+
+def test_findings_are_in_spec_order():
+    # SPEC section 3: ordered by topic, partition, offset, check.
+    for name in FIXTURE_DIRS:
+        findings = audit_fixture(name).findings
+        keys = [(f.topic, f.partition, -1 if f.offset is None else f.offset, f.check) for f in findings]
+        assert keys == sorted(keys), name
+
+
+def test_producer_errors_are_kafkas_words():
+    findings = audit_fixture("producer-errors").findings
+    notes = {e["check"]: e["note"] for e in load_expected("producer-errors")["findings"]}
+    for check, kafka_message in KAFKA_PRODUCER_ERRORS.items():
+        (finding,) = [f for f in findings if f.check == check]
+        assert finding.message == kafka_message
+        assert notes[check] == kafka_message  # EXPECTED.json quotes the same words
+        assert (finding.topic, finding.partition, finding.producer_id) == ("test", 8, 557891)
+        assert (finding.error_code, finding.error_name) == (45, "OUT_OF_ORDER_SEQUENCE_NUMBER")
+
+
+def test_every_spec_check_is_exercised_by_the_faulty_fixtures():
+    seen = Counter(f.check for name in ("faulty", "producer-errors") for f in audit_fixture(name).findings)
+    assert set(SPEC_CHECKS) - set(seen) == set()
+    assert set(seen) <= set(SPEC_CHECKS)
+    expected = Counter(e["check"] for name in ("faulty", "producer-errors") for e in load_expected(name)["findings"])
+    assert set(SPEC_CHECKS) <= set(expected)
+
+
+def test_healthy_fixture_summary():
+    expected = load_expected("healthy")
+    result = audit_fixture("healthy")
+    assert result.findings == []
+    assert result.summary["partitions"] == expected["summary"]["partitions"]
+    assert result.summary["segments"] == expected["summary"]["segments"]
+    assert result.summary["batches"] > 0 and result.summary["records"] > 0
+    assert result.summary["findings_by_check"] == {}
+    assert result.summary["transactions"]["committed"] > 0 and result.summary["transactions"]["aborted"] > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# the real-broker corpus
+# ---------------------------------------------------------------------------------------------
+
+# Batches per source as SOURCES.md gives them (kafka-python's decoder): the audit must have read
+# them all, so "no finding" cannot come from reading nothing.
+CORPUS_BATCHES = {
+    "marioBarbozaA__AIBulb": 11_366,
+    "fuzibotond__Experts-in-team-innovation": 6_387,
+    "silvagois__project_data_enginnering": 98,
+    "DanielMorales9__kafkafun": 873,
+    "Bheem6005__kafka": 19,
+}
+
+
+def corpus_sources(corpus: Path) -> list[Path]:
+    return sorted(p for p in corpus.iterdir() if p.is_dir())
+
+
+def test_corpus_sources_are_the_known_ones(corpus):
+    assert {p.name for p in corpus_sources(corpus)} == set(CORPUS_BATCHES)
+
+
+@pytest.mark.parametrize("source", sorted(CORPUS_BATCHES))
+def test_real_broker_logs_give_no_error_or_warning(corpus, source):
+    path = corpus / source
+    result = audit_in_process(discover([str(path)]), ScanOptions())
+    bad = [describe(f) for f in result.findings if f.severity in ("error", "warning")]
+    assert bad == []
+    assert result.summary["batches"] == CORPUS_BATCHES[source]
+    # Nothing of these logs is left unread.
+    assert not [n for n in result.notes if "skipped" in n and ".log" in n]
+
+
+def test_real_broker_idempotent_producers_are_replayed(corpus):
+    # fuzibotond's node holds 5 idempotent producer ids and their .snapshot files: the replay
+    # saw them (and found nothing to report, above).
+    result = audit_in_process(discover([str(corpus / "fuzibotond__Experts-in-team-innovation")]), ScanOptions())
+    assert result.summary["producers"] == 5
+    assert [f for f in result.findings if f.check in CHECKS and CHECKS[f.check].group != "Culprit records"] == []
