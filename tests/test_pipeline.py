@@ -122,3 +122,23 @@ def test_pack_tasks_deals_every_task_once_into_balanced_groups():
     assert max(loads) - min(loads) <= 100
     assert pack_tasks(tasks[:2], 8) == [[tasks[0]], [tasks[1]]]
     assert pack_tasks([], 4) == []
+
+
+def test_replicas_are_spread_over_the_shuffle_partitions_by_bytes():
+    """Every replica gets a shuffle partition, the heaviest first, each to the least loaded one;
+    with two partitions ``<topic>-<N>`` folders no longer all land on the same one."""
+    from kafka_audit.pipeline import _stable_hash, place_replicas
+
+    sizes = {0: 900, 1: 500, 2: 400, 3: 300, 4: 300, 5: 200}
+    tasks = [
+        SegmentTask("t", p, f"logs/t-{p}", f"/x/t-{p}/{i}.log", f"t-{p}/{i}.log", i, size=size // 2)
+        for p, size in sizes.items()
+        for i in range(2)
+    ]
+    placement = place_replicas(tasks, 2)
+    assert set(placement) == {t.replica_key for t in tasks}
+    loads = [sum(sizes[key[1]] for key, index in placement.items() if index == n) for n in range(2)]
+    assert sum(loads) == 2600 and max(loads) - min(loads) <= 200  # largest first, to the lightest
+    assert place_replicas(list(reversed(tasks)), 2) == placement
+    assert len({_stable_hash(t.replica_key) % 2 for t in tasks}) == 1  # why a hash would not do
+    assert set(place_replicas(tasks, 1).values()) == {0}
