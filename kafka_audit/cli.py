@@ -7,6 +7,7 @@ segment under the paths, or a path that does not exist or cannot be read (one li
 from __future__ import annotations
 
 import os
+import re
 import sys
 from datetime import datetime, timezone
 from enum import Enum
@@ -26,6 +27,10 @@ app = typer.Typer(
 )
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+# Epoch milliseconds: ASCII digits, at most a long's 19 (str.isdigit would take "²").
+_EPOCH_MS = re.compile(r"-?[0-9]{1,19}")
+# File names that are not UTF-8 reach reports as surrogate escapes; print them escaped.
+_TEXT_ERRORS = "backslashreplace"
 
 
 class OutputFormat(str, Enum):
@@ -56,7 +61,7 @@ def _fail(message: str) -> typer.Exit:
 def parse_reference_time(value: str) -> int:
     """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
     text = value.strip()
-    if text.lstrip("-").isdigit():
+    if _EPOCH_MS.fullmatch(text):
         return int(text)
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -187,7 +192,7 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
 
     if format is OutputFormat.table:
         if output:
-            with open(output, "w", encoding="utf-8") as handle:
+            with open(output, "w", encoding="utf-8", errors=_TEXT_ERRORS) as handle:
                 report.render_table(result, Console(file=handle, width=160, force_terminal=False))
         else:
             report.render_table(result, Console())
@@ -197,7 +202,7 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
     if text and not text.endswith("\n"):
         text += "\n"
     if output:
-        output.write_text(text, encoding="utf-8")
+        output.write_text(text, encoding="utf-8", errors=_TEXT_ERRORS)
     else:
         sys.stdout.write(text)
 
@@ -243,6 +248,8 @@ def dump(
     for path in files:
         if path.is_dir():
             raise _fail(f"{path}: is a directory; dump takes files")
+        if not path.is_file():
+            raise _fail(f"{path}: not a regular file")
     for path in files:
         for line in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
             sys.stdout.write(line + "\n")
@@ -252,6 +259,9 @@ def main(argv: list[str] | None = None) -> None:
     """The console entry point. Typer's usage errors (unknown option, bad value, missing
     argument) become one line on stderr and exit code 2, like every other error about paths and
     options; a call without arguments prints the help."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors=_TEXT_ERRORS)
     try:
         code = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:

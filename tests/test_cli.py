@@ -32,14 +32,19 @@ PRODUCER_ERRORS = FIXTURES / "producer-errors"
 
 
 @pytest.fixture
-def cli(spark, monkeypatch):
-    """Invoke the app in-process; ``scan`` gets the shared session instead of starting one."""
+def shared_session(spark, monkeypatch):
+    """``scan`` gets the shared session instead of starting one."""
 
     @contextlib.contextmanager
-    def shared_session(master, conf):
+    def session(master, conf):
         yield spark
 
-    monkeypatch.setattr(pipeline, "spark_session", shared_session)
+    monkeypatch.setattr(pipeline, "spark_session", session)
+
+
+@pytest.fixture
+def cli(shared_session):
+    """Invoke the app in-process (with the shared session)."""
     runner = CliRunner()
 
     def invoke(*args: str):
@@ -253,6 +258,8 @@ def test_unreadable_path_is_exit_2(capsys, tmp_path):
         (["scan", "--bogus", "PATH"], "No such option"),
         (["scan"], "Missing argument"),
         (["scan", "--reference-time", "yesterday", "PATH"], "--reference-time"),
+        (["scan", "--reference-time", "\u00b2", "PATH"], "--reference-time"),
+        (["scan", "--reference-time=--5", "PATH"], "--reference-time"),
         (["scan", "--conf", "novalue", "PATH"], "--conf"),
         (["scan", "--max-message-bytes", "0", "PATH"], "--max-message-bytes"),
         (["scan", "--output", "/nonexistent-dir/x.json", "PATH"], "--output"),
@@ -264,6 +271,26 @@ def test_usage_errors_are_one_line_and_exit_2(capsys, args, says):
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and says in lines[0]
+
+
+def test_dump_refuses_a_fifo_instead_of_hanging(capsys, tmp_path):
+    fifo = tmp_path / "00000000000000000000.log"
+    os.mkfifo(fifo)
+    code, _, err = run_main("dump", fifo, capsys=capsys)
+    assert code == 2 and err.strip() == f"kafka-audit: {fifo}: not a regular file"
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fmt", ["table", "csv", "json"])
+def test_file_names_that_are_not_utf8_are_printed_escaped(shared_session, capsys, tmp_path, fmt):
+    with LogDirWriter(tmp_path) as d:
+        w = d.partition("t", 0)
+        w.append(BatchSpec(records=records(["a"])))
+        w.append(BatchSpec(records=records(["b"]), faults=Faults(bad_crc=True)))
+    os.rename(bytes(tmp_path / "t-0"), bytes(tmp_path) + b"/caf\xe9-0")  # topic "caf\xe9" in Latin-1
+    code, out, _ = run_main("scan", tmp_path, "--quiet", "--format", fmt, capsys=capsys)
+    assert code == 1
+    assert "caf\\xe9" in out or "caf\\udce9" in out
 
 
 def test_no_arguments_prints_help(capsys):
