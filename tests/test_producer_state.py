@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pytest
 
@@ -14,6 +14,7 @@ from kafka_audit.checks.producer_state import (
     in_sequence,
     replay_partition,
 )
+from kafka_audit.formats.producer_snapshot import ProducerSnapshot
 from kafka_audit.formats.record_batch import increment_sequence
 
 INT32_MAX = 2**31 - 1
@@ -125,11 +126,9 @@ class Entry:
     current_txn_first_offset: int = -1
 
 
-@dataclass
-class Snapshot:
-    offset: int
-    entries: list = field(default_factory=list)
-    path: str | None = None
+def Snapshot(offset: int, entries: list | None = None, path: str | None = None) -> ProducerSnapshot:
+    """A snapshot as ``read_producer_snapshot`` returns it, of valid bytes."""
+    return ProducerSnapshot(path or f"{offset:020d}.snapshot", offset, list(entries or []), [], True)
 
 
 @dataclass
@@ -504,14 +503,8 @@ def test_snapshot_beyond_log_end_is_ignored():
 def test_corrupt_snapshot_is_not_used():
     b = LogBuilder(start=10)
     b.data(1, 0, 5)
-
-    @dataclass
-    class Bad:
-        offset: int = 10
-        entries: list = field(default_factory=lambda: [Entry(1, 0, 4, 9)])
-        error: str = "Snapshot is corrupt"
-
-    assert checks(replay(b, log_start=10, snapshots=[Bad()])) == ["retention_gap"]
+    bad = ProducerSnapshot(f"{10:020d}.snapshot", 10, [Entry(1, 0, 4, 9)], ["Snapshot is corrupt"], valid=False)
+    assert checks(replay(b, log_start=10, snapshots=[bad])) == ["retention_gap"]
 
 
 # -- transactions ---------------------------------------------------------------------------------

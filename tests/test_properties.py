@@ -29,7 +29,9 @@ from kafka_audit.audit import ScanOptions, audit_in_process
 from kafka_audit.checks.batch_summary import BatchSummary
 from kafka_audit.checks.log_validator import ValidationConfig
 from kafka_audit.checks.offset_continuity import OffsetContinuity
-from kafka_audit.checks.producer_state import PartitionLog, SnapshotEntry, replay_partition
+from kafka_audit.checks.producer_state import PartitionLog, replay_partition
+from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
+from kafka_audit.formats.transaction_index import AbortedTxn
 from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentTask
 from kafka_audit.errors import CHECKS
 from kafka_audit.formats.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
@@ -478,7 +480,7 @@ def summaries(draw) -> list[BatchSummary]:
 @st.composite
 def snapshot_objects(draw):
     entries = [
-        SnapshotEntry(
+        ProducerSnapshotEntry(
             producer_id=draw(st.sampled_from([1, 2, 3, 9])),
             producer_epoch=draw(st.one_of(st.integers(-1, 3), I16)),
             last_sequence=draw(st.one_of(sequences, I32)),
@@ -490,7 +492,7 @@ def snapshot_objects(draw):
         )
         for _ in range(draw(st.integers(0, 3)))
     ]
-    return {"offset": draw(st.integers(0, 60)), "entries": entries, "path": "s.snapshot", "valid": True}
+    return ProducerSnapshot("s.snapshot", draw(st.integers(0, 60)), entries, [], True)
 
 
 @FAST
@@ -503,7 +505,7 @@ def snapshot_objects(draw):
 )
 def test_the_producer_state_replay_never_raises(batches, snapshots, log_start, compacted, topic):
     batches = [b._replace(topic=topic) for b in batches]
-    txn_index = {"t-0/" + f"{0:020d}.log": [{"producer_id": 1, "first_offset": 0, "last_offset": 3}]}
+    txn_index = {"t-0/" + f"{0:020d}.log": [AbortedTxn(0, 1, 0, 3, 0)]}
     log = PartitionLog(topic, 0, log_start, snapshots=snapshots, aborted_txns=txn_index, compacted=compacted)
     for finding in replay_partition(log, batches):
         assert finding.check in CHECKS

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,7 +66,8 @@ from kafka_audit.checks.transactions import (
     open_transaction_findings,
 )
 from kafka_audit.findings import Finding, make_finding
-from kafka_audit.formats.record_batch import increment_sequence
+from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
+from kafka_audit.formats.transaction_index import AbortedTxn
 
 INT32_MAX = 0x7FFFFFFF
 NO_PRODUCER_EPOCH = -1
@@ -85,9 +86,8 @@ class PartitionLog:
     """Everything the replay needs about one partition, besides the batches.
 
     ``log_start_offset``: from ``log-start-offset-checkpoint`` or the first segment's base offset
-    (the caller decides). ``snapshots``: parsed ``.snapshot`` files, any order (objects with an
-    ``offset`` and ``entries``; see :func:`snapshot_entries`). ``aborted_txns``: the ``.txnindex``
-    entries per segment (keyed like ``BatchSummary.segment``); segments without a ``.txnindex``
+    (the caller decides). ``snapshots``: parsed ``.snapshot`` files, any order. ``aborted_txns``:
+    the ``.txnindex`` entries per segment (keyed like ``BatchSummary.segment``); segments without a ``.txnindex``
     file are absent. ``compacted``: ``cleanup.policy=compact`` (the cleaner removes whole batches,
     so forward sequence gaps and a first sequence != 0 are expected there and not reported, and
     transaction index entries move to cleaned segments).
@@ -96,24 +96,10 @@ class PartitionLog:
     topic: str
     partition: int
     log_start_offset: int
-    snapshots: list[Any] = field(default_factory=list)
-    aborted_txns: dict[str, list[Any]] = field(default_factory=dict)
+    snapshots: list[ProducerSnapshot] = field(default_factory=list)
+    aborted_txns: dict[str, list[AbortedTxn]] = field(default_factory=dict)
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
     compacted: bool = False
-
-
-@dataclass(slots=True)
-class SnapshotEntry:
-    """One producer of a ``.snapshot`` file, normalised (``ProducerStateManager`` snapshot schema)."""
-
-    producer_id: int
-    producer_epoch: int
-    last_sequence: int
-    last_offset: int
-    offset_delta: int
-    timestamp: int
-    coordinator_epoch: int
-    current_txn_first_offset: int
 
 
 @dataclass(slots=True)
@@ -128,61 +114,10 @@ class ReplayStats:
     snapshots_compared: int = 0
 
 
-def _get(obj: Any, names: tuple[str, ...], default: Any = None) -> Any:
-    for name in names:
-        if isinstance(obj, Mapping):
-            if name in obj:
-                return obj[name]
-        elif hasattr(obj, name):
-            return getattr(obj, name)
-    return default
-
-
-def snapshot_offset(snapshot: Any) -> int | None:
-    value = _get(snapshot, ("offset", "snapshot_offset", "base_offset"))
-    return None if value is None else int(value)
-
-
-def snapshot_label(snapshot: Any) -> str | None:
-    value = _get(snapshot, ("path", "file", "name"))
-    return None if value is None else str(value)
-
-
-def snapshot_entries(snapshot: Any) -> list[SnapshotEntry]:
-    """The entries of a parsed snapshot, whatever the reader calls its fields."""
-    entries = _get(snapshot, ("entries", "producers", "producer_entries"), ()) or ()
-    out = []
-    for e in entries:
-        out.append(
-            SnapshotEntry(
-                producer_id=int(_get(e, ("producer_id", "producerId", "pid"))),
-                producer_epoch=int(_get(e, ("producer_epoch", "epoch", "producerEpoch"), NO_PRODUCER_EPOCH)),
-                last_sequence=int(_get(e, ("last_sequence", "last_seq", "lastSequence"), NO_SEQUENCE)),
-                last_offset=int(_get(e, ("last_offset", "lastOffset", "last_data_offset"), -1)),
-                offset_delta=int(_get(e, ("offset_delta", "offsetDelta"), 0)),
-                timestamp=int(_get(e, ("timestamp", "last_timestamp"), -1)),
-                coordinator_epoch=int(_get(e, ("coordinator_epoch", "coordinatorEpoch"), -1)),
-                current_txn_first_offset=_optional_offset(
-                    _get(e, ("current_txn_first_offset", "currentTxnFirstOffset", "txn_first_offset"))
-                ),
-            )
-        )
-    return out
-
-
-def _optional_offset(value: Any) -> int:
-    return -1 if value is None else int(value)
-
-
-def _snapshot_usable(snapshot: Any) -> bool:
-    """A snapshot the broker would load: a known offset and no read error (CorruptSnapshotException)."""
-    if snapshot_offset(snapshot) is None:
-        return False
-    error = _get(snapshot, ("error", "problem"))
-    if error:
-        return False
-    valid = _get(snapshot, ("valid", "crc_valid"))
-    return valid is None or bool(valid)
+def _snapshot_usable(snapshot: ProducerSnapshot) -> bool:
+    """A snapshot the broker would load: an offset in its name and no read error
+    (CorruptSnapshotException)."""
+    return snapshot.offset is not None and snapshot.valid
 
 
 def in_sequence(last_seq: int, next_seq: int) -> bool:
@@ -283,7 +218,7 @@ class ProducerStateEntry:
         self.sequence_known = True
         self.last_batch = batch
 
-    def load(self, entry: SnapshotEntry, anchor: Any) -> None:
+    def load(self, entry: ProducerSnapshotEntry, anchor: Any) -> None:
         """ProducerStateManager.loadProducerEntry: the state a snapshot entry describes."""
         self.producer_epoch = entry.producer_epoch
         self.coordinator_epoch = entry.coordinator_epoch
@@ -361,7 +296,7 @@ class WrittenState:
         if batch.is_transactional and self.txn_first_offset < 0:
             self.txn_first_offset = batch.base_offset
 
-    def load(self, entry: SnapshotEntry) -> None:
+    def load(self, entry: ProducerSnapshotEntry) -> None:
         self.producer_epoch = entry.producer_epoch
         self.coordinator_epoch = entry.coordinator_epoch
         self.txn_first_offset = entry.current_txn_first_offset
@@ -395,20 +330,20 @@ class ProducerStateReplay:
         self.newest_timestamp = -1
         self.log_end_offset: int | None = None
         self._snapshots = sorted(
-            (s for s in log.snapshots if _snapshot_usable(s)), key=lambda s: snapshot_offset(s)
+            (s for s in log.snapshots if _snapshot_usable(s)), key=lambda s: s.offset
         )
-        self._entries_cache: dict[int, dict[int, SnapshotEntry]] = {}
-        self._pending: list[Any] = []
+        self._entries_cache: dict[int, dict[int, ProducerSnapshotEntry]] = {}
+        self._pending: list[ProducerSnapshot] = []
         self._started = False
         self._finished = False
 
     # -- snapshots --------------------------------------------------------------------------------
 
-    def _entries(self, snapshot: Any) -> dict[int, SnapshotEntry]:
+    def _entries(self, snapshot: ProducerSnapshot) -> dict[int, ProducerSnapshotEntry]:
         key = id(snapshot)
         cached = self._entries_cache.get(key)
         if cached is None:
-            cached = {e.producer_id: e for e in snapshot_entries(snapshot)}
+            cached = {e.producer_id: e for e in snapshot.entries}
             self._entries_cache[key] = cached
         return cached
 
@@ -418,17 +353,17 @@ class ProducerStateReplay:
         seed = None
         later = []
         for snapshot in self._snapshots:
-            if first_offset is None or snapshot_offset(snapshot) <= first_offset:
+            if first_offset is None or snapshot.offset <= first_offset:
                 seed = snapshot
             else:
                 later.append(snapshot)
         self._pending = later[::-1]  # pop() from the end gives the lowest offset
         if seed is not None:
-            offset = snapshot_offset(seed)
+            offset = seed.offset
             for entry in self._entries(seed).values():
-                self._adopt(entry, offset, snapshot_label(seed))
+                self._adopt(entry, offset, seed.path)
 
-    def _adopt(self, entry: SnapshotEntry, offset: int, label: str | None) -> None:
+    def _adopt(self, entry: ProducerSnapshotEntry, offset: int, label: str | None) -> None:
         state = self.producers.get(entry.producer_id)
         if state is None:
             state = self.producers[entry.producer_id] = ProducerStateEntry(entry.producer_id)
@@ -455,18 +390,18 @@ class ProducerStateReplay:
     def _compare_due_snapshots(self, offset: int | None) -> None:
         """Compare the snapshots whose offset is at most ``offset`` (all remaining when None)."""
         pending = self._pending
-        while pending and (offset is None or snapshot_offset(pending[-1]) <= offset):
+        while pending and (offset is None or pending[-1].offset <= offset):
             snapshot = pending.pop()
-            if offset is None and self.log_end_offset is not None and snapshot_offset(snapshot) > self.log_end_offset:
+            if offset is None and self.log_end_offset is not None and snapshot.offset > self.log_end_offset:
                 # Beyond the end of the log (truncated tail): Kafka deletes such snapshots on load
                 # (ProducerStateManager.truncateAndReload); nothing to compare them with.
                 continue
             self._compare_snapshot(snapshot)
 
-    def _compare_snapshot(self, snapshot: Any) -> None:
+    def _compare_snapshot(self, snapshot: ProducerSnapshot) -> None:
         self.stats.snapshots_compared += 1
-        offset = snapshot_offset(snapshot)
-        label = snapshot_label(snapshot)
+        offset = snapshot.offset
+        label = snapshot.path
         for pid, entry in sorted(self._entries(snapshot).items()):
             state = self.producers.get(pid)
             written = self.written.get(pid)
@@ -678,7 +613,7 @@ class ProducerStateReplay:
         seq = batch.base_sequence
         known = None
         for snapshot in self._snapshots:
-            if snapshot_offset(snapshot) > batch.base_offset:
+            if snapshot.offset > batch.base_offset:
                 break
             entry = self._entries(snapshot).get(pid)
             if entry is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats.transaction_index import AbortedTxn
 
 # How many aborted transactions a per-segment finding lists in its details.
 _LISTED = 20
@@ -69,30 +70,16 @@ class DerivedAbortedTxn(NamedTuple):
     marker: Any
 
 
-def _field(obj: Any, *names: str) -> Any:
-    for name in names:
-        if isinstance(obj, Mapping):
-            if name in obj:
-                return obj[name]
-        elif hasattr(obj, name):
-            return getattr(obj, name)
-    raise AttributeError(f"{type(obj).__name__} has none of {names}")
-
-
-def aborted_txn_key(entry: Any) -> tuple[int, int, int]:
+def aborted_txn_key(entry: AbortedTxn) -> tuple[int, int, int]:
     """``(producer_id, first_offset, last_offset)`` of an ``AbortedTxn`` read from a ``.txnindex``."""
-    return (
-        int(_field(entry, "producer_id", "producerId")),
-        int(_field(entry, "first_offset", "firstOffset")),
-        int(_field(entry, "last_offset", "lastOffset")),
-    )
+    return (entry.producer_id, entry.first_offset, entry.last_offset)
 
 
 def compare_txn_index(
     topic: str,
     partition: int,
     derived: Iterable[DerivedAbortedTxn],
-    index: Mapping[str, Iterable[Any]],
+    index: Mapping[str, Iterable[AbortedTxn]],
     empty_aborts: Iterable[tuple[str, int, int]] = (),
     compacted: bool = False,
 ) -> list[Finding]:
