@@ -9,6 +9,7 @@ fast path (the point of it).
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -16,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_audit.checks.log_validator import ValidationConfig, record_screen, validate_records
-from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records
+from kafka_audit.formats import default_record
+from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records, screen_records_py
 from kafka_audit.formats.file_records import iter_batches, read_batch_records
 from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
 from kafka_audit.formats.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
@@ -123,3 +125,53 @@ def test_control_and_log_append_time_batches_are_screened_as_the_rules_say():
     # LogAppendTime records are not checked against the reference time: no bound to screen.
     assert record_screen(log_append_time, "t", config, TS_BASE).min_timestamp is None
     assert record_screen(create_time, "t", config, None).min_timestamp is None
+
+
+# -- the compiled screen (_record_screen.c) answers as the Python one does -------------------------
+
+compiled = pytest.mark.skipif(default_record._compiled_screen is None, reason="the C record screen is not built")
+
+
+def test_the_compiled_screen_is_built_in_ci():
+    """CI installs with a compiler: the C screen must be there (without it, only speed is lost)."""
+    if os.environ.get("CI") != "true":
+        pytest.skip("only CI promises a compiler")
+    assert default_record._compiled_screen is not None
+
+
+@compiled
+@SETTINGS
+@given(
+    records,
+    st.integers(0, 2**32),
+    st.booleans(),
+    st.sampled_from([(None, None), (TS_BASE - 1000, None), (None, TS_BASE + 5), (-(2**63), 2**63 - 1), (0, 2**70)]),
+    st.integers(-1, 2),
+)
+def test_compiled_and_python_screens_agree_on_written_and_damaged_batches(recs, seed, require_key, bounds, change):
+    batch, data = _batch(recs)
+    payload = data[V2_RECORD_BATCH_OVERHEAD:]
+    if seed % 3:
+        payload = _damage(payload, random.Random(seed))
+    count = batch.record_count + (change if seed % 5 == 0 else 0)
+    screen = RecordScreen(require_key, *bounds)
+    base = batch.base_timestamp if seed % 7 else 2**63 - 1  # timestamps that overflow a long
+    assert screen_records(payload, base, count, screen) == screen_records_py(payload, base, count, screen)
+
+
+@compiled
+@SETTINGS
+@given(st.binary(max_size=200), st.integers(-2, 6), st.booleans(), st.integers(-(2**63), 2**63 - 1))
+def test_compiled_and_python_screens_agree_on_arbitrary_bytes(data, count, require_key, base):
+    for screen in (RecordScreen(require_key), RecordScreen(require_key, base - 5, base + 5)):
+        assert screen_records(data, base, count, screen) == screen_records_py(data, base, count, screen)
+
+
+@compiled
+def test_compiled_screen_takes_memoryviews_and_reads_long_varints():
+    recs = [RecordSpec(key=b"k", value=b"v" * 20000, timestamp=TS_BASE + 10**12) for _ in range(3)]
+    batch, data = _batch(recs)
+    view = memoryview(data)[V2_RECORD_BATCH_OVERHEAD:]
+    assert screen_records(view, batch.base_timestamp, 3, RecordScreen(True))
+    assert screen_records_py(bytes(view), batch.base_timestamp, 3, RecordScreen(True))
+    assert not screen_records(view, batch.base_timestamp, 4, RecordScreen())

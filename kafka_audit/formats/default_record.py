@@ -16,6 +16,11 @@ from dataclasses import dataclass
 
 from kafka_audit.formats.record_batch import Header, MAGIC_VALUE_V2, Record
 
+try:  # the optional C build of screen_records_py (see screen_records)
+    from kafka_audit.formats._record_screen import screen_records as _compiled_screen
+except ImportError:  # not built: the pure-Python screen runs
+    _compiled_screen = None
+
 # ByteUtils.readVarint reads at most 5 bytes, readVarlong at most 10.
 _MAX_VARINT_BYTES = 5
 _MAX_VARLONG_BYTES = 10
@@ -256,6 +261,17 @@ class RecordScreen:
 
 
 def screen_records(data: bytes, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
+    """True when the v2 records in ``data`` are well-formed and all pass ``screen``: the compiled
+    screen (``_record_screen.c``) when it was built, else :func:`screen_records_py`. Both give
+    the same answer (``tests/test_default_record.py`` holds them to it)."""
+    if _compiled_screen is not None:
+        return _compiled_screen(
+            data, base_timestamp, record_count, screen.require_key, screen.min_timestamp, screen.max_timestamp
+        )
+    return screen_records_py(data, base_timestamp, record_count, screen)
+
+
+def screen_records_py(data: bytes, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
     """True when the v2 records in ``data`` are well-formed and all pass ``screen``.
 
     The audit's fast path, for the common batch with nothing to report. True means exactly what
