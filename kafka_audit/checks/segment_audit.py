@@ -23,7 +23,11 @@ from kafka_audit.checks.log_validator import (
 from kafka_audit.findings import Finding, make_finding
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.problem import Problem
-from kafka_audit.formats.record_batch import RecordBatch
+from kafka_audit.formats.default_record import RecordScreen
+from kafka_audit.formats.record_batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, RecordBatch
+
+# The summary panel's format labels (magic byte to label), built once.
+_FORMAT_LABELS = {0: "v0", 1: "v1", 2: "v2"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +98,10 @@ class SegmentAuditor:
         self.reference_time = reference_time if reference_time is not None else task.mtime_ms
         self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
         self.topic_partition = f"{task.topic}-{task.partition}"
+        self.compacted = config.is_compacted(task.topic)
+        # record_screen depends on the batch only through its format, control bit and timestamp
+        # type: one lookup per batch instead of building the screen again.
+        self._screens: dict[tuple[int, int], RecordScreen | None] = {}
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
@@ -121,18 +129,24 @@ class SegmentAuditor:
     def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> Iterator[Finding | BatchSummary]:
         stats = self.stats
         stats.batches += 1
-        stats.formats[f"v{batch.magic}"] += 1
+        stats.formats[_FORMAT_LABELS.get(batch.magic) or f"v{batch.magic}"] += 1
         stats.codecs[batch.compression] += 1
         control = None
         valid = batch.crc_valid
         if valid:
             # Batches whose records pass the screen are not decoded record by record (fast path).
-            screen = record_screen(batch, self.task.topic, self.config, self.reference_time)
+            screen_key = (batch.magic, batch.attributes & (CONTROL_FLAG_MASK | TIMESTAMP_TYPE_MASK))
+            if screen_key in self._screens:
+                screen = self._screens[screen_key]
+            else:
+                screen = self._screens[screen_key] = record_screen(
+                    batch, self.task.topic, self.config, self.reference_time
+                )
             decoded = segment.records(batch, with_data=batch.is_control, screen=screen)
             stats.records += decoded.count
             for problem in decoded.problems:
                 yield self._finding(problem, batch)
-            compacted = self.config.is_compacted(self.task.topic)
+            compacted = self.compacted
             violations = validate_batch_header(batch, self.topic_partition, self.config, compacted=compacted)
             if batch.is_control:
                 control_violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)

@@ -357,9 +357,11 @@ def read_batch_records(
                 ],
             )
     else:
-        data = bytes(payload)
+        data = payload  # screened in place; copied below only when it has to be decoded
     if screen is not None and screen_records(data, batch.base_timestamp, batch.record_count or 0, screen):
         return BatchRecords([], passed_screen=True, screened=batch.record_count or 0)
+    if not batch.codec:
+        data = bytes(payload)
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     decoded = decode_records(
         data, batch.base_offset, batch.base_timestamp, batch.record_count or 0, log_append_time, with_data
