@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from itertools import chain
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,9 +104,10 @@ def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, P
     return {p.key: PartitionMeta.from_discovery(p, options) for p in discovery.partitions}
 
 
-def summary_order(summary: BatchSummary) -> tuple:
-    """Log order inside one replica: segment base offset, segment file, position."""
-    return (summary.segment_base_offset, summary.segment, summary.position)
+def log_order(task: SegmentTask) -> tuple[int, str, int]:
+    """Where a task's batches stand in its replica's log: segment base offset, segment file, first
+    byte. A task yields its batches in file order, so tasks in this order give the log order."""
+    return (task.base_offset, task.segment, task.start)
 
 
 def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
@@ -115,17 +117,21 @@ def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
     stats = SegmentStats()
     totals = PartitionTotals()
     findings: list[Finding] = []
-    summaries: dict[tuple, list[BatchSummary]] = {key: [] for key in metas}
+    # Per replica, each task's batch summaries with where the task stands in the log.
+    summaries: dict[tuple, list[tuple[tuple, list[BatchSummary]]]] = {key: [] for key in metas}
     for task in plan_tasks(discovery, options.split_bytes):
         auditor = SegmentAuditor(task, options.validation, options.reference_time)
+        batches: list[BatchSummary] = []
         for item in auditor.run():
             if isinstance(item, BatchSummary):
-                summaries[task.replica_key].append(item)
+                batches.append(item)
             else:
                 findings.append(item)
+        summaries[task.replica_key].append((log_order(task), batches))
         stats.merge(auditor.stats)
     for key, meta in metas.items():
-        partition_findings, partition_totals = audit_partition(meta, sorted(summaries[key], key=summary_order))
+        in_log_order = chain.from_iterable(batches for _, batches in sorted(summaries[key], key=lambda t: t[0]))
+        partition_findings, partition_totals = audit_partition(meta, in_log_order)
         findings.extend(partition_findings)
         totals.merge(partition_totals)
     return finish_result(discovery, stats, totals, findings, time.monotonic() - started)

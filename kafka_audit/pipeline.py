@@ -27,7 +27,15 @@ from itertools import chain, groupby
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_audit.audit import ScanOptions, ScanResult, finish_result, pack_tasks, partition_metas, plan_tasks
+from kafka_audit.audit import (
+    ScanOptions,
+    ScanResult,
+    finish_result,
+    log_order,
+    pack_tasks,
+    partition_metas,
+    plan_tasks,
+)
 from kafka_audit.checks.batch_summary import BatchSummary
 from kafka_audit.checks.partition_audit import PartitionTotals, audit_partition
 from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
@@ -83,7 +91,7 @@ def run_scan(
                 else:
                     yield (key + (_FINDING, 0, "", 0), item.to_dict())
             if summaries:
-                yield (key + (_SUMMARY, task.base_offset, task.segment, task.start), summaries)
+                yield (key + (_SUMMARY, *log_order(task)), summaries)
             yield (key + (_STATS, 0, "", 0), auditor.stats)
             segments_acc.add(1)
             bytes_acc.add(task.byte_count)

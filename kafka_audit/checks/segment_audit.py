@@ -133,6 +133,7 @@ class SegmentAuditor:
         stats.codecs[batch.compression] += 1
         control = None
         valid = batch.crc_valid
+        is_control = batch.is_control
         if valid:
             # Batches whose records pass the screen are not decoded record by record (fast path).
             screen_key = (batch.magic, batch.attributes & (CONTROL_FLAG_MASK | TIMESTAMP_TYPE_MASK))
@@ -142,13 +143,13 @@ class SegmentAuditor:
                 screen = self._screens[screen_key] = record_screen(
                     batch, self.task.topic, self.config, self.reference_time
                 )
-            decoded = segment.records(batch, with_data=batch.is_control, screen=screen)
+            decoded = segment.records(batch, with_data=is_control, screen=screen)
             stats.records += decoded.count
             for problem in decoded.problems:
                 yield self._finding(problem, batch)
             compacted = self.compacted
             violations = validate_batch_header(batch, self.topic_partition, self.config, compacted=compacted)
-            if batch.is_control:
+            if is_control:
                 control_violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
                 violations += control_violations
             if not decoded.passed_screen:  # a screened batch has no record-level violation
@@ -168,7 +169,8 @@ class SegmentAuditor:
                     details=self._details(violation.details),
                 )
             # A batch whose records cannot be read back is not trusted for the replay either.
-            valid = not any(p.check == "decompression_failed" for p in decoded.problems)
+            if decoded.problems:
+                valid = not any(p.check == "decompression_failed" for p in decoded.problems)
         yield BatchSummary.of(
             self.task.topic,
             self.task.partition,

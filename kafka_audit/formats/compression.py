@@ -41,6 +41,7 @@ _XERIAL_BLOCK_SIZE = 32 * 1024
 LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
 _LZ4_BLOCK_MAX_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
 _LZ4_UNCOMPRESSED_BIT = 0x80000000
+_LZ4_BLOCK_INDEPENDENCE = 0x20
 _U32_LE = struct.Struct("<I")
 
 # gzip level of Kafka's GzipCompression default (Deflater.DEFAULT_COMPRESSION).
@@ -229,6 +230,10 @@ def _unlz4(data: bytes, max_size: int, magic: int) -> bytes:
         # Every block inflates to at most the block maximum size; a frame whose blocks could
         # pass the cap is inflated block by block below, stopping as soon as the output does.
         return _unlz4_blocks(data, bd, blocks, has_block_checksum, has_content_checksum, pos, max_size)
+    if (flg & _LZ4_BLOCK_INDEPENDENCE or len(blocks) == 1) and not has_block_checksum and not has_content_checksum:
+        # What Kafka's Lz4BlockOutputStream writes (and any one-block frame): each block inflates
+        # on its own, straight from the payload, without rebuilding the frame for cramjam.
+        return _unlz4_independent(data, blocks, block_max)
     # cramjam checks the standard header checksum: give it the descriptor's correct one.
     fixed = data[: header_end - 1] + bytes((_header_checksum(data, header_end - 1, False),)) + data[header_end:]
     try:
@@ -238,6 +243,24 @@ def _unlz4(data: bytes, max_size: int, magic: int) -> bytes:
     if len(out) > max_size:
         raise _too_large(codec, max_size)
     return out
+
+
+def _unlz4_independent(data: bytes, blocks: list[tuple[int, int, bool]], block_max: int) -> bytes:
+    """Inflate independent blocks one by one into a scratch buffer of the frame's block size
+    (LZ4's safe decoder refuses a block that would not fit it)."""
+    scratch = bytearray(block_max)
+    view = memoryview(data)
+    parts = []
+    for start, length, uncompressed in blocks:
+        if uncompressed:
+            parts.append(view[start : start + length])
+            continue
+        try:
+            size = cramjam.lz4.decompress_block_into(view[start : start + length], scratch)
+        except Exception as exc:
+            raise _failed(CompressionType.LZ4, exc) from None
+        parts.append(bytes(scratch[:size]))
+    return b"".join(parts)
 
 
 # LZ4 linked blocks may refer to the 64 KiB of output before them.
