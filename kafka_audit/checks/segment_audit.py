@@ -124,9 +124,14 @@ class SegmentAuditor:
                 for problem in pending:
                     yield self._finding(problem, item)
                 pending.clear()
-                yield from self._audit_batch(segment, item)
+                findings, summary = self._audit_batch(segment, item)
+                if findings:
+                    yield from findings
+                yield summary
 
-    def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> Iterator[Finding | BatchSummary]:
+    def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> tuple[list[Finding], BatchSummary]:
+        """The findings of one batch (most have none) and its summary for the partition step."""
+        findings: list[Finding] = []
         stats = self.stats
         stats.batches += 1
         stats.formats[_FORMAT_LABELS.get(batch.magic) or f"v{batch.magic}"] += 1
@@ -146,7 +151,7 @@ class SegmentAuditor:
             decoded = segment.records(batch, with_data=is_control, screen=screen)
             stats.records += decoded.count
             for problem in decoded.problems:
-                yield self._finding(problem, batch)
+                findings.append(self._finding(problem, batch))
             compacted = self.compacted
             violations = validate_batch_header(batch, self.topic_partition, self.config, compacted=compacted)
             if is_control:
@@ -157,28 +162,25 @@ class SegmentAuditor:
                     batch, decoded.records, self.task.topic, self.topic_partition, self.config, self.reference_time
                 )
             for violation in violations:
-                yield make_finding(
-                    violation.check,
-                    violation.message,
-                    topic=self.task.topic,
-                    partition=self.task.partition,
-                    segment=self.task.segment,
-                    offset=violation.offset,
-                    batch=batch,
-                    record_index=violation.record_index,
-                    details=self._details(violation.details),
+                findings.append(
+                    make_finding(
+                        violation.check,
+                        violation.message,
+                        topic=self.task.topic,
+                        partition=self.task.partition,
+                        segment=self.task.segment,
+                        offset=violation.offset,
+                        batch=batch,
+                        record_index=violation.record_index,
+                        details=self._details(violation.details),
+                    )
                 )
             # A batch whose records cannot be read back is not trusted for the replay either.
             if decoded.problems:
                 valid = not any(p.check == "decompression_failed" for p in decoded.problems)
-        yield BatchSummary.of(
-            self.task.topic,
-            self.task.partition,
-            self.task.segment,
-            self.task.base_offset,
-            batch,
-            valid,
-            control,
+        task = self.task
+        return findings, BatchSummary.of(
+            task.topic, task.partition, task.segment, task.base_offset, batch, valid, control
         )
 
     def _finding(self, problem: Problem, batch: RecordBatch | None) -> Finding:

@@ -8,7 +8,7 @@ legacy message (a compressed wrapper, or a lone uncompressed message), the unit 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 # org.apache.kafka.common.record.RecordBatch
@@ -149,7 +149,6 @@ class RecordBatch:
     producer_id: int = NO_PRODUCER_ID
     producer_epoch: int = NO_PRODUCER_EPOCH
     base_sequence: int = NO_SEQUENCE
-    extra: dict = field(default_factory=dict)
 
     @property
     def codec(self) -> int:
