@@ -4,7 +4,8 @@ Every in-process measurement walks the same ``.log`` files and returns a :class:
 (bytes, records, wall and CPU seconds). The Spark scan and the peak-RSS probe run in
 subprocesses: one JVM per Spark run, and a fresh interpreter whose high-water mark is the audit's.
 
-    python bench/measure.py rss SEGMENT.log     # the probe: prints one JSON object
+    python bench/measure.py rss SEGMENT.log           # the RSS probe: prints one JSON object
+    python bench/measure.py spark DIR MASTER REPEAT   # the Spark probe: prints one JSON object
 """
 
 from __future__ import annotations
@@ -178,28 +179,54 @@ def kafka_python(files: list[Path]):
 # -- (e) the Spark scan ------------------------------------------------------------------------
 
 
-def spark_scan(root: Path, master: str) -> Measurement:
-    """``python -m kafka_audit scan --format json`` in a subprocess (its own JVM).
+def spark_probe(root: Path, master: str, repeat: int) -> dict:
+    """One JVM: start a session, start its Python workers with a trivial job, then scan ``root``
+    ``repeat`` times with the same session (``run_scan``, as ``kafka-audit scan`` runs it).
 
-    The rate is the scan's own ``wall_time_s`` (planning, the Spark job, collecting), so the
-    JVM's start-up is left out; the note gives the whole command's time as well.
-    """
-    command = [sys.executable, "-m", "kafka_audit", "scan", "--format", "json", "--quiet", "--fail-on", "never"]
-    command += ["--master", master, str(root)]
+    The first scan of a session also pays for its Python workers' start; the later ones show the
+    steady rate a long audit runs at. Both are reported, with the start-up costs on their own."""
+    from kafka_audit.audit import ScanOptions
+    from kafka_audit.formats.log_dir import discover
+    from kafka_audit.pipeline import run_scan, spark_session
+
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if done.returncode != 0:
-        raise SystemExit(f"bench: {' '.join(command)} exited {done.returncode}:\n{done.stderr[-2000:]}")
-    summary = json.loads(done.stdout)["summary"]
-    return Measurement(
-        f"scan {master}",
-        summary["bytes"],
-        summary["records"],
-        summary["wall_time_s"],
-        float("nan"),
-        f"{elapsed:.1f} s with JVM start",
+    with spark_session(master, {}) as spark:
+        session_s = time.perf_counter() - started
+        found = discover([str(root)])
+        scans = []
+        for _ in range(repeat + 1):
+            began = time.perf_counter()
+            result = run_scan(spark, found, ScanOptions())
+            scans.append(time.perf_counter() - began)
+    return {
+        "session_s": session_s,
+        "cold_scan_s": scans[0],
+        "warm_scan_s": min(scans[1:]),
+        "bytes": result.summary["bytes"],
+        "records": result.summary["records"],
+    }
+
+
+def spark_scan(root: Path, master: str, repeat: int) -> tuple[Measurement, Measurement]:
+    """The Spark scan on ``master`` in a subprocess (its own JVM): the steady rate (the fastest
+    of ``repeat`` scans after the first) and the cold one (the session's first scan, Python
+    workers' start included; the JVM's start is left out of both)."""
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "spark", str(root), master, str(repeat)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
     )
+    if done.returncode != 0:
+        raise SystemExit(f"bench: the Spark probe on {master} failed:\n{done.stderr[-2000:]}")
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    note = f"JVM start {probe['session_s']:.1f} s"
+    warm = Measurement(f"scan {master}", probe["bytes"], probe["records"], probe["warm_scan_s"], float("nan"), note)
+    cold = Measurement(
+        f"scan {master}, first", probe["bytes"], probe["records"], probe["cold_scan_s"], float("nan"),
+        "Python workers start in this one",
+    )
+    return warm, cold
 
 
 # -- peak RSS ----------------------------------------------------------------------------------
@@ -258,5 +285,7 @@ def peak_rss(path: Path) -> dict:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "rss":
         print(json.dumps(rss_probe(Path(sys.argv[2]))))
+    elif len(sys.argv) == 5 and sys.argv[1] == "spark":
+        print(json.dumps(spark_probe(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))))
     else:
-        raise SystemExit("usage: python bench/measure.py rss SEGMENT.log")
+        raise SystemExit("usage: python bench/measure.py rss SEGMENT.log | spark DIR MASTER REPEAT")
