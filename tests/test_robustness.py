@@ -763,3 +763,21 @@ def test_the_fuzz_script_runs_and_reports_no_failure():
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1].endswith("seed 7: no failure")
+
+
+def test_findings_of_one_check_are_listed_up_to_a_cap_then_counted(tmp_path: Path) -> None:
+    """A segment of 1,200 batches with bad CRCs: 1,000 listed, one finding counts the other 200,
+    and every batch is still walked and counted."""
+    from kafka_audit.checks.segment_audit import MAX_FINDINGS_PER_CHECK
+
+    with LogDirWriter(tmp_path) as d:
+        w = d.partition("garbage", 0)
+        for _ in range(MAX_FINDINGS_PER_CHECK + 200):
+            w.append(BatchSpec(records=records(["x"]), faults=Faults(bad_crc=True)))
+    result = audit_in_process(discover([str(tmp_path)]), ScanOptions())
+    crc = [f for f in result.findings if f.check == "crc_mismatch"]
+    assert len(crc) == MAX_FINDINGS_PER_CHECK + 1
+    (summary,) = [f for f in crc if f.position is None]
+    assert summary.details["more_findings"] == 200
+    assert "200 more crc_mismatch findings" in summary.message
+    assert result.summary["batches"] == MAX_FINDINGS_PER_CHECK + 200

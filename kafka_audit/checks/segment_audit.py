@@ -26,6 +26,11 @@ from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.default_record import RecordScreen
 from kafka_audit.formats.record_batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, RecordBatch
 
+# Findings of one check listed one by one per task; the rest are counted in one last finding. A
+# segment of garbage with plausible framing (every message skipped by its size after a bad CRC)
+# would otherwise give millions of findings, all to be collected by the driver.
+MAX_FINDINGS_PER_CHECK = 1000
+
 # The summary panel's format labels (magic byte to label), built once.
 _FORMAT_LABELS = {0: "v0", 1: "v1", 2: "v2"}
 
@@ -104,6 +109,28 @@ class SegmentAuditor:
         self._screens: dict[tuple[int, int], RecordScreen | None] = {}
 
     def run(self) -> Iterator[Finding | BatchSummary]:
+        """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
+        that counts the rest) and its batch summaries, in file order."""
+        counts: Counter = Counter()
+        for item in self._walk():
+            if isinstance(item, Finding):
+                counts[item.check] += 1
+                if counts[item.check] > MAX_FINDINGS_PER_CHECK:
+                    continue
+            yield item
+        for check, count in sorted(counts.items()):
+            if count > MAX_FINDINGS_PER_CHECK:
+                more = count - MAX_FINDINGS_PER_CHECK
+                yield make_finding(
+                    check,
+                    f"{more} more {check} findings in {self.task.segment} (not listed one by one)",
+                    topic=self.task.topic,
+                    partition=self.task.partition,
+                    segment=self.task.segment,
+                    details=self._details({"more_findings": more}),
+                )
+
+    def _walk(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
         try:
             segment = FileRecords(task.path)
