@@ -721,3 +721,18 @@ def test_log_dir_writer_checkpoints_read_back(written_log_dir) -> None:
     assert props["node.id"] == "4" and props["version"] == "1"
     epochs = checkpoints.read_leader_epoch_checkpoint(str(root / "orders.eu-west-2" / "leader-epoch-checkpoint"))
     assert epochs.entries == [EpochEntry(0, 0)]
+
+
+def test_an_index_with_more_entries_than_batches_is_read_no_further() -> None:
+    """Every entry names a batch of its own: past the segment's batch count the file cannot
+    agree with the log, and a garbage file is not turned into millions of entries."""
+    data = index_bytes([(i, 4096 * i) for i in range(1, 50)])
+    parsed = offset_index.parse_offset_index(data, 0, "g.index", max_entries=10)
+    assert len(parsed.entries) == 10
+    assert checks(parsed.problems) == ["index_mismatch"]
+    assert parsed.problems[0].position == 80 and parsed.problems[0].details == {"max_entries": 10}
+    timed = time_index.parse_time_index(timeindex_bytes([(TS + i, i) for i in range(1, 50)]), 0, "g.ti", 3)
+    assert len(timed.entries) == 3 and checks(timed.problems) == ["index_mismatch"]
+    # The zero tail of a preallocated index is not "too many".
+    tail = offset_index.parse_offset_index(index_bytes([(1, 4096)]) + bytes(800), 0, max_entries=1)
+    assert tail.problems == [] and tail.preallocated_bytes == 800

@@ -191,7 +191,9 @@ def _verify_indexes(meta: PartitionMeta, segment: str, batches: list[BatchSummar
     ):
         if not path:
             continue
-        parsed = reader(path, files.base_offset)
+        # An entry per batch at most (the time index has one more, written when the segment
+        # closes: LogSegment.onBecomeInactiveSegment).
+        parsed = reader(path, files.base_offset, len(batches) + 1)
         display = sidecar_display(segment, extension)
         found.extend(verify(parsed.entries, log, where, display))
         found.extend(_sidecar_problem_findings(parsed.problems, where, display))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar, whole_entries
+from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar, too_many_entries, whole_entries
 
 ENTRY_SIZE = 8
 _ENTRY = struct.Struct(">ii")
@@ -27,8 +27,11 @@ class OffsetPosition:
     position: int
 
 
-def parse_offset_index(data: bytes, base_offset: int, name: str = ".index") -> SidecarEntries:
-    """The entries of an offset index held in ``data``, and its problems."""
+def parse_offset_index(
+    data: bytes, base_offset: int, name: str = ".index", max_entries: int | None = None
+) -> SidecarEntries:
+    """The entries of an offset index held in ``data``, and its problems; at most ``max_entries``
+    (the number of batches in the segment, when known) are read."""
     result = SidecarEntries([], [])
     usable = whole_entries(data, ENTRY_SIZE, "Index", name, result)
     for number, (relative, position) in enumerate(_ENTRY.iter_unpack(data[:usable])):
@@ -39,10 +42,13 @@ def parse_offset_index(data: bytes, base_offset: int, name: str = ".index") -> S
         if relative == 0 and (number > 0 or position == 0):
             result.preallocated_bytes = usable - number * ENTRY_SIZE
             break
+        if max_entries is not None and number >= max_entries:
+            too_many_entries(result, number * ENTRY_SIZE, max_entries, "Index", name)
+            break
         result.entries.append(OffsetPosition(base_offset + relative, position))
     return result
 
 
-def read_offset_index(path: str, base_offset: int) -> SidecarEntries:
+def read_offset_index(path: str, base_offset: int, max_entries: int | None = None) -> SidecarEntries:
     """Read and parse an ``.index`` file; an unreadable file is a problem, not an exception."""
-    return read_sidecar(path, lambda data: parse_offset_index(data, base_offset, path))
+    return read_sidecar(path, lambda data: parse_offset_index(data, base_offset, path, max_entries))

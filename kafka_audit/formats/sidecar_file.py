@@ -44,6 +44,19 @@ def whole_entries(data: bytes, entry_size: int, kind: str, name: str, result: Si
     return usable
 
 
+def too_many_entries(result: SidecarEntries, position: int, limit: int, kind: str, name: str) -> None:
+    """The problem of an index holding more entries than its segment has batches: each entry
+    names a batch of its own, so the rest cannot agree with the log and are not read (a garbage
+    file of hundreds of MiB would otherwise become millions of entries in memory)."""
+    result.add_problem(
+        "index_mismatch",
+        position,
+        f"{kind} file {name} holds more entries than its segment has batches ({limit}); "
+        f"the entries from byte {position} on are not read",
+        {"max_entries": limit},
+    )
+
+
 def read_sidecar(path: str, parse: Callable[[bytes], SidecarEntries], check: str = "index_mismatch") -> SidecarEntries:
     """Read ``path`` (at most :data:`MAX_SIDECAR_BYTES`) and parse it; an OSError becomes a problem."""
     try:
