@@ -10,7 +10,8 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from kafka_audit.formats.default_record import decode_records, encode_varint, read_varint, MalformedRecord
+from kafka_audit.formats.default_record import decode_records, read_varint, MalformedRecord
+from kafka_audit.formats.writer import varint as encode_varint
 from kafka_audit.formats.file_records import FileRecords, iter_batches, read_batch_records
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.record_batch import RecordBatch

@@ -121,14 +121,8 @@ class SegmentAuditor:
         for check, count in sorted(counts.items()):
             if count > MAX_FINDINGS_PER_CHECK:
                 more = count - MAX_FINDINGS_PER_CHECK
-                yield make_finding(
-                    check,
-                    f"{more} more {check} findings in {self.task.segment} (not listed one by one)",
-                    topic=self.task.topic,
-                    partition=self.task.partition,
-                    segment=self.task.segment,
-                    details=self._details({"more_findings": more}),
-                )
+                message = f"{more} more {check} findings in {self.task.segment} (not listed one by one)"
+                yield self._finding(check, message, None, details={"more_findings": more})
 
     def _walk(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
@@ -146,10 +140,10 @@ class SegmentAuditor:
                     if item.check == "crc_mismatch":
                         pending.append(item)  # its batch follows at once
                     else:
-                        yield self._finding(item, None)
+                        yield self._problem_finding(item, None)
                     continue
                 for problem in pending:
-                    yield self._finding(problem, item)
+                    yield self._problem_finding(problem, item)
                 pending.clear()
                 findings, summary = self._audit_batch(segment, item)
                 if findings:
@@ -178,7 +172,7 @@ class SegmentAuditor:
             decoded = segment.records(batch, with_data=is_control, screen=screen)
             stats.records += decoded.count
             for problem in decoded.problems:
-                findings.append(self._finding(problem, batch))
+                findings.append(self._problem_finding(problem, batch))
             compacted = self.compacted
             violations = validate_batch_header(batch, self.topic_partition, self.config, compacted=compacted)
             if is_control:
@@ -188,18 +182,10 @@ class SegmentAuditor:
                 violations += validate_records(
                     batch, decoded.records, self.task.topic, self.topic_partition, self.config, self.reference_time
                 )
-            for violation in violations:
+            for v in violations:
                 findings.append(
-                    make_finding(
-                        violation.check,
-                        violation.message,
-                        topic=self.task.topic,
-                        partition=self.task.partition,
-                        segment=self.task.segment,
-                        offset=violation.offset,
-                        batch=batch,
-                        record_index=violation.record_index,
-                        details=self._details(violation.details),
+                    self._finding(
+                        v.check, v.message, batch, offset=v.offset, record_index=v.record_index, details=v.details
                     )
                 )
             # A batch whose records cannot be read back is not trusted for the replay either.
@@ -210,18 +196,40 @@ class SegmentAuditor:
             task.topic, task.partition, task.segment, task.base_offset, batch, valid, control
         )
 
-    def _finding(self, problem: Problem, batch: RecordBatch | None) -> Finding:
+    def _finding(
+        self,
+        check: str,
+        message: str,
+        batch: RecordBatch | None,
+        *,
+        position: int | None = None,
+        offset: int | None = None,
+        record_index: int | None = None,
+        details: dict | None = None,
+    ) -> Finding:
+        """A finding in this task's segment (``details.segment_state`` for a non-live one)."""
         return make_finding(
-            problem.check,
-            problem.message,
+            check,
+            message,
             topic=self.task.topic,
             partition=self.task.partition,
             segment=self.task.segment,
+            position=position,
+            offset=offset,
+            batch=batch,
+            record_index=record_index,
+            details=self._details(details or {}),
+        )
+
+    def _problem_finding(self, problem: Problem, batch: RecordBatch | None) -> Finding:
+        return self._finding(
+            problem.check,
+            problem.message,
+            batch,
             position=problem.position,
             offset=problem.offset,
-            batch=batch,
             record_index=problem.record_index,
-            details=self._details(problem.details),
+            details=problem.details,
         )
 
     def _details(self, details: dict) -> dict:

@@ -58,18 +58,6 @@ def read_varint(data: bytes, pos: int, max_bytes: int = _MAX_VARLONG_BYTES) -> t
     raise MalformedRecord("Varint runs past the end of the record data")
 
 
-def encode_varint(value: int) -> bytes:
-    """ByteUtils.writeVarlong: zig-zag encode ``value``."""
-    raw = (value << 1) ^ (value >> 63)
-    raw &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
 @dataclass(slots=True)
 class DecodedRecords:
     """The records decoded from one batch, and why decoding stopped early (if it did).

@@ -13,9 +13,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar, too_many_entries, whole_entries
+from kafka_audit.formats.sidecar_file import SidecarEntries, parse_index, read_sidecar
 
-ENTRY_SIZE = 8
 _ENTRY = struct.Struct(">ii")
 
 
@@ -31,22 +30,23 @@ def parse_offset_index(
     data: bytes, base_offset: int, name: str = ".index", max_entries: int | None = None
 ) -> SidecarEntries:
     """The entries of an offset index held in ``data``, and its problems; at most ``max_entries``
-    (the number of batches in the segment, when known) are read."""
-    result = SidecarEntries([], [])
-    usable = whole_entries(data, ENTRY_SIZE, "Index", name, result)
-    for number, (relative, position) in enumerate(_ENTRY.iter_unpack(data[:usable])):
-        # DumpLogSegments.dumpIndex: "since it is a sparse file, in the event of a crash there may
-        # be many zero entries, stop if we see one": an entry after the first at the base offset.
-        # A first entry (base offset, position 0) is unwritten space too: LogSegment.append only
-        # indexes an append after more than index.interval.bytes, so never position 0.
-        if relative == 0 and (number > 0 or position == 0):
-            result.preallocated_bytes = usable - number * ENTRY_SIZE
-            break
-        if max_entries is not None and number >= max_entries:
-            too_many_entries(result, number * ENTRY_SIZE, max_entries, "Index", name)
-            break
-        result.entries.append(OffsetPosition(base_offset + relative, position))
-    return result
+    (the number of batches in the segment, when known) are read.
+
+    The preallocated tail starts, as ``DumpLogSegments.dumpIndex`` has it ("since it is a sparse
+    file, in the event of a crash there may be many zero entries, stop if we see one"), at an
+    entry after the first at the base offset; and a first entry (base offset, position 0) is
+    unwritten space too, since LogSegment.append only indexes an append after more than
+    index.interval.bytes, so never position 0.
+    """
+    return parse_index(
+        data,
+        _ENTRY,
+        "Index",
+        name,
+        max_entries,
+        lambda number, fields: fields[0] == 0 and (number > 0 or fields[1] == 0),
+        lambda fields: OffsetPosition(base_offset + fields[0], fields[1]),
+    )
 
 
 def read_offset_index(path: str, base_offset: int, max_entries: int | None = None) -> SidecarEntries:

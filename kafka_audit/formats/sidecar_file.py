@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,31 +31,48 @@ class SidecarEntries:
         self.problems.append(Problem(check, position if position is not None else 0, message, details=details or {}))
 
 
-def whole_entries(data: bytes, entry_size: int, kind: str, name: str, result: SidecarEntries) -> int:
-    """The length of ``data`` in whole entries; a partial last entry is a problem
-    (OffsetIndex/TimeIndex.sanityCheck: "... is corrupt, ... not a multiple of ...")."""
-    usable = len(data) - len(data) % entry_size
+def parse_index(
+    data: bytes,
+    entry: struct.Struct,
+    kind: str,
+    name: str,
+    max_entries: int | None,
+    unwritten: Callable[[int, tuple], bool],
+    make: Callable[[tuple], Any],
+) -> SidecarEntries:
+    """The entries of an ``.index`` / ``.timeindex`` file (``AbstractIndex``): fixed-size
+    ``entry`` records, read until ``unwritten(number, fields)`` says the preallocated tail has
+    begun (``DumpLogSegments``' stop rule), and at most ``max_entries`` of them.
+
+    Problems: a length that is not a whole number of entries (``AbstractIndex.sanityCheck``: "...
+    is corrupt, found N bytes which is not a multiple of ..."; the whole entries before it are
+    kept), and more entries than ``max_entries`` (each entry names a batch of its own, so the
+    rest cannot agree with the log; a garbage file is not turned into millions of entries).
+    """
+    result = SidecarEntries([], [])
+    usable = len(data) - len(data) % entry.size
     if usable != len(data):
         result.add_problem(
             "index_mismatch",
             usable,
-            f"{kind} file {name} is corrupt, found {len(data)} bytes which is not a multiple of {entry_size}",
+            f"{kind} file {name} is corrupt, found {len(data)} bytes which is not a multiple of {entry.size}",
             {"size": len(data)},
         )
-    return usable
-
-
-def too_many_entries(result: SidecarEntries, position: int, limit: int, kind: str, name: str) -> None:
-    """The problem of an index holding more entries than its segment has batches: each entry
-    names a batch of its own, so the rest cannot agree with the log and are not read (a garbage
-    file of hundreds of MiB would otherwise become millions of entries in memory)."""
-    result.add_problem(
-        "index_mismatch",
-        position,
-        f"{kind} file {name} holds more entries than its segment has batches ({limit}); "
-        f"the entries from byte {position} on are not read",
-        {"max_entries": limit},
-    )
+    for number, fields in enumerate(entry.iter_unpack(data[:usable])):
+        if unwritten(number, fields):
+            result.preallocated_bytes = usable - number * entry.size
+            break
+        if max_entries is not None and number >= max_entries:
+            result.add_problem(
+                "index_mismatch",
+                number * entry.size,
+                f"{kind} file {name} holds more entries than its segment has batches ({max_entries}); "
+                f"the entries from byte {number * entry.size} on are not read",
+                {"max_entries": max_entries},
+            )
+            break
+        result.entries.append(make(fields))
+    return result
 
 
 def read_sidecar(path: str, parse: Callable[[bytes], SidecarEntries], check: str = "index_mismatch") -> SidecarEntries:

@@ -11,9 +11,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar, too_many_entries, whole_entries
+from kafka_audit.formats.sidecar_file import SidecarEntries, parse_index, read_sidecar
 
-ENTRY_SIZE = 12
 _ENTRY = struct.Struct(">qi")
 
 
@@ -29,20 +28,18 @@ def parse_time_index(
     data: bytes, base_offset: int, name: str = ".timeindex", max_entries: int | None = None
 ) -> SidecarEntries:
     """The entries of a time index held in ``data``, and its problems; at most ``max_entries``
-    are read."""
-    result = SidecarEntries([], [])
-    usable = whole_entries(data, ENTRY_SIZE, "Time index", name, result)
-    for number, (timestamp, relative) in enumerate(_ENTRY.iter_unpack(data[:usable])):
-        # DumpLogSegments.dumpTimeIndex: stop at an entry after the first at the base offset.
-        # An all-zero first entry is unwritten space too (no broker indexes timestamp 0).
-        if relative == 0 and (number > 0 or timestamp == 0):
-            result.preallocated_bytes = usable - number * ENTRY_SIZE
-            break
-        if max_entries is not None and number >= max_entries:
-            too_many_entries(result, number * ENTRY_SIZE, max_entries, "Time index", name)
-            break
-        result.entries.append(TimestampOffset(timestamp, base_offset + relative))
-    return result
+    are read. The preallocated tail starts at an entry after the first at the base offset
+    (``DumpLogSegments.dumpTimeIndex``); an all-zero first entry is unwritten space too (no broker
+    indexes timestamp 0)."""
+    return parse_index(
+        data,
+        _ENTRY,
+        "Time index",
+        name,
+        max_entries,
+        lambda number, fields: fields[1] == 0 and (number > 0 or fields[0] == 0),
+        lambda fields: TimestampOffset(fields[0], base_offset + fields[1]),
+    )
 
 
 def read_time_index(path: str, base_offset: int, max_entries: int | None = None) -> SidecarEntries:
