@@ -136,6 +136,13 @@ class Case:
         files = self.files(suffix)
         return self.rng.choice(files) if files else None
 
+    def pick_bytes(self, suffix: str | None = None) -> tuple[Path, bytearray] | tuple[None, None]:
+        """A random file of the case and its bytes, or (None, None) when there is no such file
+        or it is empty."""
+        path = self.pick(suffix)
+        data = bytearray(path.read_bytes()) if path else None
+        return (path, data) if data else (None, None)
+
     def note(self, text: str) -> None:
         self.log.append(text)
 
@@ -145,11 +152,8 @@ def _rand_bytes(rng: random.Random, n: int) -> bytes:
 
 
 def m_flip(case: Case) -> None:
-    path = case.pick(".log")
-    if not path:
-        return
-    data = bytearray(path.read_bytes())
-    if not data:
+    path, data = case.pick_bytes(".log")
+    if path is None:
         return
     for _ in range(case.rng.randint(1, 8)):
         at = case.rng.randrange(len(data))
@@ -160,10 +164,9 @@ def m_flip(case: Case) -> None:
 
 def m_flip_fix_crc(case: Case) -> None:
     """Damage inside a batch with its CRC recomputed: the decoders behind the CRC see it."""
-    path = case.pick(".log")
-    if not path:
+    path, data = case.pick_bytes(".log")
+    if path is None:
         return
-    data = bytearray(path.read_bytes())
     spans = batch_spans(bytes(data))
     if not spans:
         return
@@ -181,10 +184,9 @@ def m_flip_fix_crc(case: Case) -> None:
 
 def m_ff_run(case: Case) -> None:
     """A run of 0xFF in the records of a batch (a varint that never ends), CRC fixed."""
-    path = case.pick(".log")
-    if not path:
+    path, data = case.pick_bytes(".log")
+    if path is None:
         return
-    data = bytearray(path.read_bytes())
     spans = [s for s in batch_spans(bytes(data)) if data[s[0] + 16] == 2 and s[1] - s[0] > 62]
     if not spans:
         return
@@ -306,11 +308,8 @@ def m_splice(case: Case) -> None:
 
 
 def m_zero_range(case: Case) -> None:
-    path = case.pick(".log")
-    if not path:
-        return
-    data = bytearray(path.read_bytes())
-    if not data:
+    path, data = case.pick_bytes(".log")
+    if path is None:
         return
     a = case.rng.randrange(len(data))
     b = min(len(data), a + case.rng.randint(1, 1 << 14))
@@ -343,10 +342,9 @@ _LEGACY_FIELDS = (
 
 
 def m_extreme_field(case: Case) -> None:
-    path = case.pick(".log")
-    if not path:
+    path, data = case.pick_bytes(".log")
+    if path is None:
         return
-    data = bytearray(path.read_bytes())
     spans = batch_spans(bytes(data))
     if not spans:
         return
