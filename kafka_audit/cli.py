@@ -27,6 +27,8 @@ app = typer.Typer(
 )
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+# What a shell reports for a process ended by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
 # Epoch milliseconds: ASCII digits, at most a long's 19 (str.isdigit would take "²").
 _EPOCH_MS = re.compile(r"-?[0-9]{1,19}")
 # File names that are not UTF-8 reach reports as surrogate escapes; print them escaped.
@@ -266,9 +268,8 @@ def main(argv: list[str] | None = None) -> None:
         code = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
         code = exc.exit_code
-    except typer.Abort:
-        print("kafka-audit: aborted", file=sys.stderr)
-        code = 130
+    except (typer.Abort, KeyboardInterrupt):
+        code = EXIT_INTERRUPTED
     except typer.TyperException as exc:  # Typer's UsageError and friends
         context = getattr(exc, "ctx", None)
         if type(exc).__name__ == "NoArgsIsHelpError" and context is not None:
@@ -278,4 +279,6 @@ def main(argv: list[str] | None = None) -> None:
             command = context.command_path if context is not None else "kafka-audit"
             print(f"{command}: {exc.format_message()} (see {command} --help)", file=sys.stderr)
             code = getattr(exc, "exit_code", EXIT_USAGE)
+    if code == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
+        print("kafka-audit: interrupted", file=sys.stderr)
     sys.exit(code if isinstance(code, int) else EXIT_OK)

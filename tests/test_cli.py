@@ -217,6 +217,41 @@ def test_one_bad_file_does_not_hide_the_others(cli, tmp_path):
     assert any("notes.txt" in note for note in report["summary"]["notes"])
 
 
+@pytest.mark.spark
+def test_the_real_broker_corpus_scans_clean_through_the_cli(cli, corpus):
+    result = cli("scan", corpus, "--format", "json", "--quiet")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["summary"]["batches"] == 11366 + 6387 + 98 + 873 + 19
+    assert report["summary"]["notes"] == []
+    assert [f for f in report["findings"] if f["severity"] != "info"] == []
+
+
+@pytest.mark.spark
+def test_the_progress_display_on_a_terminal_shows_bytes_and_segments(spark):
+    from rich.console import Console
+
+    from kafka_audit.audit import ScanOptions
+    from kafka_audit.cli import _run_with_progress
+    from kafka_audit.formats.log_dir import discover
+
+    screen = io.StringIO()
+    found = discover([str(HEALTHY)])
+    result = _run_with_progress(spark, found, ScanOptions(), Console(file=screen, force_terminal=True, width=120))
+    assert result.summary["batches"] == pipeline.run_scan(spark, found, ScanOptions()).summary["batches"]
+    shown = screen.getvalue()
+    assert "auditing" in shown and f"{found.segment_count}/{found.segment_count} segment tasks" in shown
+
+
+def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("kafka_audit.formats.log_dir.discover", interrupted)
+    code, _, err = run_main("scan", PRODUCER_ERRORS, capsys=capsys)
+    assert code == 130 and err.strip() == "kafka-audit: interrupted"
+
+
 # -- errors: one line on stderr, exit 2 ---------------------------------------------------------
 
 
