@@ -398,7 +398,7 @@ checkpoint_text = st.lists(
 def test_checkpoint_parsers_never_raise_on_text(data):
     for parse in (parse_offset_checkpoint, parse_leader_epoch_checkpoint, parse_properties):
         result = parse(data)
-        for entry in getattr(result, "entries"):
+        for entry in result.entries:
             for name in ("partition", "epoch"):
                 if hasattr(entry, name):
                     assert -(2**31) <= getattr(entry, name) < 2**31

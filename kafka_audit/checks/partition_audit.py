@@ -7,7 +7,6 @@ verification of that segment, and flows on into the producer-state replay.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 

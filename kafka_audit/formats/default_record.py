@@ -46,12 +46,12 @@ def read_varint(data: bytes, pos: int, max_bytes: int = _MAX_VARLONG_BYTES) -> t
     # ByteUtils shifts the last byte into a Java int (readVarint, 5 bytes) or long (readVarlong,
     # 10 bytes): its bits past 32 / 64 are lost, so the value always fits the field's type.
     mask = 0xFFFFFFFF if max_bytes <= _MAX_VARINT_BYTES else 0xFFFFFFFFFFFFFFFF
-    for pos in range(pos, min(len(data), pos + max_bytes)):
-        b = data[pos]
+    for at in range(pos, min(len(data), pos + max_bytes)):
+        b = data[at]
         raw |= (b & 0x7F) << shift
         if b < 0x80:
             raw &= mask
-            return (raw >> 1) ^ -(raw & 1), pos + 1
+            return (raw >> 1) ^ -(raw & 1), at + 1
         shift += 7
     if shift >= 7 * max_bytes:
         raise MalformedRecord(f"Varint is too long, the most significant bit in byte {max_bytes} is set")

@@ -40,7 +40,6 @@ import crc32c
 from kafka_audit.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
-    MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
     MAGIC_VALUE_V2,
     NO_PRODUCER_EPOCH,
