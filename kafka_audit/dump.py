@@ -12,6 +12,7 @@ import base64
 import json
 import os
 from collections.abc import Iterator
+from dataclasses import asdict
 from typing import Any
 
 from kafka_audit.formats import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
@@ -208,31 +209,23 @@ def _problems(problems: list[Problem]) -> Iterator[dict[str, Any]]:
         yield {"problem": p.check, "position": p.position, "message": p.message}
 
 
-def _offset_index_entries(path: str) -> Iterator[dict[str, Any]]:
-    parsed = offset_index.read_offset_index(path, parse_base_offset(os.path.basename(path)) or 0)
-    for e in parsed.entries:
-        yield {"offset": e.offset, "position": e.position}
+def _entries(parsed) -> Iterator[dict[str, Any]]:
+    """A sidecar's entries (dataclasses), each as a dict of its fields in order, then its problems."""
+    for entry in parsed.entries:
+        yield asdict(entry)
     yield from _problems(parsed.problems)
+
+
+def _offset_index_entries(path: str) -> Iterator[dict[str, Any]]:
+    return _entries(offset_index.read_offset_index(path, parse_base_offset(os.path.basename(path)) or 0))
 
 
 def _time_index_entries(path: str) -> Iterator[dict[str, Any]]:
-    parsed = time_index.read_time_index(path, parse_base_offset(os.path.basename(path)) or 0)
-    for e in parsed.entries:
-        yield {"timestamp": e.timestamp, "offset": e.offset}
-    yield from _problems(parsed.problems)
+    return _entries(time_index.read_time_index(path, parse_base_offset(os.path.basename(path)) or 0))
 
 
 def _txn_index_entries(path: str) -> Iterator[dict[str, Any]]:
-    parsed = transaction_index.read_transaction_index(path)
-    for e in parsed.entries:
-        yield {
-            "version": e.version,
-            "producer_id": e.producer_id,
-            "first_offset": e.first_offset,
-            "last_offset": e.last_offset,
-            "last_stable_offset": e.last_stable_offset,
-        }
-    yield from _problems(parsed.problems)
+    return _entries(transaction_index.read_transaction_index(path))
 
 
 def _snapshot_entries(path: str) -> Iterator[dict[str, Any]]:
@@ -253,18 +246,9 @@ def _snapshot_entries(path: str) -> Iterator[dict[str, Any]]:
 
 def _checkpoint_entries(path: str) -> Iterator[dict[str, Any]]:
     if os.path.basename(path).startswith(checkpoints.LEADER_EPOCH_CHECKPOINT):
-        parsed = checkpoints.read_leader_epoch_checkpoint(path)
-        for e in parsed.entries:
-            yield {"epoch": e.epoch, "start_offset": e.start_offset}
-    else:
-        parsed = checkpoints.read_offset_checkpoint(path)
-        for e in parsed.entries:
-            yield {"topic": e.topic, "partition": e.partition, "offset": e.offset}
-    yield from _problems(parsed.problems)
+        return _entries(checkpoints.read_leader_epoch_checkpoint(path))
+    return _entries(checkpoints.read_offset_checkpoint(path))
 
 
 def _properties_entries(path: str) -> Iterator[dict[str, Any]]:
-    parsed = checkpoints.read_properties(path)
-    for e in parsed.entries:
-        yield {"key": e.key, "value": e.value}
-    yield from _problems(parsed.problems)
+    return _entries(checkpoints.read_properties(path))

@@ -11,7 +11,6 @@ when well-formed. Every bad record is reported, not only the first (KIP-467's pe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from kafka_audit.formats.control_record import ControlRecord, parse_control_record
 from kafka_audit.formats.default_record import RecordScreen
@@ -329,13 +328,7 @@ def record_screen(
             low = reference_time - config.timestamp_before_max_ms
         if config.timestamp_after_max_ms is not None:
             high = reference_time + config.timestamp_after_max_ms
-    return _screen(config.is_compacted(topic), low, high)
-
-
-@lru_cache(maxsize=64)
-def _screen(require_key: bool, low: int | None, high: int | None) -> RecordScreen:
-    """One shared (immutable) screen per rule set: a task builds the same one for every batch."""
-    return RecordScreen(require_key, low, high)
+    return RecordScreen(config.is_compacted(topic), low, high)
 
 
 def _cleaned_offset_violation(
