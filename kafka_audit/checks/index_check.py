@@ -32,16 +32,37 @@ from kafka_audit.findings import Finding, make_finding
 MAX_FINDINGS_PER_INDEX = 100
 
 
-def _more_entries(found: list[Finding], more: int, where: dict, index_path: str) -> None:
-    if more:
-        found.append(
+class _IndexFindings:
+    """The ``index_mismatch`` findings of one index file: the first :data:`MAX_FINDINGS_PER_INDEX`
+    listed, the rest counted in one last finding."""
+
+    def __init__(self, where: dict, index_path: str) -> None:
+        self.where = where
+        self.index_path = index_path
+        self.found: list[Finding] = []
+        self.more = 0
+
+    def add(self, message: str, details: dict, **fields) -> None:
+        if len(self.found) >= MAX_FINDINGS_PER_INDEX:
+            self.more += 1
+            return
+        self.found.append(
             make_finding(
-                "index_mismatch",
-                f"{more} more entries of {index_path} disagree with the log (not listed one by one)",
-                **where,
-                details={"index_file": index_path, "more_entries": more},
+                "index_mismatch", message, **self.where, **fields, details={"index_file": self.index_path, **details}
             )
         )
+
+    def close(self) -> list[Finding]:
+        if self.more:
+            self.found.append(
+                make_finding(
+                    "index_mismatch",
+                    f"{self.more} more entries of {self.index_path} disagree with the log (not listed one by one)",
+                    **self.where,
+                    details={"index_file": self.index_path, "more_entries": self.more},
+                )
+            )
+        return self.found
 
 
 @dataclass(slots=True)
@@ -74,8 +95,7 @@ def verify_offset_index(
     entries: list, log: SegmentBatches, where: dict, index_path: str
 ) -> list[Finding]:
     """``entries`` have ``offset`` (absolute) and ``position``; ``where`` names topic/partition/segment."""
-    found: list[Finding] = []
-    more = 0
+    found = _IndexFindings(where, index_path)
     previous = None
     for number, entry in enumerate(entries):
         batch = log.by_position.get(entry.position)
@@ -99,29 +119,15 @@ def verify_offset_index(
                     f"Index offset {entry.offset} at position {entry.position} reaches into the next entry's "
                     f"batch at offset {following.base_offset}"
                 )
-        if problem and len(found) >= MAX_FINDINGS_PER_INDEX:
-            more += 1
-        elif problem:
-            found.append(
-                make_finding(
-                    "index_mismatch",
-                    problem,
-                    **where,
-                    position=entry.position,
-                    offset=entry.offset,
-                    batch=batch,
-                    details={"index_file": index_path, "entry": number},
-                )
-            )
+        if problem:
+            found.add(problem, {"entry": number}, position=entry.position, offset=entry.offset, batch=batch)
         previous = entry
-    _more_entries(found, more, where, index_path)
-    return found
+    return found.close()
 
 
 def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_path: str) -> list[Finding]:
     """``entries`` have ``timestamp`` and ``offset`` (absolute)."""
-    found: list[Finding] = []
-    more = 0
+    found = _IndexFindings(where, index_path)
     previous = None
     for number, entry in enumerate(entries):
         batch = log.containing(entry.offset)
@@ -138,19 +144,7 @@ def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_pat
                 f"Time index timestamp {entry.timestamp} for offset {entry.offset} does not match the max "
                 f"timestamp {batch.max_timestamp} of its batch"
             )
-        if problem and len(found) >= MAX_FINDINGS_PER_INDEX:
-            more += 1
-        elif problem:
-            found.append(
-                make_finding(
-                    "index_mismatch",
-                    problem,
-                    **where,
-                    offset=entry.offset,
-                    batch=batch,
-                    details={"index_file": index_path, "entry": number, "timestamp": entry.timestamp},
-                )
-            )
+        if problem:
+            found.add(problem, {"entry": number, "timestamp": entry.timestamp}, offset=entry.offset, batch=batch)
         previous = entry
-    _more_entries(found, more, where, index_path)
-    return found
+    return found.close()
