@@ -27,7 +27,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_audit.formats.writer import LogDirWriter, Producer, RecordSpec
+from tests.support.writer import LogDirWriter, Producer, RecordSpec
 
 # Bump when the layout changes: a dir written by another version is regenerated.
 LAYOUT_VERSION = 1

@@ -245,8 +245,8 @@ def rss_probe(path: Path) -> dict:
     summaries away as a Spark worker does, and report the process's memory high-water mark."""
     import resource
 
-    from kafka_audit.checks.log_validator import ValidationConfig
-    from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentTask
+    from kafka_audit.rules.log_validator import ValidationConfig
+    from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentTask
 
     size = path.stat().st_size
     task = SegmentTask(

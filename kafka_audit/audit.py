@@ -18,11 +18,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_audit.checks.batch_summary import BatchSummary
-from kafka_audit.checks.log_validator import ValidationConfig
-from kafka_audit.checks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
-from kafka_audit.checks.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
-from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
+from kafka_audit.rules.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
 from kafka_audit.findings import Finding
 from kafka_audit.formats.file_records import FileRecords, split_points
 from kafka_audit.formats.log_dir import Discovery

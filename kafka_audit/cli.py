@@ -17,7 +17,7 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from kafka_audit.checks.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 
 app = typer.Typer(
     add_completion=False,

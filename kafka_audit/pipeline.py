@@ -36,9 +36,9 @@ from kafka_audit.audit import (
     partition_metas,
     plan_tasks,
 )
-from kafka_audit.checks.batch_summary import BatchSummary
-from kafka_audit.checks.partition_audit import PartitionTotals, audit_partition
-from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.tasks.partition_audit import PartitionTotals, audit_partition
+from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
 from kafka_audit.findings import Finding
 from kafka_audit.formats.log_dir import Discovery
 

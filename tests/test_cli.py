@@ -22,9 +22,9 @@ from kafka_audit import pipeline
 from kafka_audit.cli import app, main
 from kafka_audit.errors import CHECKS
 from kafka_audit.findings import FIELD_NAMES
-from kafka_audit.formats.writer import BatchSpec, Faults, LogDirWriter, Producer, records
+from tests.support.writer import BatchSpec, Faults, LogDirWriter, Producer, records
 
-from conftest import FIXTURES, REPO
+from tests.conftest import FIXTURES, REPO
 
 FAULTY = FIXTURES / "faulty"
 HEALTHY = FIXTURES / "healthy"

@@ -16,12 +16,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_audit.checks.log_validator import ValidationConfig, record_screen, validate_records
+from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
 from kafka_audit.formats import default_record
 from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records, screen_records_py
 from kafka_audit.formats.file_records import iter_batches, read_batch_records
 from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
-from kafka_audit.formats.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
+from tests.support.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -11,7 +11,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kafka_audit.formats.default_record import decode_records, read_varint, MalformedRecord
-from kafka_audit.formats.writer import varint as encode_varint
+from tests.support.writer import varint as encode_varint
 from kafka_audit.formats.file_records import FileRecords, iter_batches, read_batch_records
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.record_batch import RecordBatch
@@ -268,7 +268,7 @@ def test_v0_message_crc_is_crc32_over_magic_to_end():
 def test_the_walk_fills_every_batch_field_in_its_place():
     """_v2_batch builds RecordBatch positionally (speed): each header field must land in its own
     field, checked with values that all differ."""
-    from kafka_audit.formats.writer import BatchSpec, RecordSpec, encode_batch
+    from tests.support.writer import BatchSpec, RecordSpec, encode_batch
 
     spec = BatchSpec(
         records=(RecordSpec(value=b"a"), RecordSpec(value=b"b"), RecordSpec(value=b"c")),

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.audit import ScanOptions, audit_in_process
-from kafka_audit.checks.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 from kafka_audit.errors import CHECKS, ERRORS
 from kafka_audit.formats.log_dir import discover
 
-from conftest import FIXTURES, REPO
+from tests.conftest import FIXTURES, REPO
 
 SPEC_PATH = REPO.parent / "shared" / "SPEC.md"
 

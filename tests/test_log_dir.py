@@ -27,7 +27,7 @@ from kafka_audit.formats.log_dir import (
     parse_partition_dir,
     segment_state,
 )
-from kafka_audit.formats.writer import BatchSpec, LogDirWriter, Producer, records
+from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
 
 ROOT = os.geteuid() == 0 if hasattr(os, "geteuid") else False
 UUID = "5c2a1e7d9b3f4a6c8e0d2b4f6a8c0e1d"

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.audit import ScanOptions, audit_in_process, pack_tasks, plan_tasks
-from kafka_audit.checks.segment_audit import SegmentTask
-from kafka_audit.checks.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
+from kafka_audit.tasks.segment_audit import SegmentTask
+from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.writer import BatchSpec, LogDirWriter, Producer, records
+from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
 from kafka_audit.pipeline import run_scan
 
-from conftest import FIXTURES
+from tests.conftest import FIXTURES
 
 pytestmark = pytest.mark.spark
 

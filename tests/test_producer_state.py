@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from kafka_audit.checks.batch_summary import NO_CONTROL_TYPE, BatchSummary
-from kafka_audit.checks.producer_state import (
+from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
+from kafka_audit.rules.producer_state import (
     PartitionLog,
     ProducerStateReplay,
     SequenceHistory,

@@ -26,13 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_audit.audit import ScanOptions, audit_in_process
-from kafka_audit.checks.batch_summary import BatchSummary
-from kafka_audit.checks.log_validator import ValidationConfig
-from kafka_audit.checks.offset_continuity import OffsetContinuity
-from kafka_audit.checks.producer_state import PartitionLog, replay_partition
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.rules.offset_continuity import OffsetContinuity
+from kafka_audit.rules.producer_state import PartitionLog, replay_partition
 from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafka_audit.formats.transaction_index import AbortedTxn
-from kafka_audit.checks.segment_audit import SegmentAuditor, SegmentTask
+from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentTask
 from kafka_audit.errors import CHECKS
 from kafka_audit.formats.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
 from kafka_audit.formats.compression import DecompressionError, compress, decompress
@@ -46,7 +46,7 @@ from kafka_audit.formats.producer_snapshot import parse_producer_snapshot
 from kafka_audit.formats.record_batch import RecordBatch, increment_sequence
 from kafka_audit.formats.time_index import parse_time_index
 from kafka_audit.formats.transaction_index import parse_transaction_index
-from kafka_audit.formats.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
+from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
 
 # KAFKA_AUDIT_PROPERTY_SCALE=50 runs every property 50 times longer (a local soak, not CI).
 _SCALE = max(1, int(os.environ.get("KAFKA_AUDIT_PROPERTY_SCALE", "1")))

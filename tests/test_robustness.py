@@ -31,7 +31,7 @@ from kafka_audit.errors import CHECKS
 from kafka_audit.formats import file_records, sidecar_file
 from kafka_audit.formats.compression import compress
 from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.writer import (
+from tests.support.writer import (
     TS_BASE,
     BatchSpec,
     Faults,
@@ -44,7 +44,7 @@ from kafka_audit.formats.writer import (
     varint,
 )
 
-from conftest import REPO
+from tests.conftest import REPO
 
 HEALTHY_TOPICS = ("clicks", "ledger", "legacy", "witness")
 COUNTS = ("segments", "batches", "records", "bytes")
@@ -593,7 +593,7 @@ def test_corrupt_sidecars_are_findings_and_the_log_is_still_audited(scene, suffi
 
 
 def test_a_garbage_index_gives_a_bounded_number_of_findings(scene):
-    from kafka_audit.checks.index_check import MAX_FINDINGS_PER_INDEX
+    from kafka_audit.rules.index_check import MAX_FINDINGS_PER_INDEX
 
     folder = _partition_with_sidecars(scene)
     (index,) = folder.glob("*.index")
@@ -769,7 +769,7 @@ def test_the_fuzz_script_runs_and_reports_no_failure():
 def test_findings_of_one_check_are_listed_up_to_a_cap_then_counted(tmp_path: Path) -> None:
     """A segment of 1,200 batches with bad CRCs: 1,000 listed, one finding counts the other 200,
     and every batch is still walked and counted."""
-    from kafka_audit.checks.segment_audit import MAX_FINDINGS_PER_CHECK
+    from kafka_audit.tasks.segment_audit import MAX_FINDINGS_PER_CHECK
 
     with LogDirWriter(tmp_path) as d:
         w = d.partition("garbage", 0)

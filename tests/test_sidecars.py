@@ -25,7 +25,7 @@ from kafka_audit.formats.producer_snapshot import ProducerSnapshotEntry
 from kafka_audit.formats.record_batch import RecordBatch
 from kafka_audit.formats.time_index import TimestampOffset
 from kafka_audit.formats.transaction_index import AbortedTxn
-from kafka_audit.formats.writer import (
+from tests.support.writer import (
     AbortedTxn as WriterAbortedTxn,
     BatchSpec,
     LogDirWriter,

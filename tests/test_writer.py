@@ -17,7 +17,7 @@ from kafka.record.memory_records import MemoryRecords
 
 from kafka_audit.formats.compression import decompress
 from kafka_audit.formats.record_batch import ControlRecordType
-from kafka_audit.formats.writer import (
+from tests.support.writer import (
     LOG_APPEND_TIME,
     TS_BASE,
     BatchSpec,

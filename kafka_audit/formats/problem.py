@@ -2,7 +2,7 @@
 
 The reader never raises on bad input. Every problem it meets comes back as a
 :class:`Problem` whose ``check`` is a check id of the SPEC catalogue (``crc_mismatch``,
-``truncated_batch``, ...), so that ``kafka_audit.checks`` can turn it into a finding
+``truncated_batch``, ...), so that ``kafka_audit.rules`` can turn it into a finding
 without re-deriving what went wrong.
 """
 

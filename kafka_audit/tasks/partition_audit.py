@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kafka_audit.checks.batch_summary import BatchSummary
-from kafka_audit.checks.index_check import SegmentBatches, verify_offset_index, verify_time_index
-from kafka_audit.checks.offset_continuity import OffsetContinuity
-from kafka_audit.checks.producer_state import PartitionLog, replay_partition
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
+from kafka_audit.rules.offset_continuity import OffsetContinuity
+from kafka_audit.rules.producer_state import PartitionLog, replay_partition
 from kafka_audit.findings import Finding, make_finding
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.offset_index import read_offset_index

@@ -1,7 +1,7 @@
 """The audit of one segment (or one byte range of it): the work of one Spark task.
 
 Walks the batches, turns decoding problems into findings, re-runs the record rules of
-:mod:`kafka_audit.checks.log_validator` on every batch whose CRC holds, and streams a
+:mod:`kafka_audit.rules.log_validator` on every batch whose CRC holds, and streams a
 :class:`BatchSummary` per batch for the partition-level replay. Nothing is kept per batch:
 findings and summaries are yielded as they are found, counts are accumulated in ``stats``.
 """
@@ -12,8 +12,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
-from kafka_audit.checks.batch_summary import BatchSummary
-from kafka_audit.checks.log_validator import (
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.log_validator import (
     ValidationConfig,
     record_screen,
     validate_batch_header,

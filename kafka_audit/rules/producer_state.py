@@ -27,7 +27,7 @@ The replay walks the batches as a leader would have validated them as client app
   ABORT marker closes it; a marker's coordinator epoch may not go below the producer's
   (``checkCoordinatorEpoch``, ``TransactionCoordinatorFencedException``); transactions still
   open at the end of the log are ``open_transaction`` or ``hanging_transaction``; aborted ones are
-  compared with the ``.txnindex`` files (see :mod:`kafka_audit.checks.transactions`).
+  compared with the ``.txnindex`` files (see :mod:`kafka_audit.rules.transactions`).
 
 Batches the leader would have rejected outright (fenced epoch, duplicate) do not change the
 replayed state, so one zombie write does not make the real producer's next batch look wrong;
@@ -57,8 +57,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_audit.checks.batch_summary import BatchSummary
-from kafka_audit.checks.transactions import (
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.transactions import (
     Anchor,
     DerivedAbortedTxn,
     OpenTxn,

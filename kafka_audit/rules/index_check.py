@@ -23,7 +23,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from kafka_audit.checks.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.findings import Finding, make_finding
 
 # Entries of one index file reported one by one; the rest are counted in one last finding. A

@@ -8,7 +8,7 @@ topics (LogCleaner) legitimately leave gaps.
 
 from __future__ import annotations
 
-from kafka_audit.checks.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.findings import Finding, make_finding
 
 

@@ -1,1 +1,0 @@
-"""Record rules (LogValidator) and producer-state replay (ProducerStateManager): pure, per partition."""
