@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
 from typing import Any
 
-from kafka_audit.errors import CHECKS, SEVERITY_RANK
-from kafka_audit.formats.record_batch import RecordBatch
+from kafka_audit.errors import CHECKS, ERRORS, SEVERITY_RANK
+from kafka_audit.formats.record_batch import NO_TIMESTAMP, RecordBatch
 
 
 @dataclass(slots=True)
@@ -24,6 +25,9 @@ class Finding:
     producer_id: int | None
     producer_epoch: int | None
     sequence: int | None
+    transactional_id: str | None
+    timestamp: int | None
+    time: str | None
     error_code: int | None
     error_name: str | None
     client_outcome: str
@@ -69,18 +73,25 @@ def make_finding(
     batch: RecordBatch | None = None,
     record_index: int | None = None,
     details: dict[str, Any] | None = None,
+    timestamp: int | None = None,
+    error: str | None = None,
 ) -> Finding:
     """Build a finding, taking severity, error and client outcome from the catalogue and the
-    batch fields (base/last offset, producer id/epoch, base sequence) from ``batch``."""
+    batch fields (base/last offset, producer id/epoch, base sequence, max timestamp) from
+    ``batch``. ``error`` names another Kafka error than the catalogue's for checks whose error
+    depends on the case (record_too_large over segment.bytes, broker_rejection)."""
     spec = CHECKS[check]
+    kafka_error = ERRORS[error] if error else spec.error
     details = dict(details or {})
     if spec.client_exception:
         details.setdefault("client_exception", spec.client_exception)
     has_batch = batch is not None
     producer = has_batch and batch.magic >= 2
+    if timestamp is None and has_batch and batch.max_timestamp != NO_TIMESTAMP:
+        timestamp = batch.max_timestamp
     return Finding(
-        check=check,
-        severity=spec.severity,
+        check=str(spec.id),
+        severity=str(spec.severity),
         topic=topic,
         partition=partition,
         segment=segment,
@@ -92,9 +103,24 @@ def make_finding(
         producer_id=batch.producer_id if producer else None,
         producer_epoch=batch.producer_epoch if producer else None,
         sequence=batch.base_sequence if producer else None,
-        error_code=spec.error.code if spec.error else None,
-        error_name=spec.error.name if spec.error else None,
-        client_outcome=spec.client_outcome,
+        transactional_id=None,
+        timestamp=timestamp,
+        time=iso_time(timestamp),
+        error_code=kafka_error.code if kafka_error else None,
+        error_name=kafka_error.name if kafka_error else None,
+        client_outcome=str(kafka_error.client_outcome if kafka_error else spec.client_outcome),
         message=message,
         details=details,
     )
+
+
+def iso_time(timestamp: int | None) -> str | None:
+    """Epoch ms as ISO-8601 UTC with milliseconds (``2026-11-23T08:59:15.792Z``); None for none or
+    a value outside what a date can hold."""
+    if timestamp is None or timestamp < 0:
+        return None
+    try:
+        moment = datetime.fromtimestamp(timestamp / 1000, tz=timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{timestamp % 1000:03d}Z"
