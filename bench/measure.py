@@ -187,7 +187,8 @@ def spark_probe(root: Path, master: str, repeat: int) -> dict:
     steady rate a long audit runs at. Both are reported, with the start-up costs on their own."""
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
-    from kafka_audit.pipeline import run_scan, spark_session
+    from kafka_audit.pipeline import run_scan
+    from kafka_audit.spark_session import spark_session
 
     started = time.perf_counter()
     with spark_session(master, {}) as spark:

@@ -132,6 +132,7 @@ def scan(
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
     from kafka_audit import pipeline
+    from kafka_audit.spark_session import spark_session
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
 
@@ -156,7 +157,7 @@ def scan(
     )
     err = Console(stderr=True)
     try:
-        with pipeline.spark_session(master, spark_conf) as spark:
+        with spark_session(master, spark_conf) as spark:
             if not quiet and err.is_terminal:
                 result = _run_with_progress(spark, discovery, options, err)
             else:

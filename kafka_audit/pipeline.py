@@ -15,17 +15,12 @@
 from __future__ import annotations
 
 import heapq
-import os
-import shutil
-import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, groupby
 from dataclasses import dataclass
-from typing import Any
 
 from kafka_audit.audit import (
     ScanOptions,
@@ -44,7 +39,6 @@ from kafka_audit.formats.log_dir import Discovery
 
 # Row kinds; a replica's rows sort findings and counts before its batch summaries.
 _FINDING, _STATS, _SUMMARY = 0, 1, 2
-SPARK_LOG = "spark.log"
 
 
 @dataclass(slots=True)
@@ -200,78 +194,3 @@ def _watch(progress: Progress, on_progress: Callable[[Progress], None] | None) -
         stop.set()
         thread.join()
         on_progress(progress)
-
-
-def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, scratch: str | None = None):
-    """A SparkSession for the audit, with Spark's console noise kept off the user's screen.
-
-    The JVM's stderr (log4j warnings, stage progress bars, Python worker tracebacks) goes to
-    ``spark.log`` in the ``scratch`` directory (a new temporary one by default), never into the
-    audited directories; so do ``spark.local.dir`` and the warehouse. ``conf`` is applied last,
-    so ``--conf`` can override any of these.
-
-    The driver JVM runs with ``-XX:TieredStopAtLevel=1`` (the C1 compiler only): in this job the
-    JVM only schedules tasks and moves bytes between the Python workers, the shuffle files and
-    the driver, which C1's code does as well, while C2 spent about 3 s of CPU compiling during
-    each scan of 1 GiB, taken from the Python workers on a small machine (local mode: the driver
-    JVM is the executor). Measured by ``bench/run.py``: a cold ``local[2]`` scan of 1 GiB went
-    from 5.4-6.4 s to 4.9-5.2 s.
-    """
-    from pyspark.sql import SparkSession
-
-    scratch = scratch or tempfile.mkdtemp(prefix="kafka-audit-spark-")
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("kafka-audit")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.local.dir", scratch)
-        .config("spark.sql.warehouse.dir", os.path.join(scratch, "warehouse"))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={scratch} -XX:TieredStopAtLevel=1")
-        .config("spark.python.worker.reuse", "true")
-    )
-    for key, value in (conf or {}).items():
-        builder = builder.config(key, value)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    with _stderr_to(os.path.join(scratch, SPARK_LOG)):
-        spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-@contextmanager
-def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A session in a fresh scratch directory, stopped and cleaned up on exit. On an error the
-    scratch directory (and its ``spark.log``) is kept and named in the exception's notes."""
-    scratch = tempfile.mkdtemp(prefix="kafka-audit-spark-")
-    try:
-        spark = create_spark_session(master, conf, scratch)
-    except BaseException as exc:
-        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
-        raise
-    failed = False
-    try:
-        yield spark
-    except BaseException as exc:
-        failed = True
-        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
-        raise
-    finally:
-        spark.stop()
-        if not failed:
-            shutil.rmtree(scratch, ignore_errors=True)
-
-
-@contextmanager
-def _stderr_to(path: str) -> Iterator[None]:
-    """Point file descriptor 2 at ``path`` while the JVM starts: it keeps that stderr for life."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "ab") as log:
-        os.dup2(log.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)

@@ -21,7 +21,7 @@ def corpus() -> Path:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from kafka_audit.pipeline import create_spark_session
+    from kafka_audit.spark_session import create_spark_session
 
     session = create_spark_session("local[2]", {"spark.default.parallelism": "2"}, str(tmp_path_factory.mktemp("spark")))
     yield session

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafka_audit import pipeline
+from kafka_audit import pipeline, spark_session as spark_session_module
 from kafka_audit.cli import app, main
 from kafka_audit.errors import CHECKS
 from kafka_audit.findings import FIELD_NAMES
@@ -39,7 +39,7 @@ def shared_session(spark, monkeypatch):
     def session(master, conf):
         yield spark
 
-    monkeypatch.setattr(pipeline, "spark_session", session)
+    monkeypatch.setattr(spark_session_module, "spark_session", session)
 
 
 @pytest.fixture
@@ -337,7 +337,7 @@ def test_spark_that_cannot_start_is_one_line_exit_2(capsys, monkeypatch):
     def broken(master, conf):
         raise RuntimeError("Could not parse Master URL: 'nonsense'")
 
-    monkeypatch.setattr(pipeline, "spark_session", broken)
+    monkeypatch.setattr(spark_session_module, "spark_session", broken)
     code, _, err = run_main("scan", PRODUCER_ERRORS, "--master", "nonsense", capsys=capsys)
     assert code == 2 and err.strip().splitlines() == [
         "kafka-audit: Spark failed (RuntimeError: Could not parse Master URL: 'nonsense')"
