@@ -18,6 +18,7 @@ from typing import Any
 from kafka_audit.formats import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
 from kafka_audit.formats.control_record import parse_control_record
 from kafka_audit.formats.file_records import FileRecords
+from kafka_audit.formats.internal_topics import Decoder, decoder_for, is_kraft_snapshot
 from kafka_audit.formats.log_dir import parse_base_offset
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.record_batch import Record, RecordBatch, TimestampType
@@ -30,7 +31,7 @@ def dump_file(path: str, as_json: bool, records: bool, print_data: bool) -> Iter
     if not as_json:
         yield f"Dumping {path}"
     try:
-        if stem.endswith((".log", ".cleaned", ".swap")):
+        if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
             yield from _dump_segment(path, as_json, records, print_data)
         elif stem.endswith(".index"):
             yield from _dump_entries(path, as_json, _offset_index_entries(path))
@@ -51,14 +52,18 @@ def dump_file(path: str, as_json: bool, records: bool, print_data: bool) -> Iter
 
 
 def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+    """A segment's batches (and records); an internal topic's records are also decoded by their
+    schema (``decoded``), as DumpLogSegments' decoders do."""
+    decoder = decoder_for(path) if records else None
     with FileRecords(path) as segment:
         for item in segment.batches():
             if isinstance(item, Problem):
                 yield _problem_line(path, item.position, item.check, item.message, as_json)
                 continue
-            decoded = segment.records(item, with_data=print_data or item.is_control) if records or item.magic < 2 else None
+            with_data = print_data or item.is_control or decoder is not None
+            decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
             if as_json:
-                yield json.dumps(_batch_json(path, item, decoded if records else None, print_data))
+                yield json.dumps(_batch_json(path, item, decoded if records else None, print_data, decoder))
             else:
                 yield _batch_text(item)
             if decoded is None:
@@ -67,10 +72,10 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> 
                 yield _problem_line(path, problem.position, problem.check, problem.message, as_json)
             if records and not as_json:
                 for record in decoded.records:
-                    yield _record_text(item, record, print_data)
+                    yield _record_text(item, record, print_data, decoder)
 
 
-def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool) -> dict[str, Any]:
+def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool, decoder: Decoder | None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "file": path,
         "position": batch.position,
@@ -98,6 +103,9 @@ def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool) -> dic
                            "coordinator_epoch": control.coordinator_epoch, "error": control.error}
     if decoded is not None:
         data["records"] = [_record_json(r, print_data) for r in decoded.records]
+        if decoder is not None and not batch.is_control:
+            for entry, record in zip(data["records"], decoded.records):
+                entry["decoded"] = decoder(record.key, record.value)
     return data
 
 
@@ -156,7 +164,7 @@ def _batch_text(batch: RecordBatch) -> str:
     )
 
 
-def _record_text(batch: RecordBatch, record: Record, print_data: bool) -> str:
+def _record_text(batch: RecordBatch, record: Record, print_data: bool, decoder: Decoder | None = None) -> str:
     ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
     if batch.magic >= 2:
@@ -171,6 +179,8 @@ def _record_text(batch: RecordBatch, record: Record, print_data: bool) -> str:
         else:
             line += f" endTxnMarker: {('ABORT', 'COMMIT')[control.type]} coordinatorEpoch: {control.coordinator_epoch}" \
                 if control.is_transaction_marker else f" controlType: {control.type}"
+    elif decoder is not None:
+        line += f" decoded: {json.dumps(decoder(record.key, record.value))}"
     elif print_data:
         line += f" key: {_text(record.key)} payload: {_text(record.value)}"
     return line
