@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.events import Event
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.rules.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -50,6 +51,10 @@ class ScanResult:
     findings: list[Finding]
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
+    producers: list[dict[str, Any]] = field(default_factory=list)
+    # The partition step's timeline events (SPEC section 3), unordered.
+    events: list[Event] = field(default_factory=list)
 
 
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
@@ -159,4 +164,5 @@ def finish_result(
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
     }
-    return ScanResult(findings, summary, list(discovery.notes) + stats.notes)
+    producers = sorted(totals.producer_rows, key=lambda row: (row["topic"], row["partition"], row["producer_id"]))
+    return ScanResult(findings, summary, list(discovery.notes) + stats.notes, producers, totals.events)

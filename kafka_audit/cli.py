@@ -60,7 +60,7 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
-def parse_reference_time(value: str) -> int:
+def parse_reference_time(value: str, option: str = "--reference-time") -> int:
     """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
     text = value.strip()
     if _EPOCH_MS.fullmatch(text):
@@ -68,7 +68,7 @@ def parse_reference_time(value: str) -> int:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise _fail(f"--reference-time {value!r} is neither epoch milliseconds nor an ISO-8601 time") from None
+        raise _fail(f"{option} {value!r} is neither epoch milliseconds nor an ISO-8601 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1000)
@@ -94,14 +94,33 @@ def _check_paths(paths: list[Path]) -> None:
             raise _fail(f"{path}: permission denied")
 
 
-@app.command()
+_VIEW_HELP = {
+    "scan": "Audit segment files; print tables (default) or JSON/NDJSON/CSV.",
+    "producers": "One row per (topic, partition, producer id): epochs, offsets, times, sequences, "
+    "transactions and findings.",
+    "timeline": "The producers' events (transactions, epoch bumps, findings) in time order.",
+}
+
+
+@app.command(help=_VIEW_HELP["scan"])
 def scan(
+    ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Log dirs, partition folders, .log files, or trees holding them.")],
     format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
     topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")] = None,
     partition: Annotated[
         Optional[list[int]], typer.Option("--partition", help="Audit only this partition number (repeatable).")
+    ] = None,
+    producer_id: Annotated[
+        Optional[list[int]],
+        typer.Option("--producer-id", help="Report only findings, producers and events of this producer id (repeatable)."),
+    ] = None,
+    since: Annotated[
+        Optional[str], typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
+    ] = None,
+    until: Annotated[
+        Optional[str], typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
     ] = None,
     compacted_topic: Annotated[
         Optional[list[str]],
@@ -130,7 +149,8 @@ def scan(
     conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
-    """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
+    """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
+    name picks the report."""
     from kafka_audit import pipeline
     from kafka_audit.spark_session import spark_session
     from kafka_audit.audit import ScanOptions
@@ -140,6 +160,7 @@ def scan(
     _check_output(output)
     spark_conf = parse_conf(conf or [])
     reference = parse_reference_time(reference_time) if reference_time is not None else None
+    keep = _report_filter(producer_id, since, until)
     discovery = discover([str(p) for p in paths], topics=topic or None, partitions=partition or None)
     if not discovery.segment_count:
         for note in discovery.notes:
@@ -164,9 +185,59 @@ def scan(
                 result = pipeline.run_scan(spark, discovery, options)
     except Exception as exc:  # Spark failed to start or the job failed: one line, not a JVM trace
         raise _fail(_spark_failure(exc)) from None
-    _write_report(result, format, output)
+    from kafka_audit.coordinator_view import read_coordinator_view
+    from kafka_audit.views import finish_views
+
+    finish_views(result, read_coordinator_view(discovery), keep)
+    if ctx.info_name in ("producers", "timeline"):
+        _write_view(result, ctx.info_name, keep, format, output)
+    else:
+        _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+app.command("producers", help=_VIEW_HELP["producers"])(scan)
+app.command("timeline", help=_VIEW_HELP["timeline"])(scan)
+
+
+def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], until: Optional[str]):
+    from kafka_audit.views import ReportFilter
+
+    start = parse_reference_time(since, "--since") if since is not None else None
+    end = parse_reference_time(until, "--until") if until is not None else None
+    if start is not None and end is not None and start > end:
+        raise _fail(f"--since {since!r} is after --until {until!r}")
+    return ReportFilter(frozenset(producer_ids) if producer_ids else None, start, end)
+
+
+def _write_view(result, view: str, keep, format: "OutputFormat", output: Optional[Path]) -> None:
+    """The ``producers`` or ``timeline`` report (SPEC section 3)."""
+    from kafka_audit import view_reports
+    from kafka_audit.views import event_rows, timeline
+
+    if view == "producers":
+        key, rows, fields, render = "producers", result.producers, view_reports.PRODUCER_FIELDS, view_reports.render_producers
+    else:
+        names = {f.producer_id: f.transactional_id for f in result.findings if f.transactional_id}
+        names.update({row["producer_id"]: row["transactional_id"] for row in result.producers if row["transactional_id"]})
+        key, rows, fields = "events", event_rows(timeline(result, keep), names), view_reports.EVENT_FIELDS
+        render = view_reports.render_timeline
+    if format is OutputFormat.table:
+        console = Console(file=open(output, "w", encoding="utf-8", errors=_TEXT_ERRORS), width=160) if output else Console()
+        try:
+            render(result.summary, rows, console)
+        finally:
+            if output:
+                console.file.close()
+        return
+    if format is OutputFormat.json:
+        text = view_reports.to_json(result.summary, result.notes, key, rows)
+    elif format is OutputFormat.ndjson:
+        text = view_reports.to_ndjson(rows)
+    else:
+        text = view_reports.to_csv(rows, fields)
+    _emit(text, output)
 
 
 def _check_output(output: Optional[Path]) -> None:
@@ -201,7 +272,10 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
             report.render_table(result, Console())
         return
     render = {OutputFormat.json: report.to_json, OutputFormat.ndjson: report.to_ndjson, OutputFormat.csv: report.to_csv}
-    text = render[format](result)
+    _emit(render[format](result), output)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
     if text and not text.endswith("\n"):
         text += "\n"
     if output:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.rules.offset_continuity import OffsetContinuity
+from kafka_audit.rules.events import Event
+from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, replay_partition
 from kafka_audit.findings import Finding, make_finding
 from kafka_audit.formats.file_records import FileRecords
@@ -72,18 +74,22 @@ class PartitionMeta:
 
 @dataclass(slots=True)
 class PartitionTotals:
-    """Counts for the summary panel, merged across partitions."""
+    """Counts for the summary panel and the ``producers`` rows, merged across partitions."""
 
     producers: set[int] = field(default_factory=set)
     committed: int = 0
     aborted: int = 0
     open: int = 0
+    producer_rows: list[dict] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
     def merge(self, other: "PartitionTotals") -> "PartitionTotals":
         self.producers |= other.producers
         self.committed += other.committed
         self.aborted += other.aborted
         self.open += other.open
+        self.producer_rows.extend(other.producer_rows)
+        self.events.extend(other.events)
         return self
 
 
@@ -92,6 +98,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     findings: list[Finding] = []
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
+    activity = ProducerActivityLog(meta.topic, meta.partition)
     segment_batches: list[BatchSummary] = []
     current_segment: str | None = None
 
@@ -113,6 +120,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
             segment_batches.append(summary)
             findings.extend(continuity.observe(summary))
             _count(summary, totals)
+            activity.observe(summary)
             yield summary
         if current_segment is not None:
             verify(current_segment, segment_batches)
@@ -153,6 +161,8 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     replayed = replay_partition(log, tap())
     findings.extend(replayed)
     totals.open = sum(1 for f in replayed if f.check in ("open_transaction", "hanging_transaction"))
+    totals.producer_rows = activity.rows()
+    totals.events = activity.events
     return findings, totals
 
 

@@ -1,0 +1,150 @@
+"""What each producer id wrote to a partition: the rows of ``kafka-audit producers`` (SPEC
+section 3).
+
+A pure accumulator fed the partition's batch summaries in log order by the partition step. It
+counts; it does not judge: the producer-state replay (``producer_state.py``) is the one home of
+the rules a broker applies to these batches. Batches that cannot be trusted (``valid`` False)
+and batches without a producer id (magic < 2, producer id -1) are not counted.
+
+Per (topic, partition, producer id): the epochs seen (data batches and markers, in order of first
+appearance), the first and last offset and the oldest and newest batch timestamp of its batches
+(markers included: a coordinator writes them for the producer), each epoch's first base sequence
+and last sequence in log order, the data batches and records, and its transactions: COMMIT and
+ABORT markers, and whether a transaction is open at the end of the log (a transactional data
+batch after its last marker, as ``ProducerStateManager`` keeps ``currentTxnFirstOffset``).
+
+It also records the timeline's transaction events: ``transaction_begin`` at a producer's first
+transactional data batch after a marker (or ever), ``transaction_commit`` / ``transaction_abort``
+at each marker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.events import Event, EventKind
+
+# ControlRecordType ids of the transaction markers.
+_ABORT, _COMMIT = 0, 1
+
+
+@dataclass(slots=True)
+class ProducerActivity:
+    """One producer id's activity in one partition."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    epochs: list[int] = field(default_factory=list)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    # epoch -> [first base sequence, last sequence] of its data batches, in log order.
+    sequences: dict[int, list[int]] = field(default_factory=dict)
+    batches: int = 0
+    records: int = 0
+    committed: int = 0
+    aborted: int = 0
+    # First offset of the open transaction, None when none is open.
+    txn_first_offset: int | None = None
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.txn_first_offset is not None
+
+    def observe(self, batch: BatchSummary) -> Event | None:
+        """Count ``batch``; return the transaction event it is, if any."""
+        if batch.producer_epoch not in self.epochs:
+            self.epochs.append(batch.producer_epoch)
+        if self.first_offset is None:
+            self.first_offset = batch.base_offset
+        self.last_offset = batch.last_offset
+        if batch.max_timestamp >= 0:
+            if self.first_timestamp is None or batch.max_timestamp < self.first_timestamp:
+                self.first_timestamp = batch.max_timestamp
+            if self.last_timestamp is None or batch.max_timestamp > self.last_timestamp:
+                self.last_timestamp = batch.max_timestamp
+        if batch.is_control:
+            if batch.control_type not in (_COMMIT, _ABORT):
+                return None
+            began, self.txn_first_offset = self.txn_first_offset, None
+            if batch.control_type == _COMMIT:
+                self.committed += 1
+                kind, verb = EventKind.TRANSACTION_COMMIT, "committed"
+            else:
+                self.aborted += 1
+                kind, verb = EventKind.TRANSACTION_ABORT, "aborted"
+            what = f"its transaction that began at offset {began}" if began is not None else "a transaction with no data here"
+            marker = "COMMIT" if batch.control_type == _COMMIT else "ABORT"
+            return self._event(batch, kind, f"{marker} marker at offset {batch.base_offset}", f": {verb} {what}")
+        self.batches += 1
+        self.records += batch.record_count
+        if batch.base_sequence >= 0:
+            span = self.sequences.get(batch.producer_epoch)
+            if span is None:
+                self.sequences[batch.producer_epoch] = [batch.base_sequence, batch.last_sequence]
+            else:
+                span[1] = batch.last_sequence
+        if batch.is_transactional and not self.in_transaction:
+            self.txn_first_offset = batch.base_offset
+            return self._event(batch, EventKind.TRANSACTION_BEGIN, f"began a transaction at offset {batch.base_offset}")
+        return None
+
+    def _event(self, batch: BatchSummary, kind: EventKind, what: str, outcome: str = "") -> Event:
+        return Event(
+            kind=kind,
+            topic=self.topic,
+            partition=self.partition,
+            offset=batch.base_offset,
+            timestamp=batch.max_timestamp if batch.max_timestamp >= 0 else None,
+            producer_id=self.producer_id,
+            producer_epoch=batch.producer_epoch,
+            message=f"Producer {self.producer_id} (epoch {batch.producer_epoch}) {what} in partition "
+            f"{self.topic}-{self.partition}{outcome}",
+        )
+
+    def to_row(self) -> dict[str, Any]:
+        """The SPEC section 3 ``producers`` row; ``transactional_id`` and ``findings`` are filled by
+        the driver, which holds ``__transaction_state`` and every finding."""
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "producer_id": self.producer_id,
+            "transactional_id": None,
+            "epochs": list(self.epochs),
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "first_timestamp": self.first_timestamp,
+            "last_timestamp": self.last_timestamp,
+            "sequences": {str(epoch): list(span) for epoch, span in self.sequences.items()},
+            "batches": self.batches,
+            "records": self.records,
+            "transactions": {"committed": self.committed, "aborted": self.aborted, "open": int(self.in_transaction)},
+            "findings": {"error": 0, "warning": 0, "info": 0},
+        }
+
+
+class ProducerActivityLog:
+    """Every producer id's activity in one partition, fed in log order."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.producers: dict[int, ProducerActivity] = {}
+        self.events: list[Event] = []
+
+    def observe(self, batch: BatchSummary) -> None:
+        if not batch.valid or batch.magic < 2 or batch.producer_id < 0:
+            return
+        activity = self.producers.get(batch.producer_id)
+        if activity is None:
+            activity = self.producers[batch.producer_id] = ProducerActivity(self.topic, self.partition, batch.producer_id)
+        event = activity.observe(batch)
+        if event is not None:
+            self.events.append(event)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [self.producers[pid].to_row() for pid in sorted(self.producers)]
