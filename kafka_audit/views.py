@@ -95,14 +95,15 @@ def finding_event(finding: Finding) -> Event:
 
 
 def event_order(event: Event) -> tuple:
-    """Time order, ties by offset (SPEC section 3); events without a time last."""
+    """Time order, ties by offset (SPEC section 3), then what happened before what was found
+    about it; events without a time last."""
     return (
         event.timestamp is None,
         event.timestamp if event.timestamp is not None else 0,
         event.offset if event.offset is not None else -1,
         event.topic,
         event.partition,
-        str(event.kind) != str(EventKind.FINDING),
+        str(event.kind) == str(EventKind.FINDING),
         event.check or "",
     )
 
