@@ -76,11 +76,10 @@ def _csv_cell(value: Any) -> Any:
 
 def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:
     console.print(summary_panel(summary, "kafka-audit producers"))
-    table = Table(title=f"producers ({len(rows):,})", box=box.SIMPLE_HEAVY, title_justify="left", expand=True)
-    for name, wrap in (("partition", False), ("producer", True), ("epoch: seqs", False), ("offsets", False),
-                       ("first / last time (UTC)", False), ("batches / records", True),
-                       ("txns c/a/o", False), ("findings", False)):
-        table.add_column(name, overflow="fold", no_wrap=not wrap)
+    table = Table(title=f"producers ({len(rows):,})", box=box.SIMPLE_HEAVY, title_justify="left")
+    for name, width in (("partition", None), ("pid", None), ("epoch: seqs", None), ("offsets", None),
+                        ("first / last time (UTC)", 12), ("counts", 12), ("findings", 8)):
+        table.add_column(name, overflow="fold", no_wrap=width is None, min_width=width)
     for row in rows[:limit]:
         producer = Text(str(row["producer_id"]))
         if row["transactional_id"]:
@@ -98,8 +97,8 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
             epochs,
             f"{row['first_offset']}-{row['last_offset']}",
             f"{_short_time(row['first_timestamp'])}\n{_short_time(row['last_timestamp'])}",
-            f"{row['batches']:,} / {row['records']:,}",
-            f"{txn['committed']}/{txn['aborted']}/{txn['open']}",
+            f"{row['batches']:,} batches\n{row['records']:,} records\n"
+            f"{txn['committed']} commit, {txn['aborted']} abort, {txn['open']} open",
             _findings_cell(found),
         )
     console.print(table)
