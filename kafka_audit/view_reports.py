@@ -97,7 +97,7 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
             epochs,
             f"{row['first_offset']}-{row['last_offset']}",
             f"{_short_time(row['first_timestamp'])}\n{_short_time(row['last_timestamp'])}",
-            f"{row['batches']:,} batches\n{row['records']:,} records\n"
+            f"{_count(row['batches'], 'batch', 'batches')}\n{_count(row['records'], 'record', 'records')}\n"
             f"{txn['committed']} commit, {txn['aborted']} abort, {txn['open']} open",
             _findings_cell(found),
         )
@@ -127,6 +127,10 @@ def render_timeline(summary: dict[str, Any], rows: list[dict[str, Any]], console
         )
     console.print(table)
     _more(console, len(rows), limit, "events")
+
+
+def _count(number: int, one: str, many: str) -> str:
+    return f"{number:,} {one if number == 1 else many}"
 
 
 def _findings_cell(found: dict[str, int]) -> Text:
