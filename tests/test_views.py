@@ -293,3 +293,19 @@ def test_the_exit_code_follows_the_reported_findings(cli, tmp_path):
     assert cli("scan", log_dir, "--quiet", "--format", "json").exit_code == 1  # hanging: error
     assert cli("scan", log_dir, "--quiet", "--format", "json", "--producer-id", "5").exit_code == 0
     assert cli("producers", log_dir, "--quiet", "--format", "json").exit_code == 1
+
+
+def test_a_finding_without_a_batch_carries_the_time_of_the_batch_before_it(cli, tmp_path):
+    """Bytes that hold no batch (here a torn write: 20 bytes of a batch header) were written after
+    the last batch read before them: the finding carries that batch's max timestamp."""
+    with LogDirWriter(tmp_path / "d") as log_dir:
+        part = log_dir.partition("torn", 0)
+        part.append(BatchSpec(records=records(["a", "b", "c"]), producer_id=3, producer_epoch=0, base_sequence=0,
+                              base_timestamp=TS_BASE + 5000))
+    segment = tmp_path / "d" / "torn-0" / "00000000000000000000.log"
+    with open(segment, "ab") as handle:
+        handle.write(struct.pack(">qi", 3, 200) + b"\x00" * 8)
+    findings = _json(cli, "scan", tmp_path / "d")["findings"]
+    torn = [f for f in findings if f["check"] == "truncated_batch"]
+    assert len(torn) == 1 and torn[0]["batch_base_offset"] is None
+    assert torn[0]["timestamp"] == TS_BASE + 5002 and torn[0]["time"] == "2023-11-14T22:13:25.002Z"
