@@ -416,14 +416,15 @@ def test_missing_key_v1_wrapper_record_index_is_the_inner_index(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_v2_offset_deltas_out_of_order_each_record_reported(tmp_path):
+@pytest.mark.parametrize("codec", [GZIP, ZSTD])
+def test_v2_offset_deltas_out_of_order_each_record_reported(tmp_path, codec):
     log = Log(tmp_path)
     w = log.partition()
     fill(w, 1)
     recs = list(keyed(w.next_offset, 4))
     recs[1] = replace(recs[1], offset_delta=2)
     recs[2] = replace(recs[2], offset_delta=1)
-    r = w.append(BatchSpec(records=tuple(recs), faults=Faults(last_offset_delta=3)))
+    r = w.append(BatchSpec(records=tuple(recs), codec=codec, faults=Faults(last_offset_delta=3)))
     fill(w, 1)
     findings = log.scan()
     assert sorted(summary(findings), key=lambda t: t[2]) == [
@@ -433,6 +434,23 @@ def test_v2_offset_deltas_out_of_order_each_record_reported(tmp_path):
     for f in findings:
         assert_error(f, INVALID_RECORD)
         assert f.position == r.position
+
+
+def test_v2_offset_deltas_out_of_order_in_an_uncompressed_batch_are_a_warning(tmp_path):
+    # LogValidator.assignOffsetsNonCompressed assigns an uncompressed batch's offsets in place
+    # (setLastOffset) and never reads its records' deltas: the broker accepts the batch and
+    # stores it as sent (probe offset-deltas-nonmonotonic: NONE). Not an error a producer saw.
+    log = Log(tmp_path)
+    w = log.partition()
+    fill(w, 1)
+    recs = list(keyed(w.next_offset, 5))
+    recs[2] = replace(recs[2], offset_delta=1)
+    r = w.append(BatchSpec(records=tuple(recs)))
+    fill(w, 1)
+    findings = log.scan()
+    assert summary(findings) == [("non_monotonic_offsets", r.base_offset + 1, 2)]
+    (f,) = findings
+    assert (f.severity, f.error_code, f.error_name, f.client_outcome) == ("warning", None, None, "none")
 
 
 def test_last_offset_delta_disagrees_with_record_count(tmp_path):
@@ -547,10 +565,9 @@ def test_empty_control_batch_outside_a_compacted_topic(tmp_path):
     r = w.append(BatchSpec(is_control=True, records=()))
     fill(w, 1)
     findings = log.scan()
-    assert sorted(summary(findings)) == [
-        ("invalid_control_batch", r.base_offset, None),
-        ("non_monotonic_offsets", r.base_offset, None),
-    ]
+    # LogValidator.validateBatch checks the count (0: "Invalid reported count") before it looks
+    # at the control bit: the batch is answered by the first rule it breaks.
+    assert sorted(summary(findings)) == [("non_monotonic_offsets", r.base_offset, None)]
 
 
 def test_control_near_miss_commit_marker_and_kraft_records(tmp_path):
@@ -582,20 +599,23 @@ def test_control_near_miss_commit_marker_and_kraft_records(tmp_path):
 
 
 def test_invalid_producer_fields(tmp_path):
+    # LogValidator.validateBatch (Kafka 3.6): only "batch.hasProducerId() && batch.baseSequence() < 0"
+    # is rejected; a transactional batch with producer id -1 and a producer id with epoch -1 are
+    # accepted (probes pid-seq-minus1: 87; the others answered NONE).
     log = Log(tmp_path)
     w = log.partition()
     fill(w, 1)
-    txn_no_pid = w.append(BatchSpec(records=keyed(w.next_offset, 2), transactional=True))
+    w.append(BatchSpec(records=keyed(w.next_offset, 2), transactional=True))
     no_seq = w.append(BatchSpec(records=keyed(w.next_offset, 2), producer_id=70, producer_epoch=0, base_sequence=-1))
-    no_epoch = w.append(BatchSpec(records=keyed(w.next_offset, 2), producer_id=71, producer_epoch=-1, base_sequence=0))
+    w.append(BatchSpec(records=keyed(w.next_offset, 2), producer_id=71, producer_epoch=-1, base_sequence=0))
     fill(w, 1)
     findings = of(log.scan(), "invalid_producer_fields")
-    assert [f.offset for f in findings] == [txn_no_pid.base_offset, no_seq.base_offset, no_epoch.base_offset]
-    for f in findings:
-        assert_error(f, INVALID_RECORD)
-        assert f.record_index is None
-    assert findings[1].message == "Invalid sequence number -1 in record batch with producerId 70 in topic partition t-0"
-    assert (findings[1].producer_id, findings[1].producer_epoch, findings[1].sequence) == (70, 0, -1)
+    assert [f.offset for f in findings] == [no_seq.base_offset]
+    (f,) = findings
+    assert_error(f, INVALID_RECORD)
+    assert f.record_index is None
+    assert f.message == "Invalid sequence number -1 in record batch with producerId 70 in topic partition t-0"
+    assert (f.producer_id, f.producer_epoch, f.sequence) == (70, 0, -1)
 
 
 @pytest.mark.parametrize(("epoch", "sequence"), [(-1, -1), (-1, 0)])
@@ -858,7 +878,8 @@ def test_cleaned_empty_batches_are_kept_headers(tmp_path):
     w.append(BatchSpec(is_control=True, records=(), producer_id=902, producer_epoch=0, transactional=True))
     p.send(w, keyed(w.next_offset, 2), sequence=3)
     assert log.scan(compacted=("users",)) == []
-    assert {f.check for f in log.scan()} == {"non_monotonic_offsets", "invalid_control_batch"}
+    # Outside a compacted topic both are client-append count errors (LogValidator.validateBatch).
+    assert {f.check for f in log.scan()} == {"non_monotonic_offsets"}
 
 
 # ---------------------------------------------------------------------------------------------
