@@ -98,6 +98,10 @@ class SegmentStats:
         return self
 
 
+def _with_record(details: dict, record_index: int | None) -> dict:
+    return details if record_index is None else {**details, "record": record_index}
+
+
 class SegmentAuditor:
     """Iterate :meth:`run` for the findings and summaries of one task; read ``stats`` after."""
 
@@ -197,9 +201,11 @@ class SegmentAuditor:
         """The broker's validation stages in its order; the first that rejects the batch answers
         it (UnifiedLog.analyzeAndValidateRecords, LogValidator.validateBatch, the records, then
         UnifiedLog.append's segment.bytes check). Record problems met decoding (DefaultRecordBatch's
-        iterator throws InvalidRecordException, AbstractLegacyRecordBatch CorruptRecordException)
-        stop the record stage as the exception stops the broker's loop; they are returned as
-        violations of their own check. Returns the violations and a well-formed control record."""
+        iterator throws InvalidRecordException: DefaultRecord.readFrom's "Found invalid record
+        structure" / "Invalid record size" and the iterator's "Incorrect declared batch size", all
+        INVALID_RECORD, filed under non_monotonic_offsets, the SPEC row of a count that disagrees
+        with the records present; AbstractLegacyRecordBatch and validateRecord's ensureValid throw
+        CorruptRecordException) stop the record stage as the exception stops the broker's loop. Returns the violations and a well-formed control record."""
         config, topic_partition, compacted = self.config, self.topic_partition, self.compacted
         header = validate_batch_header(batch, topic_partition, config, compacted=compacted, topic=self.task.topic)
         if header:
@@ -209,8 +215,10 @@ class SegmentAuditor:
         if batch.is_control:
             violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
         if decoded.problems:
+            # An exception, not a RecordValidationException: the broker's answer names no record
+            # (KIP-467 record_errors empty), so neither does the finding; details say where it stopped.
             violations += [
-                Violation(p.check, p.message, p.record_index, p.offset, p.details)
+                Violation(p.check, p.message, details=_with_record(p.details, p.record_index))
                 for p in decoded.problems
             ]
         elif not decoded.passed_screen:  # a screened batch has no record-level violation
