@@ -599,6 +599,29 @@ def test_control_near_miss_commit_marker_and_kraft_records(tmp_path):
     assert log.scan() == []
 
 
+def test_a_control_batch_without_the_transactional_bit_is_a_clients(tmp_path):
+    # LogValidator.validateBatch: "Clients are not allowed to write control records" (origin
+    # CLIENT). The broker writes transaction markers transactional (MemoryRecords.
+    # withEndTransactionMarker) and KRaft control records only in __cluster_metadata, so any other
+    # control batch can only have come from a client (probe producer-control-batch: 87).
+    log = Log(tmp_path)
+    w = log.partition("orders")
+    fill(w, 1)
+    commit = w.append(BatchSpec(control=ControlSpec(ControlRecordType.COMMIT), producer_id=43, producer_epoch=0))
+    leader = w.append(BatchSpec(control=ControlSpec(ControlRecordType.LEADER_CHANGE, value=b"\x00\x00")))
+    fill(w, 1)
+    k = log.partition("__cluster_metadata")
+    k.append(BatchSpec(control=ControlSpec(ControlRecordType.LEADER_CHANGE, value=b"\x00\x00")))
+    findings = log.scan()
+    assert summary(findings) == [
+        ("invalid_control_batch", commit.base_offset, None),
+        ("invalid_control_batch", leader.base_offset, None),
+    ]
+    for f in findings:
+        assert_error(f, INVALID_RECORD)
+        assert f.message == "Clients are not allowed to write control records in topic partition orders-0"
+
+
 # ---------------------------------------------------------------------------------------------
 # invalid_producer_fields
 # ---------------------------------------------------------------------------------------------
@@ -891,6 +914,34 @@ def test_cleaned_empty_batches_are_kept_headers(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # several bad records in one batch (KIP-467), positions, deleted segments
 # ---------------------------------------------------------------------------------------------
+
+
+def test_a_record_gets_the_first_rule_it_breaks_and_the_batch_one_answer(tmp_path):
+    # LogValidator.validateRecord: validateKey before validateTimestamp, one error per record;
+    # processRecordErrors: any INVALID_TIMESTAMP makes the batch's answer INVALID_TIMESTAMP, for
+    # every record in its record_errors (keyless ones included).
+    log = Log(tmp_path)
+    w = log.partition("users")
+    fill(w, 1, base_timestamp=TS_BASE)
+    recs = (
+        RecordSpec(key=None, value=b"old and keyless", timestamp=TS_BASE - 10 * HOUR),
+        RecordSpec(key=b"k", value=b"old", timestamp=TS_BASE - 10 * HOUR),
+        RecordSpec(key=None, value=b"keyless", timestamp=TS_BASE),
+        RecordSpec(key=b"k", value=b"fine", timestamp=TS_BASE),
+    )
+    r = w.append(BatchSpec(records=recs))
+    findings = log.scan(compacted=("users",), before=HOUR, reference_time=TS_BASE)
+    assert sorted((f.record_index, f.check) for f in findings) == [
+        (0, "missing_key_compacted"),
+        (1, "timestamp_out_of_range"),
+        (2, "missing_key_compacted"),
+    ]
+    for f in findings:
+        assert_error(f, INVALID_TIMESTAMP)
+        assert f.batch_base_offset == r.base_offset
+    # Without the timestamp culprit the same keyless records are INVALID_RECORD.
+    for f in log.scan(compacted=("users",)):
+        assert_error(f, INVALID_RECORD)
 
 
 def test_every_bad_record_of_a_batch_is_reported_with_its_index(tmp_path):
