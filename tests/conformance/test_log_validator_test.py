@@ -142,25 +142,59 @@ def test_invalid_offset_range_and_record_count(tmp_path, last_offset_delta, coun
         assert findings[0].check == "non_monotonic_offsets"
 
 
-@pytest.mark.parametrize(("magic", "codec"), [(1, NONE), (2, NONE), (1, GZIP), (2, GZIP)])
-def test_invalid_create_time(tmp_path, magic, codec):
-    # testInvalidCreateTimeNonCompressedV1/V2, testInvalidCreateTimeCompressedV1/V2: records with
-    # timestamps now - 1001 and now + 1001 against timestampDiffMaxMs 1000 -> InvalidTimestampException.
+def check_invalid_create_time(tmp_path, magic, codec):
+    """testInvalidCreateTime*: createRecords with every timestamp at now - 1001 against a
+    timestampDiffMaxMs of 1000 -> RecordValidationException (InvalidTimestampException) naming
+    every record."""
     scene = Scene(tmp_path)
-    records = (
-        RecordSpec(key=b"a", value=b"hello", timestamp=NOW - 1001),
-        RecordSpec(key=b"b", value=b"there", timestamp=NOW + 1001),
-        RecordSpec(key=b"c", value=b"beautiful", timestamp=NOW),
-    )
+    records = simple([b"hello", b"there", b"beautiful"], timestamp=NOW - 1001)
     if magic == 1 and codec == NONE:
-        # A lone v1 message is its own batch: one batch per record, as Kafka's message set holds them.
+        # Uncompressed v1 messages are each their own batch: record index 0 of each.
         results = [scene.batch(BatchSpec(records=(rec,), magic=1)) for rec in records]
         findings = scene.scan(before=1000, after=1000)
-        assert sorted(f.offset for f in findings) == [results[0].base_offset, results[1].base_offset]
+        assert sorted(f.offset for f in findings) == [r.base_offset for r in results]
         assert {(f.error_code, f.error_name, f.record_index) for f in findings} == {(*INVALID_TIMESTAMP, 0)}
         return
     r = scene.batch(BatchSpec(records=records, magic=magic, codec=codec))
-    rejected(scene.scan(before=1000, after=1000), r, INVALID_TIMESTAMP, [0, 1])
+    rejected(scene.scan(before=1000, after=1000), r, INVALID_TIMESTAMP, [0, 1, 2])
+
+
+def test_invalid_create_time_non_compressed_v1(tmp_path):
+    check_invalid_create_time(tmp_path, 1, NONE)
+
+
+def test_invalid_create_time_non_compressed_v2(tmp_path):
+    check_invalid_create_time(tmp_path, 2, NONE)
+
+
+def test_invalid_create_time_compressed_v1(tmp_path):
+    check_invalid_create_time(tmp_path, 1, GZIP)
+
+
+def test_invalid_create_time_compressed_v2(tmp_path):
+    check_invalid_create_time(tmp_path, 2, GZIP)
+
+
+def check_create_time(tmp_path, magic, codec):
+    """checkNonCompressed / checkCompressed (V1): timestamps now - 1, now + 1, now within
+    timestampDiffMaxMs 1000 are accepted."""
+    scene = Scene(tmp_path)
+    records = tuple(RecordSpec(key=None, value=v, timestamp=t) for v, t in
+                    ((b"hello", NOW - 1), (b"there", NOW + 1), (b"beautiful", NOW)))
+    if magic == 1 and codec == NONE:
+        for rec in records:
+            scene.batch(BatchSpec(records=(rec,), magic=1))
+    else:
+        scene.batch(BatchSpec(records=records, magic=magic, codec=codec))
+    assert scene.scan(before=1000, after=1000) == []
+
+
+def test_non_compressed_v1(tmp_path):
+    check_create_time(tmp_path, 1, NONE)
+
+
+def test_compressed_v1(tmp_path):
+    check_create_time(tmp_path, 1, GZIP)
 
 
 def test_invalid_timestamp_exception_has_batch_index(tmp_path):
@@ -187,7 +221,7 @@ def test_batch_with_invalid_records_and_invalid_timestamp(tmp_path):
     ]
 
 
-@pytest.mark.parametrize("codec", [NONE, GZIP])
+@pytest.mark.parametrize("codec", [NONE, GZIP])  # Kafka's test uses GZIP; the rule is the same uncompressed
 def test_record_with_past_timestamp_is_rejected(tmp_path, codec):
     # KIP-937: before.max.ms 24 h, after.max.ms 1 h; 3 records 5 minutes past the lower bound.
     scene = Scene(tmp_path)
@@ -196,7 +230,7 @@ def test_record_with_past_timestamp_is_rejected(tmp_path, codec):
     rejected(scene.scan(before=before, after=after), r, INVALID_TIMESTAMP, [0, 1, 2])
 
 
-@pytest.mark.parametrize("codec", [NONE, GZIP])
+@pytest.mark.parametrize("codec", [NONE, GZIP])  # Kafka's test uses GZIP; the rule is the same uncompressed
 def test_record_with_future_timestamp_is_rejected(tmp_path, codec):
     # KIP-937: 3 records 5 minutes past the upper bound (now + after.max.ms).
     scene = Scene(tmp_path)
@@ -205,15 +239,22 @@ def test_record_with_future_timestamp_is_rejected(tmp_path, codec):
     rejected(scene.scan(before=before, after=after), r, INVALID_TIMESTAMP, [0, 1, 2])
 
 
-@pytest.mark.parametrize("codec", [NONE, GZIP])
-def test_uncompressed_and_compressed_batch_without_records_not_allowed(tmp_path, codec):
-    # testUncompressedBatchWithoutRecordsNotAllowed / testCompressedBatchWithoutRecordsNotAllowed:
-    # DefaultRecordBatch.writeEmptyHeader (count 0) from a client -> InvalidRecordException.
+def check_batch_without_records_not_allowed(tmp_path, codec):
+    """testBatchWithoutRecordsNotAllowed: DefaultRecordBatch.writeEmptyHeader (producer 1324,
+    epoch 10, base sequence 984, transactional, offsets 0..5, count 0) in a topic that is not
+    compacted -> InvalidRecordException ("Invalid reported count")."""
     scene = Scene(tmp_path)
-    r = scene.batch(BatchSpec(records=(), codec=codec, producer_id=1324, producer_epoch=0, base_sequence=0,
-                              faults=Faults(last_offset_delta=0)))
-    findings = scene.scan()
-    rejected(findings, r, INVALID_RECORD)
+    r = scene.batch(BatchSpec(records=(), codec=codec, producer_id=1324, producer_epoch=10, base_sequence=984,
+                              transactional=True, partition_leader_epoch=40, faults=Faults(last_offset_delta=5)))
+    rejected(scene.scan(), r, INVALID_RECORD)
+
+
+def test_uncompressed_batch_without_records_not_allowed(tmp_path):
+    check_batch_without_records_not_allowed(tmp_path, NONE)
+
+
+def test_compressed_batch_without_records_not_allowed(tmp_path):
+    check_batch_without_records_not_allowed(tmp_path, GZIP)
 
 
 def test_non_increasing_offset_record_batch_has_metrics_logged(tmp_path):
@@ -238,55 +279,132 @@ def test_validation_of_batches_with_non_sequential_inner_offsets(tmp_path):
 
 
 @pytest.mark.parametrize("magic", [0, 1])
-def test_invalid_checksum(tmp_path, magic):
+@pytest.mark.parametrize("codec", [1, 2, 3])  # the CsvSource's gzip, snappy, lz4
+def test_invalid_checksum(tmp_path, magic, codec):
     # checkInvalidChecksum: a GZIP wrapper whose inner record's CRC was overwritten: record.ensureValid()
     # in validateRecord -> CorruptRecordException.
     scene = Scene(tmp_path)
     records = (RecordSpec(key=None, value=b"hello", bad_crc=True),)
-    r = scene.batch(BatchSpec(records=records, magic=magic, codec=GZIP))
+    r = scene.batch(BatchSpec(records=records, magic=magic, codec=codec))
     findings = scene.scan()
-    assert [(f.check, f.error_code, f.error_name) for f in findings] == [("crc_mismatch", *CORRUPT_MESSAGE)]
+    assert [(f.check, f.error_code, f.error_name, f.record_index) for f in findings] == [
+        ("crc_mismatch", *CORRUPT_MESSAGE, None)
+    ]
     assert findings[0].batch_last_offset == r.last_offset
 
 
-@pytest.mark.parametrize("origin", ["client", "coordinator"])
-def test_control_records_not_allowed_from_clients(tmp_path, origin):
-    # MemoryRecords.withEndTransactionMarker (COMMIT) appended with AppendOrigin.CLIENT ->
-    # InvalidRecordException; testControlRecordsNotCompressed: the coordinator's marker is accepted.
-    # On disk the origin shows in the batch: the coordinator's marker carries the transactional
-    # bit, a control batch without it can only have come from a client.
+def check_assigned_offsets(tmp_path, magic, codec):
+    """checkOffsets after testAbsolute/RelativeOffsetAssignment*: the validated records sit at
+    offsets 1234567.. (v0 wrappers: absolute inner offsets ending at the wrapper's; v1 wrappers:
+    relative inner offsets 0..n-1, the wrapper at the last; v2: deltas 0..n-1): what the broker
+    stored is valid."""
     scene = Scene(tmp_path)
-    r = scene.batch(
-        BatchSpec(control=ControlSpec(1), producer_id=23423, producer_epoch=5, transactional=origin == "coordinator")
-    )
-    findings = scene.scan()
-    if origin == "coordinator":
-        assert findings == []
+    records = simple([b"hello", b"there", b"beautiful"], timestamp=NOW if magic else None)
+    if codec == NONE and magic < 2:
+        for i, rec in enumerate(records):
+            scene.batch(BatchSpec(records=(rec,), magic=magic, base_offset=1234567 + i))
     else:
-        rejected(findings, r, INVALID_RECORD)
-        assert findings[0].message == "Clients are not allowed to write control records in topic partition topic-0"
+        scene.batch(BatchSpec(records=records, magic=magic, codec=codec, base_offset=1234567))
+    assert scene.scan(before=5000, after=5000) == []
 
 
-@pytest.mark.parametrize("magic", [1, 2])
-def test_log_append_time_without_recompression(tmp_path, magic):
-    # checkLogAppendTimeWithoutRecompression: a GZIP batch validated with LOG_APPEND_TIME is kept
-    # as is with the broker's time: what the broker wrote is valid, timestamps untouched by bounds.
+def test_absolute_offset_assignment_non_compressed(tmp_path):
+    check_assigned_offsets(tmp_path, 0, NONE)
+
+
+def test_absolute_offset_assignment_compressed(tmp_path):
+    check_assigned_offsets(tmp_path, 0, GZIP)
+
+
+def test_relative_offset_assignment_non_compressed_v1(tmp_path):
+    check_assigned_offsets(tmp_path, 1, NONE)
+
+
+def test_relative_offset_assignment_non_compressed_v2(tmp_path):
+    check_assigned_offsets(tmp_path, 2, NONE)
+
+
+def test_relative_offset_assignment_compressed_v1(tmp_path):
+    check_assigned_offsets(tmp_path, 1, GZIP)
+
+
+def test_relative_offset_assignment_compressed_v2(tmp_path):
+    check_assigned_offsets(tmp_path, 2, GZIP)
+
+
+def test_control_records_not_allowed_from_clients(tmp_path):
+    # A COMMIT marker appended with AppendOrigin.CLIENT -> InvalidRecordException. On disk the
+    # origin shows in the batch: the coordinator's markers carry the transactional bit
+    # (MemoryRecords.withEndTransactionMarker), so one without it can only come from a client.
     scene = Scene(tmp_path)
-    scene.batch(BatchSpec(records=simple([b"hello", b"there", b"beautiful"], timestamp=1234), magic=magic, codec=GZIP,
-                          timestamp_type=LOG_APPEND_TIME, log_append_time=NOW))
+    r = scene.batch(BatchSpec(control=ControlSpec(1), producer_id=23423, producer_epoch=5))
+    findings = scene.scan()
+    rejected(findings, r, INVALID_RECORD)
+    assert findings[0].message == "Clients are not allowed to write control records in topic partition topic-0"
+
+
+def test_control_records_not_compressed(tmp_path):
+    # withEndTransactionMarker(23423, 5, COMMIT) appended by the COORDINATOR: accepted as is.
+    scene = Scene(tmp_path)
+    scene.batch(BatchSpec(control=ControlSpec(1), producer_id=23423, producer_epoch=5, transactional=True))
+    assert scene.scan() == []
+
+
+def check_log_append_time(tmp_path, magic, codec):
+    """checkLogAppendTime*: what the broker wrote with LOG_APPEND_TIME (its own clock in the
+    batch, the producer's timestamps 1234 overwritten) is valid; no CreateTime bound applies."""
+    scene = Scene(tmp_path)
+    records = simple([b"hello", b"there", b"beautiful"], timestamp=1234)
+    if magic == 1 and codec == NONE:
+        for rec in records:
+            scene.batch(BatchSpec(records=(rec,), magic=1, timestamp_type=LOG_APPEND_TIME, log_append_time=NOW))
+    else:
+        scene.batch(BatchSpec(records=records, magic=magic, codec=codec, timestamp_type=LOG_APPEND_TIME,
+                              log_append_time=NOW))
     assert scene.scan(before=1000, after=1000) == []
 
 
-@pytest.mark.parametrize("codec", [NONE, GZIP])
-def test_non_compressed_and_compressed_v2(tmp_path, codec):
-    # checkNonCompressed / checkCompressed(V2): a transactional batch, producer id 1324, epoch 10,
-    # base sequence 984, timestamps now - 1, now + 1, now: accepted.
+def test_log_append_time_non_compressed_v0(tmp_path):
+    # v0 has no timestamp: what the broker stored is three plain v0 messages, valid as they are.
+    scene = Scene(tmp_path)
+    for rec in simple([b"hello", b"there", b"beautiful"]):
+        scene.batch(BatchSpec(records=(rec,), magic=0))
+    assert scene.scan(before=1000, after=1000) == []
+
+
+def test_log_append_time_non_compressed_v1(tmp_path):
+    check_log_append_time(tmp_path, 1, NONE)
+
+
+def test_log_append_time_non_compressed_v2(tmp_path):
+    check_log_append_time(tmp_path, 2, NONE)
+
+
+def test_log_append_time_without_recompression_v1(tmp_path):
+    check_log_append_time(tmp_path, 1, GZIP)
+
+
+def test_log_append_time_without_recompression_v2(tmp_path):
+    check_log_append_time(tmp_path, 2, GZIP)
+
+
+def check_idempotent_transactional(tmp_path, codec):
+    """checkNonCompressed / checkCompressed (V2): a transactional batch, producer id 1324, epoch
+    10, base sequence 984, partition leader epoch 40, timestamps within range: accepted."""
     scene = Scene(tmp_path)
     records = tuple(RecordSpec(key=None, value=v, timestamp=t) for v, t in
                     ((b"hello", NOW - 1), (b"there", NOW + 1), (b"beautiful", NOW)))
     scene.batch(BatchSpec(records=records, codec=codec, producer_id=1324, producer_epoch=10, base_sequence=984,
-                          transactional=True))
+                          transactional=True, partition_leader_epoch=40))
     assert scene.scan(before=1000, after=1000) == []
+
+
+def test_non_compressed_v2(tmp_path):
+    check_idempotent_transactional(tmp_path, NONE)
+
+
+def test_compressed_v2(tmp_path):
+    check_idempotent_transactional(tmp_path, GZIP)
 
 
 # ---------------------------------------------------------------------------------------------
