@@ -335,7 +335,10 @@ def read_batch_records(
 
     Problems: ``decompression_failed`` for an unknown codec or a payload that does not
     decompress (or inflates past :func:`max_decompressed_size`), ``non_monotonic_offsets``
-    when the records present disagree with the header's record count, ``truncated_batch``
+    when a record cannot be read or the records present disagree with the header's record
+    count (both InvalidRecordException in DefaultRecord.readFrom and DefaultRecordBatch's
+    iterator, INVALID_RECORD; the SPEC row of a count that disagrees with the records present),
+    ``truncated_batch``
     for a v0/v1 inner message set that ends early, ``crc_mismatch`` for bad inner messages.
     """
     if batch.magic in (MAGIC_VALUE_V0, MAGIC_VALUE_V1):
