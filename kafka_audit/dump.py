@@ -62,6 +62,8 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> 
                 continue
             with_data = print_data or item.is_control or decoder is not None
             decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
+            if decoded is not None and decoded.batch is not None:
+                item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
             if as_json:
                 yield json.dumps(_batch_json(path, item, decoded if records else None, print_data, decoder))
             else:
