@@ -187,7 +187,7 @@ def _open_txn_dir(root: Path) -> Path:
         hang.append(BatchSpec(records=records(["a", "b"]), producer_id=5, producer_epoch=0, base_sequence=0,
                               transactional=True, base_timestamp=TS_BASE))
         hang.append(BatchSpec(control=ControlSpec(ControlRecordType.COMMIT), producer_id=5, producer_epoch=0,
-                              base_timestamp=TS_BASE + 10))
+                              transactional=True, base_timestamp=TS_BASE + 10))
         hang.append(BatchSpec(records=records(["x"] * 3), producer_id=7, producer_epoch=2, base_sequence=0,
                               transactional=True, base_timestamp=TS_BASE + 1000))
         hang.append(BatchSpec(records=records(["y"]), producer_id=9, producer_epoch=0, base_sequence=0,
