@@ -10,7 +10,6 @@ from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
 from kafka_audit.rules.producer_state import (
     PartitionLog,
     ProducerStateReplay,
-    SequenceHistory,
     in_sequence,
     replay_partition,
 )
@@ -205,8 +204,10 @@ def test_epoch_bump_with_sequence_zero_is_info_only():
     assert f.offset == bump.base_offset
     assert f.details["previous_epoch"] == 0
     assert f.details["open_transaction_aborted"] is False
-    assert f.details["client_exception"] == "ProducerFencedException"
-    assert f.client_outcome == "fatal"
+    # SPEC section 2 (epoch_bump): an idempotent producer's own bump (KIP-360) is no error to it.
+    assert f.details["reason"] == "idempotent_bump"
+    assert "client_exception" not in f.details
+    assert f.client_outcome == "none"
 
 
 def test_fenced_epoch_write():
@@ -219,8 +220,9 @@ def test_fenced_epoch_write():
     f = only(findings, "fenced_epoch_write")
     assert f.offset == zombie.base_offset
     assert f.error_code == 47 and f.error_name == "INVALID_PRODUCER_EPOCH"
+    # ProducerAppendInfo.checkProducerEpoch: "... at offset <o> in <topicPartition> is ...".
     assert f.message == (
-        f"Epoch of producer 1 at offset {zombie.base_offset} in partition test-8 is 2, which is smaller "
+        f"Epoch of producer 1 at offset {zombie.base_offset} in test-8 is 2, which is smaller "
         f"than the last seen epoch 3"
     )
     assert f.producer_id == 1 and f.producer_epoch == 2 and f.sequence == 3
@@ -280,18 +282,32 @@ def test_sequence_wraps_around_int32_max():
 
 
 def test_duplicate_sequence_reported_instead_of_out_of_order():
+    # SPEC section 2 (duplicate_sequence): one of the producer's last 5 batches
+    # (ProducerStateEntry.NUM_BATCHES_TO_RETAIN) written again; no error code, original_offset.
     b = LogBuilder()
-    first = b.data(1, 0, 0, count=5)
-    for seq in range(5, 50, 5):
+    for seq in range(0, 45, 5):
         b.data(1, 0, seq, count=5)
-    dup = b.data(1, 0, 0, count=5)  # Kafka's 5-batch cache would have forgotten it; the audit has not
-    b.data(1, 0, 50)
+    fifth_newest = b.batches[-5]
+    dup = b.data(1, 0, fifth_newest.base_sequence, count=5)
+    b.data(1, 0, 45)
     findings = replay(b)
     f = only(findings, "duplicate_sequence")
     assert f.offset == dup.base_offset
-    assert f.details["earlier_offset"] == first.base_offset
-    assert f.error_name == "DUPLICATE_SEQUENCE_NUMBER" and f.client_outcome == "none"
+    assert f.details["original_offset"] == fifth_newest.base_offset
+    assert f.error_name is None and f.client_outcome == "none"
     assert len(findings) == 1
+
+
+def test_duplicate_older_than_the_5_batch_window_is_out_of_order():
+    # SPEC section 2: a range older than the last 5 batches fails checkSequence (45).
+    b = LogBuilder()
+    first = b.data(1, 0, 0, count=5)
+    for seq in range(5, 30, 5):
+        b.data(1, 0, seq, count=5)
+    old = b.data(1, 0, first.base_sequence, count=5)
+    f = only(replay(b), "out_of_order_sequence")
+    assert f.offset == old.base_offset and f.error_code == 45
+    assert f.details["expected_sequence"] == 30
 
 
 def test_same_first_sequence_other_range_is_out_of_order_not_duplicate():
@@ -307,15 +323,6 @@ def test_duplicate_needs_same_epoch():
     b.data(1, 0, 0, count=5)
     b.data(1, 1, 0, count=5)  # same range, new epoch: a bump, not a duplicate
     assert checks(replay(b)) == ["epoch_bump"]
-
-
-def test_history_falls_back_to_a_map_when_sequences_go_back():
-    h = SequenceHistory()
-    h.add(10, 12, 100)
-    h.add(13, 13, 103)
-    h.add(0, 4, 104)
-    h.add(14, 15, 109)
-    assert h.find(10, 12) == 100 and h.find(0, 4) == 104 and h.find(14, 15) == 109 and h.find(13, 14) is None
 
 
 def test_interleaved_producers_keep_separate_sequences():
@@ -350,13 +357,9 @@ def test_unknown_producer_id_when_log_starts_at_zero():
     bad = b.data(2, 0, 5, count=2)
     b.data(2, 0, 7)
     f = only(replay(b), "unknown_producer_id")
-    assert f.offset == bad.base_offset and f.severity == "error" and f.error_code == 59
-    assert f.details == {
-        "log_start_offset": 0,
-        "missing_sequences": [0, 4],
-        "in_snapshot": False,
-        "client_exception": "UnknownProducerIdException",
-    }
+    # SPEC section 2: brokers since 2.5 accept the batch: a warning without an error code.
+    assert f.offset == bad.base_offset and f.severity == "warning" and f.error_code is None
+    assert f.details == {"log_start_offset": 0, "missing_sequences": [0, 4], "in_snapshot": False}
 
 
 def test_retention_gap_when_log_start_above_zero():
@@ -401,12 +404,15 @@ def test_seed_is_newest_snapshot_at_or_before_first_batch():
     assert replay(b, log_start=500, snapshots=[seed, older]) == []
 
 
-def test_marker_only_state_then_nonzero_sequence_is_a_gap():
+def test_marker_only_state_then_nonzero_sequence_is_out_of_order():
+    # SPEC section 2 / ProducerStateManagerTest.testAppendTxnMarkerWithNoProducerState: a producer
+    # known only from a marker has an epoch and no sequence: a non-zero first sequence is 45.
     b = LogBuilder(start=200)
     b.commit(4, 0)  # the transaction's data was deleted
     b.data(4, 0, 12)
     findings = replay(b, log_start=200)
-    assert checks(findings) == ["orphan_marker", "retention_gap"]
+    assert checks(findings) == ["orphan_marker", "out_of_order_sequence"]
+    assert findings[1].details["expected_sequence"] == 0
 
 
 def test_compacted_topic_tolerates_forward_gaps():
@@ -574,20 +580,38 @@ def test_transactional_write_under_another_epoch():
 
 
 def test_epoch_bump_by_abort_marker_ends_open_transaction():
+    # TransactionCoordinator.handleInitProducerId with an ongoing transaction: the epoch is bumped
+    # once for the abort marker (prepareFenceProducerEpoch) and once more for the new instance.
     b = LogBuilder()
     b.txn(1, 0, 0, count=2)
-    abort = b.abort(1, 1, coordinator_epoch=1)  # InitProducerId fenced the old instance
-    b.txn(1, 1, 0)
-    b.commit(1, 1, coordinator_epoch=1)
+    abort = b.abort(1, 1, coordinator_epoch=1)
+    new_instance = b.txn(1, 2, 0)
+    b.commit(1, 2, coordinator_epoch=1)
     findings = replay(b, aborted_txns={abort.segment: [Aborted(1, 0, abort.base_offset)]})
-    f = only(findings, "epoch_bump")
-    assert f.offset == abort.base_offset
+    assert checks(findings) == ["epoch_bump", "epoch_bump"]
+    f, g = findings
+    assert f.offset == abort.base_offset and g.offset == new_instance.base_offset
     assert f.details == {
         "previous_epoch": 0,
         "open_transaction_aborted": True,
+        "reason": "fenced",
         "client_exception": "ProducerFencedException",
     }
-    assert len(findings) == 1
+    assert g.details["reason"] == "fenced" and g.client_outcome == "fatal"
+
+
+def test_abort_marker_bump_followed_by_the_same_epoch_is_a_transaction_end():
+    # Transactions v2 (Kafka 4): the end marker bumps the epoch and the producer goes on with it.
+    b = LogBuilder()
+    b.txn(1, 0, 0, count=2)
+    abort = b.abort(1, 1)
+    b.txn(1, 1, 0)
+    b.commit(1, 2)
+    findings = replay(b, aborted_txns={abort.segment: [Aborted(1, 0, abort.base_offset)]})
+    assert [(f.check, f.details["reason"], f.client_outcome) for f in findings] == [
+        ("epoch_bump", "transaction_end", "none"),
+        ("epoch_bump", "transaction_end", "none"),
+    ]
 
 
 def test_orphan_marker():

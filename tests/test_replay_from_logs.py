@@ -143,8 +143,9 @@ def test_epoch_bump_of_an_idempotent_producer_in_a_later_segment(tmp_path):
     assert (f.offset, f.segment, f.position) == (r.base_offset, segment(w, r.segment_base_offset), r.position)
     assert (f.producer_id, f.producer_epoch, f.sequence) == (21, 5, 0)
     assert f.details["previous_epoch"] == 4 and f.details["open_transaction_aborted"] is False
-    assert (f.severity, f.error_code, f.client_outcome) == ("info", None, "fatal")
-    assert f.details["client_exception"] == "ProducerFencedException"
+    # SPEC section 2: an idempotent producer's own bump (KIP-360) has client outcome none.
+    assert (f.severity, f.error_code, f.client_outcome) == ("info", None, "none")
+    assert f.details["reason"] == "idempotent_bump" and "client_exception" not in f.details
 
 
 def test_epoch_bump_near_miss_same_epoch_over_segments(tmp_path):
@@ -170,7 +171,9 @@ def test_coordinator_fences_an_open_transaction_with_a_bumped_abort(tmp_path):
     f = only(findings, "epoch_bump")
     assert findings == [f]  # the abort closes the transaction: no open/hanging one, index agrees
     assert f.offset == marker.base_offset
-    assert f.details == {"previous_epoch": 0, "open_transaction_aborted": True, "client_exception": "ProducerFencedException"}
+    # No later batch of the producer: the coordinator aborted it on timeout (SPEC: timeout_abort).
+    assert f.details == {"previous_epoch": 0, "open_transaction_aborted": True, "reason": "timeout_abort"}
+    assert f.client_outcome == "none"
     assert str(first.base_offset) in f.message
 
 
@@ -286,9 +289,10 @@ def test_duplicate_sequence_retried_into_the_next_segment(tmp_path):
     f = only(findings, "duplicate_sequence")
     assert findings == [f]
     assert (f.offset, f.segment) == (dup.base_offset, segment(w, dup.segment_base_offset))
-    assert f.details["earlier_offset"] == first.base_offset
+    assert f.details["original_offset"] == first.base_offset
     assert (f.details["first_sequence"], f.details["last_sequence"]) == (3, 5)
-    assert (f.error_code, f.error_name, f.client_outcome) == (46, "DUPLICATE_SEQUENCE_NUMBER", "none")
+    # SPEC section 2: the broker answers a retry NONE; the copy in the log carries no error code.
+    assert (f.error_code, f.error_name, f.client_outcome) == (None, None, "none")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,7 +327,8 @@ def test_retention_gap_log_start_from_the_first_segment(tmp_path):
     assert f.details["log_start_offset"] == start == w.segments[0].base_offset
     assert f.details["missing_sequences"] == [0, 1]
     assert f.details["in_snapshot"] is False
-    assert (f.severity, f.error_code, f.error_name, f.client_outcome) == ("warning", 59, "UNKNOWN_PRODUCER_ID", "abortable")
+    # SPEC section 2: no error code a producer would see (brokers since 2.5 accept the batch).
+    assert (f.severity, f.error_code, f.error_name, f.client_outcome) == ("warning", None, None, "none")
     # 82's first surviving batch (offset 5, sequence 1) comes after the snapshot taken at the roll
     # to offset 5, which still knows its deleted sequence 0: no gap for it.
     assert any(e.producer_id == 82 for e in w.snapshots[5])
@@ -354,18 +359,14 @@ def test_retention_gap_log_start_from_the_checkpoint_and_without_it(tmp_path):
     assert f.offset == r.base_offset
     assert f.details["log_start_offset"] == 7 and f.details["missing_sequences"] == [0, 3]
     assert f.details["in_snapshot"] is False
-    # Without the checkpoint the log starts at offset 0: a plain UnknownProducerId error.
+    # Without the checkpoint the log starts at offset 0: unknown_producer_id, a warning without
+    # an error code since brokers 2.5+ accept the batch (SPEC section 2).
     (log.root / "log-start-offset-checkpoint").write_text("0\n0\n")
     findings = log.scan()
     f = only(findings, "unknown_producer_id")
     assert checks(findings) == ["unknown_producer_id"]
-    assert f.details == {
-        "log_start_offset": 0,
-        "missing_sequences": [0, 3],
-        "in_snapshot": False,
-        "client_exception": "UnknownProducerIdException",
-    }
-    assert (f.severity, f.error_code, f.client_outcome) == ("error", 59, "abortable")
+    assert f.details == {"log_start_offset": 0, "missing_sequences": [0, 3], "in_snapshot": False}
+    assert (f.severity, f.error_code, f.client_outcome) == ("warning", None, "none")
 
 
 def test_first_batch_at_sequence_zero_is_no_gap(tmp_path):

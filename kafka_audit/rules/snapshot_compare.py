@@ -100,6 +100,8 @@ class SnapshotComparer:
             pid,
             entry.producer_epoch,
             decrement_sequence(entry.last_sequence, entry.offset_delta) if entry.last_sequence >= 0 else None,
+            None,
+            entry.timestamp,
         )
         self.anchors[pid] = anchor
         if entry.current_txn_first_offset >= 0 and pid not in replay.open_txns:

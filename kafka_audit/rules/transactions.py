@@ -38,6 +38,7 @@ class Anchor(NamedTuple):
     producer_epoch: int
     base_sequence: int | None
     segment: str | None = None
+    max_timestamp: int = -1
 
 
 @dataclass(slots=True)
