@@ -179,6 +179,10 @@ class ProducerStates:
     def get(self, producer_id: int) -> ProducerStateEntry | None:
         return self.entries.get(producer_id)
 
+    def touch(self, producer_id: int) -> None:
+        """``update`` of an append that appended nothing: the producer id gets an (empty) entry."""
+        self.entries.setdefault(producer_id, ProducerStateEntry(producer_id))
+
     def load(self, entry: ProducerSnapshotEntry) -> None:
         """ProducerStateManager.loadProducerEntry."""
         self.entries[entry.producer_id] = ProducerStateEntry.from_snapshot(entry)

@@ -225,10 +225,14 @@ class ProducerStateReplay:
                 self._expire(batch)
                 self.written.append_marker(batch)
                 self._append_marker(batch)
-            # An empty or KRaft control batch changes nothing (ProducerAppendInfo.append).
+            else:
+                # An empty control batch (its transaction cleaned away) appends nothing, but
+                # ProducerStateManager.update still records the producer id (testAppendEmptyControlBatch).
+                self.client.touch(pid)
+                self.written.touch(pid)
             return
-        if batch.base_sequence < 0:
-            return  # a producer id without a sequence: rejected by the batch checks (87)
+        if batch.base_sequence < 0 and self.client.origin is AppendOrigin.CLIENT:
+            return  # a client's producer id without a sequence: rejected by the batch checks (87)
         self._expire(batch)
         self.written.append_data(batch)
         self._append_data(batch)
@@ -279,7 +283,11 @@ class ProducerStateReplay:
                 self._reject(rejection, batch)
             # The log holds the batch: go on from what was written.
             self.client.append_data(batch, AppendOrigin.REPLICATION)
-        elif before is None and batch.base_sequence != 0 and not self._unknown_tolerated(pid, resyncing):
+        elif (
+            (before is None or before.producer_epoch == NO_PRODUCER_EPOCH)
+            and batch.base_sequence != 0
+            and not self._unknown_tolerated(pid, resyncing)
+        ):
             self._unknown_producer(batch)
         self.expired.discard(pid)
         self.resync.discard(pid)
