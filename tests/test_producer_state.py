@@ -717,3 +717,147 @@ def test_empty_partition(count):
     if count:
         b.plain()
     assert replay(b, snapshots=[Snapshot(0, [Entry(1, 0, 3, -5)])]) == []
+
+
+# -- invalid batches: no finding follows from their absence (SPEC section 2) ---------------------
+
+
+def test_sequence_after_an_invalid_batch_is_not_out_of_order():
+    # Kafka's recovery truncates at the first invalid batch (LogSegment.recover): the audit does
+    # not judge the next batch of any producer against a state the invalid batch may have moved.
+    b = LogBuilder()
+    b.data(1, 0, 0, count=2)
+    b.data(1, 0, 2, count=2, valid=False)
+    b.data(1, 0, 4, count=2)
+    b.data(1, 0, 7)  # the resync is one batch long: this gap is reported
+    assert [(f.check, f.details["expected_sequence"]) for f in replay(b)] == [("out_of_order_sequence", 6)]
+
+
+def test_new_epoch_after_an_invalid_batch_is_not_judged():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    b.data(1, 1, 0, valid=False)  # the new epoch's first batch is the one that cannot be read
+    b.data(1, 1, 1)
+    assert checks(replay(b)) == ["epoch_bump"]
+
+
+def test_producer_first_seen_after_an_invalid_batch_is_not_unknown():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    b.data(2, 0, 0, valid=False)
+    b.data(2, 0, 1)
+    assert replay(b) == []
+
+
+def test_transaction_open_across_an_invalid_batch():
+    # The invalid batch may be the transaction's end marker: a later non-transactional write is
+    # no violation, and a transaction left open is not judged hanging.
+    b = LogBuilder()
+    b.txn(1, 0, 0)
+    b.txn(2, 0, 0)
+    b.commit(1, 0, valid=False)
+    b.data(1, 0, 1)
+    b.plain(ts=10_000_000_000)
+    assert replay(b) == []
+
+
+def test_fenced_write_after_an_invalid_batch_is_still_reported():
+    b = LogBuilder()
+    b.data(1, 3, 0)
+    b.plain(valid=False)
+    b.data(1, 2, 0)
+    assert checks(replay(b)) == ["fenced_epoch_write"]
+
+
+# -- producer-id expiration ----------------------------------------------------------------------
+
+
+def test_producer_expired_then_any_sequence_is_accepted():
+    # ProducerStateManager.removeExpiredProducers: idle >= producer.id.expiration.ms, no open
+    # transaction: the broker forgot the producer and accepts its next batch at any sequence.
+    b = LogBuilder()
+    b.data(1, 0, 0, count=3, ts=1_000)
+    back = b.data(1, 0, 40, ts=1_000 + 5_000)
+    findings = replay(b, producer_id_expiration_ms=5_000)
+    f = only(findings, "producer_expired")
+    assert (f.offset, f.severity, f.error_code) == (back.base_offset, "info", None)
+    assert f.details == {"idle_ms": 5_000, "expected_sequence": 3}
+    assert len(findings) == 1
+    # 1 ms short of the expiration: the broker still knew it, sequence 40 is out of order.
+    assert checks(replay(b, producer_id_expiration_ms=5_001)) == ["out_of_order_sequence"]
+
+
+# -- transactions: the index below the log start, hanging by the reference time ------------------
+
+
+def test_txn_index_entry_below_the_log_start_is_correct():
+    # Retention deleted the transaction's first batches; the broker's entry keeps its first offset.
+    b = LogBuilder(start=100)
+    b.txn(1, 0, 5, count=2)  # 100..101: the rest of a transaction that began at 90
+    abort = b.abort(1, 0)
+    b.abort(2, 0)  # 103: only the marker of pid 2's transaction is left
+    index = {abort.segment: [Aborted(1, 90, abort.base_offset), Aborted(2, 95, abort.base_offset + 1)]}
+    findings = replay(b, log_start=100, aborted_txns=index)
+    assert [f.check for f in findings if f.check == "txn_index_mismatch"] == []
+
+
+def test_txn_index_entry_below_the_log_start_for_another_marker_is_reported():
+    b = LogBuilder(start=100)
+    abort = b.abort(2, 0)
+    index = {abort.segment: [Aborted(2, 95, abort.base_offset + 7)]}
+    f = only(replay(b, log_start=100, aborted_txns=index), "txn_index_mismatch")
+    assert f.details["reason"] == "unknown_index_entry"
+
+
+def test_hanging_transaction_judged_against_the_reference_time():
+    b = LogBuilder(ts=1_000_000)
+    first = b.txn(1, 0, 0, count=2, ts=1_000_000)
+    b.txn(1, 0, 2, ts=1_000_500)  # the producer's last batch
+    b.plain(count=4, ts=1_000_600)
+    # By the partition's newest timestamp it is young: open.
+    assert checks(replay(b)) == ["open_transaction"]
+    findings = replay(b, reference_time=1_000_500 + 900_001)
+    f = only(findings, "hanging_transaction")
+    assert f.offset == first.base_offset
+    assert f.details["age_ms"] == 900_001
+    assert (f.details["first_offset"], f.details["last_stable_offset"], f.details["log_end_offset"]) == (0, 0, 7)
+    assert f.details["records_blocked"] == 7
+    assert f.details["coordinator_state"] is None
+    assert f.details["remedy"] == (
+        "kafka-transactions.sh --bootstrap-server <broker> abort --topic test --partition 8 --start-offset 0"
+    )
+    assert checks(replay(b, reference_time=1_000_500 + 900_000)) == ["open_transaction"]
+
+
+# -- timeline events ------------------------------------------------------------------------------
+
+
+def test_replay_events_in_log_order():
+    b = LogBuilder(start=10)
+    b.txn(1, 0, 0)  # 10
+    b.commit(1, 0)  # 11
+    b.txn(1, 0, 1)  # 12
+    b.abort(1, 1)  # 13: bumped ABORT, no later batch: timeout_abort
+    b.data(2, 0, 0, ts=2_000_000)  # 14
+    b.data(2, 1, 0, ts=2_000_100)  # 15: idempotent bump
+    b.data(2, 1, 1, ts=2_000_100 + 86_400_000)  # 16: expired
+    log = PartitionLog(TOPIC, PART, 10, snapshots=[Snapshot(12, [Entry(1, 0, 0, 10, coordinator_epoch=0, current_txn_first_offset=-1)])])
+    r = ProducerStateReplay(log)
+    for batch in b.batches:
+        r.append(batch)
+    r.finish()
+    kinds = sorted((e.offset, str(e.kind)) for e in r.events)
+    assert kinds == [
+        (10, "log_start_moved"),
+        (10, "transaction_begin"),
+        (11, "transaction_commit"),
+        (12, "snapshot"),
+        (12, "transaction_begin"),
+        (13, "epoch_bump"),
+        (13, "transaction_abort"),
+        (15, "epoch_bump"),
+        (16, "producer_expired"),
+    ]
+    bumps = {e.offset: e for e in r.events if e.kind == "epoch_bump"}
+    assert "timeout abort" in bumps[13].message and "idempotent bump" in bumps[15].message
+    assert all(e.to_dict()["topic"] == TOPIC for e in r.events)

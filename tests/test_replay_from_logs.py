@@ -674,6 +674,17 @@ def test_same_log_in_a_topic_that_is_not_compacted(tmp_path):
     assert [f.offset for f in of(findings, "out_of_order_sequence")] == [12]
 
 
+def test_compaction_is_inferred_from_the_cleaner_offset_checkpoint(tmp_path):
+    # SPEC section 2: a partition the log dir's cleaner-offset-checkpoint lists is compacted
+    # (LogCleanerManager checkpoints only the logs the cleaner compacts).
+    log = _cleaned_log(tmp_path, "users")
+    log.close()
+    (log.root / "cleaner-offset-checkpoint").write_text("0\n1\nusers 0 22\n")
+    assert log.scan() == []
+    (log.root / "cleaner-offset-checkpoint").write_text("0\n1\nother 0 22\n")
+    assert "out_of_order_sequence" in checks(log.scan())
+
+
 def test_consumer_offsets_transactional_offset_commits(tmp_path):
     # TxnOffsetCommit: the group coordinator writes the producer's id and epoch with sequence 0
     # every time (AppendOrigin.COORDINATOR: epochs checked, sequences not).
