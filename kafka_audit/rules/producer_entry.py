@@ -211,7 +211,15 @@ class ProducerStates:
         pid = batch.producer_id
         current = self.entries.get(pid)
         epoch = batch.producer_epoch
-        if origin is not AppendOrigin.REPLICATION and current is not None:
+        metadata = current.batch_metadata if current is not None else None
+        in_order = (
+            metadata
+            and epoch == current.producer_epoch
+            and in_sequence(metadata[-1].last_seq, batch.base_sequence)
+        )
+        # A batch of the same epoch that goes on at the next sequence passes every check (a
+        # retained range never starts after the last sequence): the common case, checked first.
+        if origin is not AppendOrigin.REPLICATION and current is not None and not in_order:
             if origin is AppendOrigin.CLIENT:
                 duplicate = current.find_duplicate_batch(epoch, batch.base_sequence, batch.last_sequence)
                 if duplicate is not None:
