@@ -674,6 +674,30 @@ def test_same_log_in_a_topic_that_is_not_compacted(tmp_path):
     assert [f.offset for f in of(findings, "out_of_order_sequence")] == [12]
 
 
+def test_a_torn_tail_is_no_sequence_gap_in_the_next_segment(tmp_path):
+    # The torn batch is a truncated_batch finding of the segment step; Kafka's recovery truncates
+    # there (LogSegment.recover) and the log goes on at its offset in a new segment. The
+    # producer's sequences 2..3 were in the torn batch: its next batch is no sequence error.
+    from tests.support.writer import Faults
+
+    def write(root, torn: bool):
+        log = Log(root, snapshots=False)
+        w = log.partition()
+        p = Producer(171, epoch=0)
+        p.send(w, recs(w.next_offset, 2))
+        if torn:
+            cut = p.send(w, recs(w.next_offset, 2), faults=Faults(truncate=10))
+            w.next_offset = cut.base_offset
+        else:
+            p.sequences[id(w)] = 4  # the same two records, simply missing
+        w.roll(w.next_offset)
+        p.send(w, recs(w.next_offset, 2))
+        return log
+
+    assert [f.check for f in write(tmp_path / "torn", True).scan()] == ["truncated_batch"]
+    assert [f.check for f in write(tmp_path / "missing", False).scan()] == ["out_of_order_sequence"]
+
+
 def test_compaction_is_inferred_from_the_cleaner_offset_checkpoint(tmp_path):
     # SPEC section 2: a partition the log dir's cleaner-offset-checkpoint lists is compacted
     # (LogCleanerManager checkpoints only the logs the cleaner compacts).

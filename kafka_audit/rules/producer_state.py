@@ -201,7 +201,7 @@ class ProducerStateReplay:
     def append(self, batch: BatchSummary) -> None:
         """Replay one batch (``ProducerStateManager.prepareUpdate`` + ``ProducerAppendInfo.append`` + ``update``)."""
         if not batch.valid:
-            self._invalid(batch)
+            self.untrusted()
             return
         if batch.magic < 2:
             return
@@ -237,8 +237,9 @@ class ProducerStateReplay:
         self.written.append_data(batch)
         self._append_data(batch)
 
-    def _invalid(self, batch: BatchSummary) -> None:
-        """An untrusted batch: re-synchronise every producer (see the module docstring)."""
+    def untrusted(self) -> None:
+        """A batch that cannot be trusted here (``valid`` False, or bytes the caller could not
+        read as batches): re-synchronise every producer (see the module docstring)."""
         if self.invalid_after is None:
             self.invalid_after = self._last_valid_offset
         self.resync.update(self.client.entries)

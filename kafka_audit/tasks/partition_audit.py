@@ -38,6 +38,8 @@ class SegmentFiles:
     time_index: str | None = None
     txn_index: str | None = None
     log: str | None = None
+    # The segment file's size at discovery (None: unknown).
+    size: int | None = None
 
 
 @dataclass(slots=True)
@@ -75,7 +77,9 @@ class PartitionMeta:
             reference_time=options.reference_time,
             timeline=options.timeline,
             segments={
-                s.display_path: SegmentFiles(s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path)
+                s.display_path: SegmentFiles(
+                    s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size
+                )
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
@@ -167,14 +171,57 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
         reference_time=meta.reference_time,
     )
     replay = ProducerStateReplay(log)
+    coverage = _Coverage(meta.segments)
     for summary in tap():
+        if coverage.gap_before(summary):
+            replay.untrusted()
         replay.append(summary)
+    if coverage.gap_at_end():
+        replay.untrusted()
     replayed = replay.finish()
     findings.extend(replayed)
     totals.open = replay.stats.transactions_open
     if meta.timeline:
         totals.events = replay.events
     return findings, totals
+
+
+class _Coverage:
+    """Whether the batch summaries cover every byte of each live segment, in log order. Bytes the
+    segment step could not read as batches (a torn tail, a size field that cannot be framed, an
+    unknown magic, a file that cannot be opened) are, to the replay, batches it cannot trust
+    (``ProducerStateReplay.untrusted``); the segment step reports them itself."""
+
+    def __init__(self, segments: dict[str, SegmentFiles]) -> None:
+        self.order = sorted(segments.values(), key=lambda s: (s.base_offset, s.segment))
+        self.next = 0
+        self.current: SegmentFiles | None = None
+        self.end = 0
+
+    def gap_before(self, summary: BatchSummary) -> bool:
+        gap = False
+        if self.current is None or summary.segment != self.current.segment:
+            gap = self._close()
+            while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
+                gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
+                self.next += 1
+            self.current = self.order[self.next] if self.next < len(self.order) else None
+            self.next += 1
+            self.end = 0
+        gap |= summary.position != self.end
+        self.end = summary.position + summary.size
+        return gap
+
+    def gap_at_end(self) -> bool:
+        gap = self._close()
+        gap |= any(files.size for files in self.order[self.next :])
+        self.next = len(self.order)
+        return gap
+
+    def _close(self) -> bool:
+        """The current segment's bytes after its last batch were not read as batches."""
+        current, self.current = self.current, None
+        return current is not None and current.size is not None and self.end < current.size
 
 
 def _can_open(path: str | None) -> bool:
