@@ -424,6 +424,18 @@ def test_compacted_topic_tolerates_forward_gaps():
     assert checks(findings) == ["out_of_order_sequence"]
 
 
+def test_compacted_topic_new_epoch_may_start_above_zero():
+    # SPEC section 2: the cleaner may have removed the new epoch's first batches (Kafka Streams
+    # exactly-once changelogs after cleaning); the same log in a plain topic is a 45.
+    b = LogBuilder(topic="changelog")
+    b.txn(1, 0, 0, count=2)
+    b.commit(1, 0)
+    b.txn(1, 1, 7)
+    b.commit(1, 1)
+    assert checks(replay(b, compacted=True)) == ["epoch_bump"]
+    assert sorted(checks(replay(b))) == ["epoch_bump", "new_epoch_nonzero_sequence"]
+
+
 # -- snapshots ------------------------------------------------------------------------------------
 
 
