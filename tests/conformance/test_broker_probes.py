@@ -30,8 +30,6 @@ CASES = (
     "seq-next-ok",
     "compact-tombstone-ok",
 )
-# Cases that hang on batch validation rules of the validator's branch, not on the replay.
-VALIDATOR = {"offset-deltas-nonmonotonic", "producer-control-batch"}
 
 
 def _case(name: str) -> dict:
@@ -62,14 +60,6 @@ def _predict(name: str) -> None:
             assert sorted(f.record_index for f in hits) == broker["record_error_indexes"]
 
 
-def _params():
-    for name in CASES:
-        marks = (
-            [pytest.mark.xfail(strict=True, reason="validator rules: branch validator")] if name in VALIDATOR else []
-        )
-        yield pytest.param(name, id=name, marks=marks)
-
-
-@pytest.mark.parametrize("name", list(_params()))
+@pytest.mark.parametrize("name", CASES)
 def test_the_audit_predicts_the_brokers_answer(name):
     _predict(name)
