@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.events import Event
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -48,11 +49,13 @@ class ScanOptions:
 
 @dataclass(slots=True)
 class ScanResult:
-    """What a scan found: findings in SPEC order and the summary counts of SPEC section 3."""
+    """What a scan found: findings in SPEC order and the summary counts of SPEC section 3;
+    ``events``: the replay's timeline events (``ScanOptions.timeline``), in log order per partition."""
 
     findings: list[Finding]
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
 
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
@@ -176,4 +179,4 @@ def finish_result(
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
     }
-    return ScanResult(findings, summary, list(discovery.notes) + stats.notes)
+    return ScanResult(findings, summary, list(discovery.notes) + stats.notes, totals.events)

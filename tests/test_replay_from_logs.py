@@ -779,3 +779,18 @@ def test_transactions_v2_epoch_bump_on_every_marker(tmp_path):
     assert [(f.offset, f.details["open_transaction_aborted"]) for f in bumps] == markers
     assert [f.details["previous_epoch"] for f in bumps] == list(range(6))
     assert checks(findings) == ["epoch_bump"] * 6
+
+
+def test_timeline_events_reach_the_scan_result(tmp_path):
+    log = Log(tmp_path)
+    w = log.partition()
+    t = Producer(181, epoch=0, transactional=True)
+    t.begin()
+    t.send(w, recs(w.next_offset, 2))
+    t.commit()
+    log.close()
+    options = ScanOptions(timeline=True)
+    result = audit_in_process(discover([str(log.root)]), options)
+    kinds = [str(e.kind) for e in result.events if e.kind != "snapshot"]
+    assert kinds == ["transaction_begin", "transaction_commit"]
+    assert audit_in_process(discover([str(log.root)]), ScanOptions()).events == []
