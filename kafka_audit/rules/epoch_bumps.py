@@ -57,7 +57,8 @@ class EpochBumps:
 
     def next_batch(self, batch) -> None:
         """A batch of the producer that keeps its epoch: an ABORT's bump was a transaction end."""
-        self._resolve(batch.producer_id, TRANSACTION_END)
+        if self.pending:
+            self._resolve(batch.producer_id, TRANSACTION_END)
 
     def finish(self) -> None:
         for pid in list(self.pending):

@@ -120,7 +120,8 @@ class ProducerStateEntry:
 
     def add_batch(self, epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int) -> None:
         """addBatch: the oldest of 5 retained batches makes room for the new one."""
-        self.maybe_update_epoch(epoch)
+        if epoch != self.producer_epoch:
+            self.maybe_update_epoch(epoch)
         self.batch_metadata.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
         self.last_timestamp = timestamp
 
@@ -194,10 +195,10 @@ class ProducerStates:
         entry = self.entries.get(producer_id)
         if (
             entry is None
+            or now_ms - entry.last_timestamp < expiration_ms
             or entry.current_txn_first_offset >= 0
             or entry.last_timestamp < 0
             or now_ms < 0
-            or now_ms - entry.last_timestamp < expiration_ms
         ):
             return None
         return self.entries.pop(producer_id)
@@ -209,33 +210,34 @@ class ProducerStates:
         one batch (the replay records a batch the log holds after a client check failed)."""
         origin = origin or self.origin
         pid = batch.producer_id
-        current = self.entries.get(pid)
+        entry = self.entries.get(pid)
         epoch = batch.producer_epoch
-        metadata = current.batch_metadata if current is not None else None
-        in_order = (
-            metadata
-            and epoch == current.producer_epoch
-            and in_sequence(metadata[-1].last_seq, batch.base_sequence)
-        )
-        # A batch of the same epoch that goes on at the next sequence passes every check (a
-        # retained range never starts after the last sequence): the common case, checked first.
-        if origin is not AppendOrigin.REPLICATION and current is not None and not in_order:
-            if origin is AppendOrigin.CLIENT:
-                duplicate = current.find_duplicate_batch(epoch, batch.base_sequence, batch.last_sequence)
-                if duplicate is not None:
-                    return self._duplicate(batch, duplicate)
-            rejection = self._check_epoch(batch, current)
-            if rejection is None and origin is AppendOrigin.CLIENT:
-                rejection = self._check_sequence(batch, current)
-            if rejection is not None:
-                return rejection
-        entry = current if current is not None else self.entries.setdefault(pid, ProducerStateEntry(pid))
-        entry.add_batch(
-            epoch, batch.last_sequence, batch.last_offset, batch.last_offset - batch.base_offset, batch.max_timestamp
-        )
+        if entry is None:
+            entry = self.entries[pid] = ProducerStateEntry(pid)
+        elif origin is not AppendOrigin.REPLICATION:
+            metadata = entry.batch_metadata
+            # A batch of the same epoch that goes on at the next sequence passes every check (a
+            # retained range never starts after the last sequence): the common case, tested first.
+            if not (metadata and epoch == entry.producer_epoch and in_sequence(metadata[-1].last_seq, batch.base_sequence)):
+                rejection = self._validate_data(batch, entry, origin)
+                if rejection is not None:
+                    return rejection
+        last_offset = batch.last_offset
+        entry.add_batch(epoch, batch.last_sequence, last_offset, last_offset - batch.base_offset, batch.max_timestamp)
         if batch.is_transactional and entry.current_txn_first_offset < 0:
             entry.current_txn_first_offset = batch.base_offset  # began a new transaction (TxnMetadata)
         return None
+
+    def _validate_data(self, batch: Any, current: ProducerStateEntry, origin: AppendOrigin) -> Rejection | None:
+        """The duplicate check (CLIENT), checkProducerEpoch, then checkSequence (CLIENT)."""
+        if origin is AppendOrigin.CLIENT:
+            duplicate = current.find_duplicate_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
+            if duplicate is not None:
+                return self._duplicate(batch, duplicate)
+        rejection = self._check_epoch(batch, current)
+        if rejection is None and origin is AppendOrigin.CLIENT:
+            rejection = self._check_sequence(batch, current)
+        return rejection
 
     def append_marker(self, batch: Any, origin: AppendOrigin | None = None) -> Rejection | None:
         """An end marker (``appendEndTxnMarker``): epoch and coordinator epoch checks, then the

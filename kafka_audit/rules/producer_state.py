@@ -210,7 +210,8 @@ class ProducerStateReplay:
             self.snapshots.start(batch.base_offset)
         self.snapshots.compare_due(batch.base_offset)
         self.stats.batches_replayed += 1
-        self._last_valid_offset = max(self._last_valid_offset, batch.last_offset)
+        if batch.last_offset > self._last_valid_offset:
+            self._last_valid_offset = batch.last_offset
         if batch.max_timestamp > self.newest_timestamp:
             self.newest_timestamp = batch.max_timestamp
         end = batch.last_offset + 1
