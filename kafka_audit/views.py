@@ -109,8 +109,8 @@ def event_order(event: Event) -> tuple:
 
 
 def timeline(result: ScanResult, keep: ReportFilter) -> list[Event]:
-    """The events of the scan in time order: the partition step's events and one per reported
-    finding."""
+    """The events of the scan in time order: the replay's events (``ScanOptions.timeline``) and
+    one per reported finding."""
     events = [e for e in result.events if keep.keeps_event(e)]
     events.extend(finding_event(f) for f in result.findings)
     events.sort(key=event_order)

@@ -19,8 +19,8 @@ def test_spark_and_in_process_give_the_same_producers_and_events(spark):
     if REAL_BROKER.is_dir():
         paths += [str(REAL_BROKER / "transactions" / "data"), str(REAL_BROKER / "hanging-txn-timeout-aborted" / "data")]
     discovery = discover(paths)
-    local = audit_in_process(discovery, ScanOptions())
-    on_spark = pipeline.run_scan(spark, discovery, ScanOptions())
+    local = audit_in_process(discovery, ScanOptions(timeline=True))
+    on_spark = pipeline.run_scan(spark, discovery, ScanOptions(timeline=True))
     assert on_spark.producers == local.producers
     assert len(local.producers) > 10
     assert sorted(on_spark.events, key=event_order) == sorted(local.events, key=event_order)

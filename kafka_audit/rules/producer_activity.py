@@ -12,10 +12,6 @@ appearance), the first and last offset and the oldest and newest batch timestamp
 and last sequence in log order, the data batches and records, and its transactions: COMMIT and
 ABORT markers, and whether a transaction is open at the end of the log (a transactional data
 batch after its last marker, as ``ProducerStateManager`` keeps ``currentTxnFirstOffset``).
-
-It also records the timeline's transaction events: ``transaction_begin`` at a producer's first
-transactional data batch after a marker (or ever), ``transaction_commit`` / ``transaction_abort``
-at each marker.
 """
 
 from __future__ import annotations
@@ -24,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.events import Event, EventKind
 
 # ControlRecordType ids of the transaction markers.
 _ABORT, _COMMIT = 0, 1
@@ -48,15 +43,9 @@ class ProducerActivity:
     records: int = 0
     committed: int = 0
     aborted: int = 0
-    # First offset of the open transaction, None when none is open.
-    txn_first_offset: int | None = None
+    in_transaction: bool = False
 
-    @property
-    def in_transaction(self) -> bool:
-        return self.txn_first_offset is not None
-
-    def observe(self, batch: BatchSummary) -> Event | None:
-        """Count ``batch``; return the transaction event it is, if any."""
+    def observe(self, batch: BatchSummary) -> None:
         if batch.producer_epoch not in self.epochs:
             self.epochs.append(batch.producer_epoch)
         if self.first_offset is None:
@@ -68,18 +57,13 @@ class ProducerActivity:
             if self.last_timestamp is None or batch.max_timestamp > self.last_timestamp:
                 self.last_timestamp = batch.max_timestamp
         if batch.is_control:
-            if batch.control_type not in (_COMMIT, _ABORT):
-                return None
-            began, self.txn_first_offset = self.txn_first_offset, None
             if batch.control_type == _COMMIT:
                 self.committed += 1
-                kind, verb = EventKind.TRANSACTION_COMMIT, "committed"
-            else:
+                self.in_transaction = False
+            elif batch.control_type == _ABORT:
                 self.aborted += 1
-                kind, verb = EventKind.TRANSACTION_ABORT, "aborted"
-            what = f"its transaction that began at offset {began}" if began is not None else "a transaction with no data here"
-            marker = "COMMIT" if batch.control_type == _COMMIT else "ABORT"
-            return self._event(batch, kind, f"{marker} marker at offset {batch.base_offset}", f": {verb} {what}")
+                self.in_transaction = False
+            return
         self.batches += 1
         self.records += batch.record_count
         if batch.base_sequence >= 0:
@@ -88,23 +72,8 @@ class ProducerActivity:
                 self.sequences[batch.producer_epoch] = [batch.base_sequence, batch.last_sequence]
             else:
                 span[1] = batch.last_sequence
-        if batch.is_transactional and not self.in_transaction:
-            self.txn_first_offset = batch.base_offset
-            return self._event(batch, EventKind.TRANSACTION_BEGIN, f"began a transaction at offset {batch.base_offset}")
-        return None
-
-    def _event(self, batch: BatchSummary, kind: EventKind, what: str, outcome: str = "") -> Event:
-        return Event(
-            kind=kind,
-            topic=self.topic,
-            partition=self.partition,
-            offset=batch.base_offset,
-            timestamp=batch.max_timestamp if batch.max_timestamp >= 0 else None,
-            producer_id=self.producer_id,
-            producer_epoch=batch.producer_epoch,
-            message=f"Producer {self.producer_id} (epoch {batch.producer_epoch}) {what} in partition "
-            f"{self.topic}-{self.partition}{outcome}",
-        )
+        if batch.is_transactional:
+            self.in_transaction = True
 
     def to_row(self) -> dict[str, Any]:
         """The SPEC section 3 ``producers`` row; ``transactional_id`` and ``findings`` are filled by
@@ -134,7 +103,6 @@ class ProducerActivityLog:
         self.topic = topic
         self.partition = partition
         self.producers: dict[int, ProducerActivity] = {}
-        self.events: list[Event] = []
 
     def observe(self, batch: BatchSummary) -> None:
         if not batch.valid or batch.magic < 2 or batch.producer_id < 0:
@@ -142,9 +110,7 @@ class ProducerActivityLog:
         activity = self.producers.get(batch.producer_id)
         if activity is None:
             activity = self.producers[batch.producer_id] = ProducerActivity(self.topic, self.partition, batch.producer_id)
-        event = activity.observe(batch)
-        if event is not None:
-            self.events.append(event)
+        activity.observe(batch)
 
     def rows(self) -> list[dict[str, Any]]:
         return [self.producers[pid].to_row() for pid in sorted(self.producers)]
