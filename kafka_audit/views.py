@@ -5,7 +5,7 @@ finding counts and transactional ids, and the ``timeline`` events."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka_audit.audit import ScanResult
@@ -110,9 +110,17 @@ def event_order(event: Event) -> tuple:
 
 def timeline(result: ScanResult, keep: ReportFilter) -> list[Event]:
     """The events of the scan in time order: the replay's events (``ScanOptions.timeline``) and
-    one per reported finding."""
+    one row per reported finding. A finding that is itself a replay event (an ``epoch_bump`` or
+    ``producer_expired`` at the same offset of the same producer) is that event's row, with its
+    ``check`` set, rather than the same sentence twice."""
     events = [e for e in result.events if keep.keeps_event(e)]
-    events.extend(finding_event(f) for f in result.findings)
+    same = {(str(e.kind), e.topic, e.partition, e.offset, e.producer_id): i for i, e in enumerate(events)}
+    for finding in result.findings:
+        at = same.get((finding.check, finding.topic, finding.partition, finding.offset, finding.producer_id))
+        if at is not None and events[at].check is None:
+            events[at] = replace(events[at], check=finding.check)
+        else:
+            events.append(finding_event(finding))
     events.sort(key=event_order)
     return events
 
