@@ -1,0 +1,74 @@
+"""The Spark session's quicker start: the driver JVM's class-data-sharing archive in the user's
+cache directory (recorded once, adopted when its JVM is gone, then mapped by every later run)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from kafka_audit import spark_session
+from kafka_audit.spark_session import class_data_sharing
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if spark_session._java_runtime() is None:
+        pytest.skip("no java on the PATH")
+    major = spark_session._java_runtime()[1]
+    if major >= 19 or major < 13:
+        pytest.skip(f"Java {major}: the JVM manages its archive itself, or has none")
+    return tmp_path / "kafka-audit"
+
+
+def _option(sharing, name: str) -> str | None:
+    for option in sharing.java_options.split():
+        if option.startswith(f"-XX:{name}="):
+            return option.split("=", 1)[1]
+    return None
+
+
+def test_the_first_run_records_the_archive_in_the_cache_dir(cache):
+    sharing = class_data_sharing({})
+    partial = _option(sharing, "ArchiveClassesAtExit")
+    assert partial is not None and str(sharing.partial) == partial
+    assert sharing.partial.parent == cache and sharing.partial.name.endswith(".partial")
+    assert class_data_sharing({}, record=False).java_options == ""
+
+
+def test_a_recording_whose_jvm_is_still_running_is_not_recorded_again(cache):
+    sharing = class_data_sharing({})
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        sharing.partial.with_name(sharing.partial.name + ".jvm").write_text(str(running.pid))
+        assert class_data_sharing({}).java_options == ""
+    finally:
+        running.kill()
+        running.wait()
+
+
+def test_a_finished_recording_is_adopted_and_mapped(cache):
+    sharing = class_data_sharing({})
+    sharing.partial.write_bytes(b"archive bytes")
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    sharing.partial.with_name(sharing.partial.name + ".jvm").write_text(finished.stdout.strip())
+    mapped = class_data_sharing({})
+    archive = _option(mapped, "SharedArchiveFile")
+    assert archive is not None and archive == str(sharing.partial).rsplit(".", 2)[0]
+    assert sorted(p.name for p in cache.iterdir()) == [archive.rsplit("/", 1)[1]]
+    assert open(archive, "rb").read() == b"archive bytes"
+
+
+def test_the_archive_is_per_driver_class_path(cache):
+    plain = class_data_sharing({})
+    extended = class_data_sharing({"spark.driver.extraClassPath": "/opt/extra.jar"})
+    assert plain.partial.name.split(".jsa")[0] != extended.partial.name.split(".jsa")[0]
+
+
+def test_an_unwritable_cache_dir_means_no_archive(tmp_path, monkeypatch):
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    assert class_data_sharing({}).java_options == ""
