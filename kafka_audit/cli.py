@@ -318,9 +318,10 @@ def dump(
             raise _fail(f"{path}: is a directory; dump takes files")
         if not path.is_file():
             raise _fail(f"{path}: not a regular file")
+    write = sys.stdout.write
     for path in files:
-        for line in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
-            sys.stdout.write(line + "\n")
+        for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
+            write(chunk)
 
 
 def main(argv: list[str] | None = None) -> None:
