@@ -36,6 +36,8 @@ _JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
 # A class archive being recorded, and the file holding its recording JVM's process id.
 _PARTIAL = ".partial"
 _JVM_MARKER = ".jvm"
+# HotSpot's cds.h: CDS_ARCHIVE_MAGIC, CDS_DYNAMIC_ARCHIVE_MAGIC.
+_CDS_MAGIC = (0xF00BABA2, 0xF00BABA8)
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ def _adopt_finished_recordings(archive: Path) -> bool:
             jvm = None
         try:
             if jvm is not None and not _alive(jvm):
-                if partial.is_file() and partial.stat().st_size and not archive.exists():
+                if _complete_archive(partial) and not archive.exists():
                     os.replace(partial, archive)
                 else:
                     partial.unlink(missing_ok=True)
@@ -108,6 +110,18 @@ def _adopt_finished_recordings(archive: Path) -> bool:
         except OSError:
             recording = True  # another run is adopting it
     return recording
+
+
+def _complete_archive(path: Path) -> bool:
+    """Whether ``path`` holds a whole CDS archive: HotSpot writes the header, which starts with
+    the archive's magic number (CDS_ARCHIVE_MAGIC / CDS_DYNAMIC_ARCHIVE_MAGIC, native byte
+    order), after every region, so a JVM killed while writing leaves no magic."""
+    try:
+        with open(path, "rb") as archive:
+            head = archive.read(4)
+    except OSError:
+        return False
+    return len(head) == 4 and int.from_bytes(head, sys.byteorder) in _CDS_MAGIC
 
 
 def _alive(pid: int) -> bool:

@@ -49,16 +49,35 @@ def test_a_recording_whose_jvm_is_still_running_is_not_recorded_again(cache):
         running.wait()
 
 
+# What HotSpot writes first in a dynamic archive: CDS_DYNAMIC_ARCHIVE_MAGIC in native byte order.
+_ARCHIVE = (0xF00BABA8).to_bytes(4, sys.byteorder) + b"archive bytes"
+
+
+def _finished_jvm() -> str:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return done.stdout.strip()
+
+
 def test_a_finished_recording_is_adopted_and_mapped(cache):
     sharing = class_data_sharing({})
-    sharing.partial.write_bytes(b"archive bytes")
-    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    sharing.partial.with_name(sharing.partial.name + ".jvm").write_text(finished.stdout.strip())
+    sharing.partial.write_bytes(_ARCHIVE)
+    sharing.partial.with_name(sharing.partial.name + ".jvm").write_text(_finished_jvm())
     mapped = class_data_sharing({})
     archive = _option(mapped, "SharedArchiveFile")
     assert archive is not None and archive == str(sharing.partial).rsplit(".", 2)[0]
     assert sorted(p.name for p in cache.iterdir()) == [archive.rsplit("/", 1)[1]]
-    assert open(archive, "rb").read() == b"archive bytes"
+    assert open(archive, "rb").read() == _ARCHIVE
+
+
+def test_an_archive_cut_short_is_dropped_and_recorded_again(cache):
+    """A JVM killed while writing leaves a file without its header: it is not adopted."""
+    sharing = class_data_sharing({})
+    sharing.partial.write_bytes(bytes(4096))
+    sharing.partial.with_name(sharing.partial.name + ".jvm").write_text(_finished_jvm())
+    again = class_data_sharing({})
+    assert _option(again, "SharedArchiveFile") is None
+    assert _option(again, "ArchiveClassesAtExit") is not None
+    assert [p.name for p in cache.iterdir()] == []
 
 
 def test_the_archive_is_per_driver_class_path(cache):
