@@ -212,6 +212,12 @@ def print_report(args, marker: dict, results: dict, rss: dict, figures: dict, cl
     print("(f) the command, process start to exit (fastest run):")
     print(f"  import kafka_audit.cli                 {cli['cli_import_s']:6.3f} s")
     print(f"  kafka-audit --help                     {cli['help_s']:6.3f} s")
+    audit, decode = results["audit"], results.get("kafka_python")
+    if decode is not None:
+        print(
+            f"  audit core per CPU second: {audit.records / audit.cpu_s:,.0f} records, "
+            f"{(audit.records / audit.cpu_s) / (decode.records / decode.cpu_s):.2f}x kafka-python's"
+        )
     print(f"  scan fixtures/ --engine local          {cli['scan_fixtures_local_s']:6.2f} s")
     if "scan_fixtures_spark_s" in cli:
         print(f"  scan fixtures/ (Spark, local[*])       {cli['scan_fixtures_spark_s']:6.2f} s")
@@ -223,7 +229,11 @@ def print_report(args, marker: dict, results: dict, rss: dict, figures: dict, cl
                 f"total {marks['total_s']:.2f} s"
             )
     for codec, (ours, theirs) in dumps.items():
-        print(f"  dump {codec}: {ours.records_s:,.0f} records/s, {ours.records_s / theirs.records_s:.2f}x kafka-python")
+        print(
+            f"  dump {codec}: {ours.records_s:,.0f} records/s, {ours.records_s / theirs.records_s:.2f}x kafka-python "
+            f"(per CPU second: {ours.records / ours.cpu_s:,.0f} against {theirs.records / theirs.cpu_s:,.0f}, "
+            f"{(ours.records / ours.cpu_s) / (theirs.records / theirs.cpu_s):.2f}x)"
+        )
     print()
     for key, threshold, kind, description in TARGETS:
         value = figures.get(key)
