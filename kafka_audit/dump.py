@@ -77,22 +77,25 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> 
                 continue
             if as_json:
                 decoded = segment.records(item, with_data=print_data or item.is_control) if records or item.magic < 2 else None
+                if decoded is not None and decoded.batch is not None:
+                    item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
                 lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data))]
                 problems = decoded.problems if decoded is not None else []
                 lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
                 yield "\n".join(lines)
                 continue
-            head = _batch_text(item)
             if records:
                 text = _compiled_lines(segment, item, print_data)
                 if text is not None:
-                    yield f"{head}\n{text}"
+                    yield f"{_batch_text(item)}\n{text}"
                     continue
             elif item.magic >= 2:
-                yield head
+                yield _batch_text(item)
                 continue
             decoded = segment.records(item, with_data=print_data or item.is_control)
-            lines = [head]
+            if decoded.batch is not None:
+                item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
+            lines = [_batch_text(item)]
             lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
             if records:
                 lines.append(record_lines(item, decoded.records, print_data))
