@@ -31,6 +31,10 @@ class PhaseDisplay:
             TimeElapsedColumn(),
             console=console,
             transient=True,
+            # Rich would route sys.stdout/sys.stderr through the display: PySpark's warnings while
+            # the session starts belong in Spark's log (spark_session), not on the terminal.
+            redirect_stdout=False,
+            redirect_stderr=False,
         )
         self._spark: TaskID | None = None
         self._auditing: TaskID | None = None

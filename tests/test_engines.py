@@ -140,3 +140,10 @@ def test_the_wall_time_covers_the_whole_command(monkeypatch):
 def test_engine_is_checked_like_any_option():
     done = CliRunner().invoke(app, ["scan", str(FIXTURES / "healthy"), "--engine", "flink"])
     assert done.exit_code == 2
+
+
+def test_the_display_leaves_stdout_and_stderr_alone():
+    """PySpark's warnings while the session starts go to Spark's log, not through the display."""
+    before = (sys.stdout, sys.stderr)
+    with PhaseDisplay(Console(file=io.StringIO(), force_terminal=True)):
+        assert (sys.stdout, sys.stderr) == before
