@@ -234,6 +234,11 @@ def scan(
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
     ] = 900_000,
+    producer_id_expiration_ms: Annotated[
+        int,
+        typer.Option("--producer-id-expiration-ms", min=0,
+                     help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
+    ] = 86_400_000,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
@@ -256,6 +261,7 @@ def scan(
         ),
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
     )
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet

@@ -55,7 +55,9 @@ def _run_on_spark(
     discovery: "Discovery", options: "ScanOptions", master: str, conf: dict[str, str], display: "PhaseDisplay | None"
 ) -> "ScanResult":
     from kafka_audit import pipeline, spark_session
+    from kafka_audit.audit import with_inferred_compaction
 
+    options = with_inferred_compaction(options, discovery)  # audit_in_process applies it itself
     if display is not None:
         display.starting_spark(master)
     try:
