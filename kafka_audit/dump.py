@@ -104,7 +104,9 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> 
 
 def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) -> str | None:
     """The record lines of a v2 data batch from the compiled formatter, or None where it does not
-    apply (not built, v0/v1, control batch) or cannot give exactly the Python path's text."""
+    apply (not built, v0/v1, control batch) or cannot give exactly the Python path's text. It
+    prints keys and values as text: records whose values dump decodes otherwise (a decoder hooked
+    into :func:`record_lines`) must not come here."""
     if _compiled_record_text is None or batch.magic < 2 or batch.is_control:
         return None
     try:
