@@ -282,7 +282,7 @@ def startup_probe(root: Path, sharing: bool) -> dict:
     session's start (JVM, SparkContext, SparkSession), the job (its first one: the Python workers
     start in it), the stop. ``sharing`` False starts the JVM without the class-data archive."""
     began = time.perf_counter()
-    from kafka_audit import spark_session
+    from kafka_audit import jvm_class_archive, spark_session
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
     from kafka_audit.pipeline import run_scan
@@ -293,7 +293,7 @@ def startup_probe(root: Path, sharing: bool) -> dict:
     found = discover([str(root)])
     scratch = tempfile.mkdtemp(prefix="kafka-audit-bench-")
     at = time.perf_counter()
-    options = None if sharing else spark_session.ClassDataSharing("")
+    options = None if sharing else jvm_class_archive.ClassDataSharing("")
     spark = spark_session.create_spark_session("local[*]", {}, scratch, options)
     marks["session_s"] = time.perf_counter() - at
     at = time.perf_counter()
@@ -304,7 +304,7 @@ def startup_probe(root: Path, sharing: bool) -> dict:
     marks["stop_s"] = time.perf_counter() - at
     marks["total_s"] = time.perf_counter() - began
     shutil.rmtree(scratch, ignore_errors=True)
-    marks["sharing"] = spark_session.class_data_sharing({}, record=False).java_options if sharing else ""
+    marks["sharing"] = jvm_class_archive.class_data_sharing({}, record=False).java_options if sharing else ""
     return marks
 
 

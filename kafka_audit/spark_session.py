@@ -5,166 +5,29 @@ Start-up, measured on ``scan fixtures`` (a 2-core VM, JDK 17, PySpark 4.3): abou
 the JVM's launch to a ready session, most of it loading and verifying Spark's classes from 280
 jars, 1 s for the first job (the Python workers' start) and 1 s to stop. What is cut here:
 
-- class-data sharing (:func:`class_data_sharing`): the driver JVM maps an archive of the classes
-  it loaded last time instead of loading them again: ready session 4.7 s -> 2.0 s;
+- class-data sharing (:mod:`kafka_audit.jvm_class_archive`): the driver JVM maps an archive of
+  the classes it loaded last time instead of loading them again: ready session 4.7 s -> 2.0 s;
 - the stop does not wait for PySpark's accumulator server to notice (:func:`_stop`): 0.9 -> 0.15 s;
 - no UI, no Hive catalog, no console progress bar.
 """
 
 from __future__ import annotations
 
-import glob
-import hashlib
 import os
-import re
 import shutil
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
-import contextlib
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from kafka_audit.jvm_class_archive import ClassDataSharing, class_data_sharing, mark_recording_jvm
 
 SPARK_LOG = "spark.log"
 # The JVM's own log lines (class-data sharing warnings among them) go to its stderr, which is
 # Spark's log: by default they would go to stdout, into the report.
 _JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
-# A class archive being recorded, and the file holding its recording JVM's process id.
-_PARTIAL = ".partial"
-_JVM_MARKER = ".jvm"
-# HotSpot's cds.h: CDS_ARCHIVE_MAGIC, CDS_DYNAMIC_ARCHIVE_MAGIC.
-_CDS_MAGIC = (0xF00BABA2, 0xF00BABA8)
-
-
-@dataclass(frozen=True)
-class ClassDataSharing:
-    """The driver JVM's class-data-sharing options, and the archive this run records, if any.
-
-    ``partial``: no archive exists yet; this run's JVM writes one there as it exits
-    (``-XX:ArchiveClassesAtExit``, JDK 13+), after the command has ended, and a later run moves
-    it into place once that JVM is gone (:func:`_adopt_finished_recordings`)."""
-
-    java_options: str
-    partial: Path | None = None
-
-
-def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) -> ClassDataSharing:
-    """The class-data-sharing options for the driver JVM that Spark will start.
-
-    The archive lives in the user's cache directory (``$XDG_CACHE_HOME/kafka-audit`` or
-    ``~/.cache/kafka-audit``), one per Java runtime, PySpark install and driver class path (an
-    archive only serves the class path it was made with). On JDK 19+ the JVM creates and checks it
-    itself (``-XX:+AutoCreateSharedArchive``). On JDK 13-18 the first run (when ``record``, and
-    no other run is recording) has its JVM record the archive at exit, after the command's own
-    end; later runs map it (``-XX:SharedArchiveFile``). A JVM that cannot use an archive (changed
-    jars, another JVM) ignores it with a warning in Spark's log."""
-    java = _java_runtime()
-    folder = _cache_dir()
-    if java is None or folder is None:
-        return ClassDataSharing("")
-    version, major = java
-    import pyspark
-
-    extra = (conf or {}).get("spark.driver.extraClassPath", "")
-    digest = hashlib.sha1("\0".join((version, pyspark.__file__, extra)).encode()).hexdigest()[:12]
-    archive = folder / f"spark-driver-{pyspark.__version__}-java-{version}-{digest}.jsa"
-    if major >= 19:
-        return ClassDataSharing(f"-XX:+AutoCreateSharedArchive -XX:SharedArchiveFile={archive}")
-    recording = _adopt_finished_recordings(archive)
-    if archive.is_file():
-        return ClassDataSharing(f"-XX:SharedArchiveFile={archive}")
-    if not record or recording or major < 13:
-        return ClassDataSharing("")
-    partial = archive.with_name(f"{archive.name}.{os.getpid()}{_PARTIAL}")
-    return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial)
-
-
-def _adopt_finished_recordings(archive: Path) -> bool:
-    """Move an archive whose recording JVM has exited into place; True while one still records.
-
-    A recording is ``<archive>.<pid>.partial`` with the recording JVM's process id beside it in
-    ``<partial>.jvm``; one whose JVM never started is dropped after a day."""
-    recording = False
-    found = archive.parent.glob(f"{glob.escape(archive.name)}.*{_PARTIAL}*")
-    for partial in {path.with_name(path.name.removesuffix(_JVM_MARKER)) for path in found}:
-        marker = partial.with_name(partial.name + _JVM_MARKER)
-        try:
-            jvm = int(marker.read_text())
-        except (OSError, ValueError):
-            jvm = None
-        try:
-            if jvm is not None and not _alive(jvm):
-                if _complete_archive(partial) and not archive.exists():
-                    os.replace(partial, archive)
-                else:
-                    partial.unlink(missing_ok=True)
-                marker.unlink()
-            elif jvm is not None or time.time() - partial.stat().st_mtime < 86400:
-                recording = True
-            else:
-                partial.unlink()
-        except OSError:
-            recording = True  # another run is adopting it
-    return recording
-
-
-def _complete_archive(path: Path) -> bool:
-    """Whether ``path`` holds a whole CDS archive: HotSpot writes the header, which starts with
-    the archive's magic number (CDS_ARCHIVE_MAGIC / CDS_DYNAMIC_ARCHIVE_MAGIC, native byte
-    order), after every region, so a JVM killed while writing leaves no magic."""
-    try:
-        with open(path, "rb") as archive:
-            head = archive.read(4)
-    except OSError:
-        return False
-    return len(head) == 4 and int.from_bytes(head, sys.byteorder) in _CDS_MAGIC
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
-def _java_runtime() -> tuple[str, int] | None:
-    """The version (``release`` file's JAVA_RUNTIME_VERSION) and major version of the ``java``
-    that spark-submit runs (``$JAVA_HOME/bin/java``, else the one on the PATH)."""
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.path.exists(java):
-        return None
-    release = Path(os.path.realpath(java)).parent.parent / "release"
-    try:
-        text = release.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
-    found = re.search(r'^JAVA_RUNTIME_VERSION="?([^"\n]+)', text, re.M) or re.search(
-        r'^JAVA_VERSION="?([^"\n]+)', text, re.M
-    )
-    major = re.match(r"(?:1\.)?(\d+)", found.group(1)) if found else None
-    if major is None:
-        return None
-    return re.sub(r"[^\w.+-]", "_", found.group(1)), int(major.group(1))
-
-
-def _cache_dir() -> Path | None:
-    """``$XDG_CACHE_HOME/kafka-audit`` (default ``~/.cache/kafka-audit``), created if need be;
-    None when it cannot be written."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    folder = Path(base) / "kafka-audit"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return folder if os.access(folder, os.W_OK) else None
 
 
 def create_spark_session(
@@ -229,7 +92,7 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
         exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
         raise
     if sharing.partial is not None:
-        _mark_recording_jvm(sharing.partial)
+        mark_recording_jvm(sharing.partial)
     failed = False
     try:
         yield spark
@@ -253,16 +116,6 @@ def _stop(spark) -> None:
         context._accumulatorServer = None
         threading.Thread(target=server.shutdown, name="accumulator-server-shutdown", daemon=True).start()
     spark.stop()
-
-
-def _mark_recording_jvm(partial: Path) -> None:
-    """Note the process id of the JVM that records ``partial`` (see :func:`_adopt_finished_recordings`)."""
-    from pyspark import SparkContext
-
-    process = getattr(SparkContext._gateway, "proc", None)
-    if process is not None:
-        with contextlib.suppress(OSError):
-            partial.with_name(partial.name + _JVM_MARKER).write_text(str(process.pid))
 
 
 @contextmanager

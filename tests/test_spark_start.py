@@ -8,16 +8,16 @@ import sys
 
 import pytest
 
-from kafka_audit import spark_session
-from kafka_audit.spark_session import class_data_sharing
+from kafka_audit import jvm_class_archive
+from kafka_audit.jvm_class_archive import class_data_sharing
 
 
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    if spark_session._java_runtime() is None:
+    if jvm_class_archive._java_runtime() is None:
         pytest.skip("no java on the PATH")
-    major = spark_session._java_runtime()[1]
+    major = jvm_class_archive._java_runtime()[1]
     if major >= 19 or major < 13:
         pytest.skip(f"Java {major}: the JVM manages its archive itself, or has none")
     return tmp_path / "kafka-audit"
