@@ -9,7 +9,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from kafka_audit.audit import ScanResult
-from kafka_audit.coordinator_view import CoordinatorView, join_coordinator_view
 from kafka_audit.findings import Finding
 from kafka_audit.rules.events import Event, EventKind
 
@@ -57,11 +56,9 @@ class ReportFilter:
         }
 
 
-def finish_views(result: ScanResult, coordinator: CoordinatorView, keep: ReportFilter) -> ScanResult:
-    """Join the coordinator's view, apply the filter, count each producer row's findings, and
-    recount the summary over what is reported (in place; returns ``result``)."""
-    join_coordinator_view(coordinator, result.findings, result.producers)
-    result.notes.extend(coordinator.notes)
+def finish_views(result: ScanResult, keep: ReportFilter) -> ScanResult:
+    """Apply the filter, count each producer row's findings, and recount the summary over what
+    is reported (in place; returns ``result``)."""
     if keep.active:
         result.findings = [f for f in result.findings if keep.keeps_finding(f)]
         result.producers = [row for row in result.producers if keep.keeps_row(row)]
@@ -75,7 +72,6 @@ def finish_views(result: ScanResult, coordinator: CoordinatorView, keep: ReportF
     for row in result.producers:
         found = counts.get((row["topic"], row["partition"], row["producer_id"]), Counter())
         row["findings"] = {severity: found.get(severity, 0) for severity in ("error", "warning", "info")}
-    result.summary["transactional_ids"] = len({r["transactional_id"] for r in coordinator.by_producer.values()})
     return result
 
 

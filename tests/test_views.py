@@ -3,12 +3,11 @@ sections 1-3). Expected values come from the real-broker READMEs (kafka-dump-log
 partition, the transactional ids they name) and producer-actions.json, or from fixtures built here
 with known contents, never from the code under test.
 
-These run the commands with the in-process audit standing in for the Spark job
-(``test_views_spark.py`` holds the two engines to the same rows and events)."""
+These run the commands on the local engine (``test_views_spark.py`` holds the two engines to the
+same rows and events)."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -19,8 +18,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafka_audit import pipeline, spark_session as spark_session_module
-from kafka_audit.audit import audit_in_process
 from kafka_audit.cli import app
 from kafka_audit.formats.record_batch import ControlRecordType
 from kafka_audit.view_reports import EVENT_FIELDS, PRODUCER_FIELDS
@@ -33,19 +30,12 @@ needs_corpus = pytest.mark.skipif(not REAL_BROKER.is_dir(), reason="real-broker 
 
 
 @pytest.fixture
-def cli(monkeypatch):
-    """The commands, with the in-process audit in place of the Spark job."""
-
-    @contextlib.contextmanager
-    def no_session(master, conf):
-        yield None
-
-    monkeypatch.setattr(spark_session_module, "spark_session", no_session)
-    monkeypatch.setattr(pipeline, "run_scan", lambda spark, discovery, options, on_progress=None: audit_in_process(discovery, options))
+def cli():
+    """The commands on the local engine."""
     runner = CliRunner()
 
-    def invoke(*args):
-        return runner.invoke(app, [str(a) for a in args])
+    def invoke(command, *args):
+        return runner.invoke(app, [command, "--engine", "local", *(str(a) for a in args)])
 
     return invoke
 
