@@ -16,6 +16,7 @@ each problem is reported.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar
@@ -55,6 +56,27 @@ class EpochEntry:
 class Property:
     key: str
     value: str
+
+
+def _encode_checkpoint(lines: list[str]) -> bytes:
+    """CheckpointFile.write: the version, the count, one line per entry."""
+    return ("\n".join([str(CHECKPOINT_VERSION), str(len(lines)), *lines]) + "\n").encode()
+
+
+def encode_offset_checkpoint(entries: Iterable[TopicPartitionOffset]) -> bytes:
+    """OffsetCheckpointFile: ``topic partition offset`` lines."""
+    return _encode_checkpoint([f"{e.topic} {e.partition} {e.offset}" for e in entries])
+
+
+def encode_leader_epoch_checkpoint(entries: Iterable[EpochEntry]) -> bytes:
+    """LeaderEpochCheckpointFile: ``epoch startOffset`` lines."""
+    return _encode_checkpoint([f"{e.epoch} {e.start_offset}" for e in entries])
+
+
+def encode_properties(properties: Iterable[Property], comments: Iterable[str] = ()) -> bytes:
+    """Properties.store: ``#`` comment lines, then ``key=value`` lines."""
+    lines = [f"#{c}" for c in comments] + [f"{p.key}={p.value}" for p in properties]
+    return ("\n".join(lines) + "\n").encode()
 
 
 def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries) -> list[list[str]]:

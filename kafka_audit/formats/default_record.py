@@ -12,6 +12,7 @@ record's index (KIP-467), in DefaultRecord's own wording.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.formats.record_batch import Header, MAGIC_VALUE_V2, Record
@@ -30,6 +31,59 @@ _MAX_VARLONG_BYTES = 10
 # is cheaper than the shift, and, negate and xor of a zig-zag decode; :func:`screen_records`
 # reads every length, delta and size of a batch through it.
 _ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(1 << 14))
+
+
+# ByteUtils.writeVarlong of the zig-zag values below 2^14 (one and two bytes), built once: an
+# encoder writes such lengths and deltas for almost every field.
+def _raw_varint(raw: int) -> bytes:
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+_VARINT_BYTES = tuple(_raw_varint(raw) for raw in range(1 << 14))
+_MASK64 = (1 << 64) - 1
+
+
+def encode_varint(value: int) -> bytes:
+    """ByteUtils.writeVarlong: the zig-zag varint of ``value`` (a varint field writes the same bytes)."""
+    raw = ((value << 1) ^ (value >> 63)) & _MASK64
+    if raw < 16384:
+        return _VARINT_BYTES[raw]
+    return _raw_varint(raw)
+
+
+def _encode_bytes(data: bytes | None) -> bytes:
+    """A varint length and the bytes, or the length -1 for null."""
+    return b"\x01" if data is None else encode_varint(len(data)) + data
+
+
+def encode_record(
+    attributes: int,
+    timestamp_delta: int,
+    offset_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Iterable[tuple[str | bytes, bytes | None]] = (),
+) -> bytes:
+    """DefaultRecord.writeTo: one record, length first; header keys given as str are UTF-8."""
+    headers = tuple(headers)
+    parts = [
+        bytes((attributes & 0xFF,)),
+        encode_varint(timestamp_delta),
+        encode_varint(offset_delta),
+        _encode_bytes(key),
+        _encode_bytes(value),
+        encode_varint(len(headers)),
+    ]
+    for header_key, header_value in headers:
+        parts.append(_encode_bytes(header_key.encode() if isinstance(header_key, str) else header_key))
+        parts.append(_encode_bytes(header_value))
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
 
 
 class MalformedRecord(Exception):
