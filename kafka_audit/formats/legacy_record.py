@@ -25,6 +25,7 @@ from kafka_audit.formats.record_batch import (
     MAGIC_VALUE_V1,
     TIMESTAMP_TYPE_MASK,
     NO_TIMESTAMP,
+    CompressionType,
     Record,
     RecordBatch,
 )
@@ -147,7 +148,7 @@ def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompress
     position = batch.position
     message = parse_message(buf, position, position + batch.size)
     assert not isinstance(message, str), "decode_legacy_batch needs a batch from the reader"
-    if batch.codec == 0:
+    if batch.codec == CompressionType.NONE:
         return LegacyRecords([_record(buf, message, 0, message.offset, with_data)], batch=batch)
 
     problems: list[Problem] = []
