@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from itertools import chain
+from itertools import chain, pairwise
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -102,7 +102,7 @@ def _split(task: SegmentTask, split_bytes: int) -> list[SegmentTask]:
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
     bounds = points + [None]
-    return [task.byte_range(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
+    return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
 
 
 def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> ScanOptions:

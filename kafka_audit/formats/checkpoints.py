@@ -35,7 +35,8 @@ OFFSET_CHECKPOINTS = (
     REPLICATION_OFFSET_CHECKPOINT,
     CLEANER_OFFSET_CHECKPOINT,
 )
-# A problem in these files is a note of the scan, reported under no check of its own.
+# The check a problem of these files carries (a sidecar that cannot be trusted): a scan reports
+# such problems as notes, ``dump`` under this check. They have a line, not a byte position.
 _CHECK = "index_mismatch"
 
 
@@ -90,7 +91,7 @@ def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries)
         return []
     version = lines[0].strip()
     if version != str(CHECKPOINT_VERSION):
-        result.add_problem(_CHECK, 0, f"Unrecognized version of the checkpoint file {name}: {_clip(version)}")
+        result.add_line_problem(_CHECK, 1, f"Unrecognized version of the checkpoint file {name}: {_clip(version)}")
         return []
     if len(lines) < 2:
         return []
@@ -101,12 +102,12 @@ def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries)
         # The last two fields are a partition or leader epoch (Integer.parseInt) and an offset
         # (Long.parseLong): a number past their range makes the line malformed, as in Kafka.
         if len(parts) != fields or not (_fits(parts[-2], 32) and _fits(parts[-1], 64)):
-            result.add_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {_clip(line)!r}")
+            result.add_line_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {_clip(line)!r}")
             continue
         entries.append(parts)
     if not _fits(count, 32) or int(count) != len(entries):
-        result.add_problem(
-            _CHECK, 1, f"Expected {_clip(count)} entries in checkpoint file {name}, but found {len(entries)}"
+        result.add_line_problem(
+            _CHECK, 2, f"Expected {_clip(count)} entries in checkpoint file {name}, but found {len(entries)}"
         )
     return entries
 
@@ -132,7 +133,7 @@ def _fits(text: str, bits: int) -> bool:
 def _decode(data: bytes, name: str, result: SidecarEntries) -> str:
     text = data.decode("utf-8", errors="replace")
     if "\ufffd" in text:
-        result.add_problem(_CHECK, 0, f"{name} is not UTF-8 text")
+        result.add_line_problem(_CHECK, None, f"{name} is not UTF-8 text")
     return text
 
 
@@ -159,7 +160,7 @@ def parse_properties(data: bytes, name: str = META_PROPERTIES) -> SidecarEntries
             continue
         cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
         if cut <= 0:
-            result.add_problem(_CHECK, number, f"Malformed line {number} in {name}: {_clip(raw)!r}")
+            result.add_line_problem(_CHECK, number, f"Malformed line {number} in {name}: {_clip(raw)!r}")
             continue
         result.entries.append(Property(line[:cut].strip(), line[cut + 1 :].strip()))
     return result
