@@ -17,8 +17,10 @@
 #include <Python.h>
 #include <stdint.h>
 
-#define MAX_VARINT_BYTES 5
-#define MAX_VARLONG_BYTES 10
+/* The record grammar's widths come from kafka_audit/formats/default_record.py, through setup.py. */
+#if !defined(MAX_VARINT_BYTES) || !defined(MAX_VARLONG_BYTES) || !defined(MIN_HEADER_BYTES)
+#error "build with setup.py: it defines the grammar's widths from default_record.py"
+#endif
 
 /* Reads a zig-zag varint of at most `max_bytes` bytes at *pos; 0 when it does not end in time. */
 static int read_varint(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, int max_bytes, int64_t *out)
@@ -42,6 +44,22 @@ static int read_varint(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, int
         shift += 7;
     }
     return 0;
+}
+
+/* A field of DefaultRecord's grammar: a varint size, then that many bytes within the record; the
+ * size -1 (null) passes only when `null_ok`. 0 rejects. */
+static int skip_bytes(const uint8_t *data, Py_ssize_t record_end, Py_ssize_t *pos, int null_ok)
+{
+    int64_t size;
+    if (!read_varint(data, record_end, pos, MAX_VARINT_BYTES, &size))
+        return 0;
+    if (size >= 0) {
+        if (size > record_end - *pos)
+            return 0;
+        *pos += (Py_ssize_t)size;
+        return 1;
+    }
+    return size == -1 && null_ok;
 }
 
 /* Timestamps are compared as Python compares them, without overflow: base timestamp plus delta
@@ -89,37 +107,16 @@ static int screen(const uint8_t *data, Py_ssize_t end, int64_t base_timestamp, l
         }
         if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v) || v != index)
             return 0;
-        /* key, then value: a size, -1 for null */
-        for (int field = 0; field < 2; field++) {
-            if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v))
-                return 0;
-            if (v >= 0) {
-                if (v > record_end - pos)
-                    return 0;
-                pos += (Py_ssize_t)v;
-            } else if (v != -1 || (field == 0 && require_key)) {
-                return 0;
-            }
-        }
+        if (!skip_bytes(data, record_end, &pos, !require_key) || !skip_bytes(data, record_end, &pos, 1))
+            return 0; /* key, value */
         int64_t header_count;
         if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &header_count))
             return 0;
-        /* The bound of decode_records: each header takes at least two bytes. */
-        if (header_count < 0 || 2 * header_count > record_end - pos)
+        if (header_count < 0 || MIN_HEADER_BYTES * header_count > record_end - pos)
             return 0;
         for (int64_t h = 0; h < header_count; h++) {
-            if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v) || v < 0 || v > record_end - pos)
-                return 0;
-            pos += (Py_ssize_t)v;
-            if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v))
-                return 0;
-            if (v >= 0) {
-                if (v > record_end - pos)
-                    return 0;
-                pos += (Py_ssize_t)v;
-            } else if (v != -1) {
-                return 0;
-            }
+            if (!skip_bytes(data, record_end, &pos, 0) || !skip_bytes(data, record_end, &pos, 1))
+                return 0; /* header key (never null), header value */
         }
         if (pos != record_end)
             return 0;
@@ -161,4 +158,16 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_record_screen", "The compiled record screen.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__record_screen(void) { return PyModule_Create(&module); }
+/* The module carries the widths it was built with, so that a stale build can be told apart. */
+PyMODINIT_FUNC PyInit__record_screen(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntMacro(m, MAX_VARINT_BYTES) < 0 || PyModule_AddIntMacro(m, MAX_VARLONG_BYTES) < 0
+        || PyModule_AddIntMacro(m, MIN_HEADER_BYTES) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
