@@ -1,8 +1,8 @@
-"""The one thing pyproject.toml cannot say without experimental settings: the optional C build of
-the record screen (kafka_audit/formats/_record_screen.c). ``optional=True``: without a compiler the
-install still succeeds and the pure-Python screen runs. The record grammar's widths the C screen
-reads with (varint lengths, the header bound) are taken from kafka_audit/formats/default_record.py,
-their one home."""
+"""The one thing pyproject.toml cannot say without experimental settings: the optional C builds of
+the record screen (kafka_audit/formats/_record_screen.c) and of dump's record lines
+(kafka_audit/_record_text.c). ``optional=True``: without a compiler the install still succeeds and
+the pure-Python code runs. The record grammar's widths the C screen reads with (varint lengths, the
+header bound) are taken from kafka_audit/formats/default_record.py, their one home."""
 
 import ast
 from pathlib import Path
@@ -35,6 +35,7 @@ setup(
             sources=["kafka_audit/formats/_record_screen.c"],
             define_macros=_grammar_macros(),
             optional=True,
-        )
+        ),
+        Extension("kafka_audit._record_text", sources=["kafka_audit/_record_text.c"], optional=True),
     ]
 )
