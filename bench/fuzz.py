@@ -46,7 +46,13 @@ import crc32c  # noqa: E402
 
 from kafka_audit.formats.compression import DecompressionError, compress, decompress  # noqa: E402
 from kafka_audit.formats.record_batch import (  # noqa: E402
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_CRC_OFFSET,
+    LEGACY_MAGIC_OFFSET,
+    LEGACY_RECORD_OVERHEAD_V0,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    SIZE_OFFSET,
     MAGIC_VALUE_V2,
     V2_ATTRIBUTES_OFFSET,
     V2_BASE_SEQUENCE_OFFSET,
@@ -114,9 +120,9 @@ def batch_spans(data: bytes) -> list[tuple[int, int]]:
     """(start, end) of each batch/top-level message while the ``offset i64, size i32`` framing holds."""
     spans = []
     pos = 0
-    while pos + 17 <= len(data):
-        (size,) = struct.unpack_from(">i", data, pos + V2_LENGTH_OFFSET)
-        if size < 14 or pos + LOG_OVERHEAD + size > len(data):
+    while pos + HEADER_SIZE_UP_TO_MAGIC <= len(data):
+        (size,) = struct.unpack_from(">i", data, pos + SIZE_OFFSET)
+        if size < LEGACY_RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > len(data):
             break
         spans.append((pos, pos + LOG_OVERHEAD + size))
         pos += LOG_OVERHEAD + size
@@ -125,14 +131,15 @@ def batch_spans(data: bytes) -> list[tuple[int, int]]:
 
 def fix_crc(buf: bytearray, start: int, end: int) -> None:
     """Recompute the CRC of the batch/message at ``start`` (v2: CRC-32C, v0/v1: CRC-32)."""
-    if end - start < 17:
+    if end - start < HEADER_SIZE_UP_TO_MAGIC:
         return
-    magic = buf[start + V2_MAGIC_OFFSET]
+    magic = buf[start + MAGIC_OFFSET]
     if magic == MAGIC_VALUE_V2 and end - start >= V2_RECORD_BATCH_OVERHEAD:
         crc = crc32c.crc32c(bytes(buf[start + V2_ATTRIBUTES_OFFSET : end]))
         struct.pack_into(">I", buf, start + V2_CRC_OFFSET, crc)
     elif magic in (0, 1):
-        struct.pack_into(">I", buf, start + 12, zlib.crc32(bytes(buf[start + 16 : end])))
+        crc = zlib.crc32(bytes(buf[start + LEGACY_MAGIC_OFFSET : end]))
+        struct.pack_into(">I", buf, start + LEGACY_CRC_OFFSET, crc)
 
 
 # -- mutations ----------------------------------------------------------------------------------

@@ -25,10 +25,23 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
-# org.apache.kafka.common.record.Records: offset i64 + size i32 before every batch/message.
-LOG_OVERHEAD = 12
+# org.apache.kafka.common.record.Records: offset i64 + size i32 before every batch/message, the
+# magic byte at the same place in every format.
+OFFSET_OFFSET = 0
+OFFSET_LENGTH = 8
+SIZE_OFFSET = OFFSET_OFFSET + OFFSET_LENGTH
+SIZE_LENGTH = 4
+LOG_OVERHEAD = SIZE_OFFSET + SIZE_LENGTH
+MAGIC_OFFSET = 16
+MAGIC_LENGTH = 1
 # Records.HEADER_SIZE_UP_TO_MAGIC: offset, size, and (v2: partitionLeaderEpoch / v0,v1: crc) + magic.
-HEADER_SIZE_UP_TO_MAGIC = 17
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + MAGIC_LENGTH
+
+# LegacyRecord after the log overhead: crc u32 (CRC-32 of magic..end), magic i8, attributes i8.
+LEGACY_CRC_OFFSET = LOG_OVERHEAD
+LEGACY_CRC_LENGTH = 4
+LEGACY_MAGIC_OFFSET = LEGACY_CRC_OFFSET + LEGACY_CRC_LENGTH
+LEGACY_ATTRIBUTES_OFFSET = LEGACY_MAGIC_OFFSET + MAGIC_LENGTH
 
 # DefaultRecordBatch header layout (SPEC section 4), each field's offset derived from the one
 # before it as DefaultRecordBatch's *_OFFSET chain does: the reader, the encoder below and bench/
@@ -40,7 +53,7 @@ V2_LENGTH_LENGTH = 4
 V2_PARTITION_LEADER_EPOCH_OFFSET = V2_LENGTH_OFFSET + V2_LENGTH_LENGTH
 V2_PARTITION_LEADER_EPOCH_LENGTH = 4
 V2_MAGIC_OFFSET = V2_PARTITION_LEADER_EPOCH_OFFSET + V2_PARTITION_LEADER_EPOCH_LENGTH
-V2_MAGIC_LENGTH = 1
+V2_MAGIC_LENGTH = MAGIC_LENGTH
 V2_CRC_OFFSET = V2_MAGIC_OFFSET + V2_MAGIC_LENGTH
 V2_CRC_LENGTH = 4
 V2_ATTRIBUTES_OFFSET = V2_CRC_OFFSET + V2_CRC_LENGTH
@@ -65,7 +78,7 @@ V2_RECORD_BATCH_OVERHEAD = V2_RECORDS_OFFSET
 V2_BATCH_LENGTH_OVERHEAD = V2_RECORD_BATCH_OVERHEAD - V2_PARTITION_LEADER_EPOCH_OFFSET
 # The whole header in the chain's field order (the crc unsigned, the attributes a signed i16).
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-assert V2_HEADER.size == V2_RECORD_BATCH_OVERHEAD
+assert V2_HEADER.size == V2_RECORD_BATCH_OVERHEAD and V2_MAGIC_OFFSET == MAGIC_OFFSET
 
 # LegacyRecord layout: crc u32, magic i8, attributes i8, [timestamp i64], key len i32, value len i32.
 LEGACY_RECORD_OVERHEAD_V0 = 14

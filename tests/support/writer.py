@@ -49,12 +49,15 @@ from kafka_audit.formats.producer_snapshot import ProducerSnapshotEntry, encode_
 from kafka_audit.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
+    LEGACY_CRC_OFFSET,
+    LEGACY_MAGIC_OFFSET,
     MAGIC_VALUE_V1,
     MAGIC_VALUE_V2,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     NO_TIMESTAMP,
+    SIZE_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
     V2_CRC_OFFSET,
@@ -76,10 +79,6 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
 # What a bad_crc fault XORs into the right CRC.
 _CRC_DAMAGE = 0xDEADBEEF
-# A v0/v1 message's size, crc and magic fields (after the offset i64; LegacyRecord).
-_LEGACY_SIZE_AT = 8
-_LEGACY_CRC_AT = 12
-_LEGACY_MAGIC_AT = 16
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,11 +419,11 @@ def _damage_message(data: bytes, bad_crc: bool, size: int | None, stored_magic: 
     another size field."""
     damaged = bytearray(data)
     if stored_magic is not None:
-        damaged[_LEGACY_MAGIC_AT] = stored_magic & 0xFF
-    crc = zlib.crc32(damaged[_LEGACY_MAGIC_AT:])
-    struct.pack_into(">I", damaged, _LEGACY_CRC_AT, crc ^ _CRC_DAMAGE if bad_crc else crc)
+        damaged[LEGACY_MAGIC_OFFSET] = stored_magic & 0xFF
+    crc = zlib.crc32(damaged[LEGACY_MAGIC_OFFSET:])
+    struct.pack_into(">I", damaged, LEGACY_CRC_OFFSET, crc ^ _CRC_DAMAGE if bad_crc else crc)
     if size is not None:
-        struct.pack_into(">i", damaged, _LEGACY_SIZE_AT, size)
+        struct.pack_into(">i", damaged, SIZE_OFFSET, size)
     return bytes(damaged)
 
 
