@@ -19,10 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_audit.formats.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
-
-# ControlRecordType ids of the transaction markers.
-_ABORT, _COMMIT = 0, 1
 
 
 @dataclass(slots=True)
@@ -57,10 +55,10 @@ class ProducerActivity:
             if self.last_timestamp is None or batch.max_timestamp > self.last_timestamp:
                 self.last_timestamp = batch.max_timestamp
         if batch.is_control:
-            if batch.control_type == _COMMIT:
+            if batch.control_type == ControlRecordType.COMMIT:
                 self.committed += 1
                 self.in_transaction = False
-            elif batch.control_type == _ABORT:
+            elif batch.control_type == ControlRecordType.ABORT:
                 self.aborted += 1
                 self.in_transaction = False
             return
