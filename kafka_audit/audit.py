@@ -1,7 +1,7 @@
 """The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
 
-``pipeline.py`` runs these steps on Spark (parse in ``mapPartitions``, shuffle by partition,
-replay per partition); :func:`audit_in_process` runs exactly the same steps in this process, for
+``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
 tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
 
 The unit of work is a :class:`SegmentTask` (a segment, or a byte range of a large one); the unit
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from itertools import chain
 from collections import Counter
 from dataclasses import dataclass, field
@@ -110,8 +111,13 @@ def log_order(task: SegmentTask) -> tuple[int, str, int]:
     return (task.base_offset, task.segment, task.start)
 
 
-def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
-    """The whole audit in this process: the reference the Spark job must agree with."""
+def audit_in_process(
+    discovery: Discovery,
+    options: ScanOptions,
+    on_batches: Callable[[list[BatchSummary]], None] | None = None,
+) -> ScanResult:
+    """The whole audit in this process: the reference the Spark job must agree with.
+    ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
     started = time.monotonic()
     metas = partition_metas(discovery, options)
     stats = SegmentStats()
@@ -129,6 +135,8 @@ def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
                 findings.append(item)
         summaries[task.replica_key].append((log_order(task), batches))
         stats.merge(auditor.stats)
+        if on_batches is not None:
+            on_batches(batches)
     for key, meta in metas.items():
         in_log_order = chain.from_iterable(batches for _, batches in sorted(summaries[key], key=lambda t: t[0]))
         partition_findings, partition_totals = audit_partition(meta, in_log_order)

@@ -128,11 +128,18 @@ def scan(
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
     conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
+    remote: Annotated[
+        Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
+    ] = None,
+    output_parquet: Annotated[
+        Optional[str],
+        typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
     from kafka_audit import pipeline
-    from kafka_audit.spark_session import spark_session
+    from kafka_audit.spark_session import connect_session, spark_session
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
 
@@ -156,17 +163,28 @@ def scan(
         transaction_timeout_ms=transaction_timeout_ms,
     )
     err = Console(stderr=True)
+    parquet = _parquet_target(output_parquet)
     try:
-        with spark_session(master, spark_conf) as spark:
+        with connect_session(remote, spark_conf) if remote else spark_session(master, spark_conf) as spark:
             if not quiet and err.is_terminal:
-                result = _run_with_progress(spark, discovery, options, err)
+                result = _run_with_progress(spark, discovery, options, err, parquet)
             else:
-                result = pipeline.run_scan(spark, discovery, options)
+                result = pipeline.run_scan(spark, discovery, options, output_parquet=parquet)
     except Exception as exc:  # Spark failed to start or the job failed: one line, not a JVM trace
         raise _fail(_spark_failure(exc)) from None
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _parquet_target(target: Optional[str]) -> Optional[str]:
+    """``--output-parquet``: a URI as given, a local folder made absolute (executors write it)."""
+    if target is None or "://" in target:
+        return target
+    path = Path(target).absolute()
+    if path.exists() and not path.is_dir():
+        raise _fail(f"--output-parquet {target}: not a directory")
+    return str(path)
 
 
 def _check_output(output: Optional[Path]) -> None:
@@ -210,31 +228,31 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
         sys.stdout.write(text)
 
 
-def _run_with_progress(spark, discovery, options, err: Console):
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+def _run_with_progress(spark, discovery, options, err: Console, output_parquet: Optional[str] = None):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from kafka_audit import pipeline
 
     with Progress(
         TextColumn("[bold blue]auditing"),
         BarColumn(),
-        DownloadColumn(),
-        TextColumn("{task.fields[segments]}"),
+        MofNCompleteColumn(),
+        TextColumn("Spark tasks, {task.fields[planned]}"),
         TimeElapsedColumn(),
         console=err,
         transient=True,
     ) as bar:
-        task = bar.add_task("scan", total=None, segments="")
+        task = bar.add_task("scan", total=None, planned="")
 
         def update(progress: pipeline.Progress) -> None:
             bar.update(
                 task,
-                total=progress.bytes_total,
-                completed=progress.bytes_done(),
-                segments=f"{progress.segments_done()}/{progress.segments_total} segment tasks",
+                total=progress.tasks_total or None,
+                completed=progress.tasks_done,
+                planned=f"{progress.segments_total} segment tasks, {progress.bytes_total / 1e6:,.1f} MB",
             )
 
-        return pipeline.run_scan(spark, discovery, options, on_progress=update)
+        return pipeline.run_scan(spark, discovery, options, on_progress=update, output_parquet=output_parquet)
 
 
 @app.command()
