@@ -37,7 +37,8 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -53,6 +54,12 @@ from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, Segmen
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
+# Batch rows per Arrow batch the segment step sends (Spark's own default batch size).
+_ROWS_PER_BATCH = 10_000
+# What the partition step reads of the segment step's rows: the batch columns it replays, not
+# those of the ``batches`` dataset only (each value costs the JVM two conversions and a sort).
+_REPLAYED = [name for name in schemas.SUMMARY_NAMES if name not in ("topic", "partition", "compression", "crc_valid")]
+_REPLICA_COLUMNS = ["kind", "place", *_REPLAYED, "payload", "blob"]
 # The order of a replica's rows at the partition step (see the module docstring).
 _REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
 
@@ -203,6 +210,7 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
     )
     replica_rows = (
         segment_rows.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
+        .select(*_REPLICA_COLUMNS)
         .repartition(count, "place")
         .sortWithinPartitions(*_REPLICA_ORDER)
         .groupBy("place")
@@ -234,33 +242,43 @@ def _segment_step_of(options: ScanOptions) -> Callable[[Iterator[pa.RecordBatch]
     validation, reference_time = options.validation, options.reference_time
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Executor side: audit each segment task of this Spark task (``mapInArrow``)."""
+        """Executor side: audit each segment task of this Spark task (``mapInArrow``). Rows are
+        sent in Arrow batches of about :data:`_ROWS_PER_BATCH` rows across tasks: an Arrow
+        batch per segment task cost as much as the audit itself (a fixed cost per column)."""
+        places: list[int] = []
+        summaries: list[BatchSummary] = []
+        rare: list[tuple] = []
         for batch in batches:
             for row in batch.to_pylist():
                 place = row.pop("place")
                 del row["slot"]
                 auditor = SegmentAuditor(SegmentTask(**row), validation, reference_time)
-                summaries: list[BatchSummary] = []
-                rare: list[tuple] = []
+                count = len(summaries)
                 for item in auditor.run():
                     if isinstance(item, BatchSummary):
                         summaries.append(item)
                     else:
                         finding = item.to_dict()
                         rare.append((schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+                places.extend([place] * (len(summaries) - count))
                 rare.append((schemas.STATS, place, None, pickle.dumps(auditor.stats)))
-                yield _rare_rows(rare)
-                if summaries:
-                    yield _batch_rows(place, summaries)
+                if len(summaries) >= _ROWS_PER_BATCH:
+                    yield _batch_rows(places, summaries)
+                    places, summaries = [], []
+        yield _rare_rows(rare)
+        if summaries:
+            yield _batch_rows(places, summaries)
 
     return segment_step
 
 
-def _batch_rows(place: int, summaries: list[BatchSummary]) -> pa.RecordBatch:
-    """Typed rows of one task's batch summaries (``schemas.SEGMENT_ROWS``)."""
+def _batch_rows(places: list[int], summaries: list[BatchSummary]) -> pa.RecordBatch:
+    """Typed rows of batch summaries (``schemas.SEGMENT_ROWS``), ``places[i]`` being the place of
+    ``summaries[i]``."""
     count = len(summaries)
-    columns = [pa.array([schemas.BATCH] * count, pa.int8()), pa.array([place] * count, pa.int32())]
-    columns += [pa.array(column, type=f.type) for column, f in zip(zip(*summaries), schemas.SUMMARY_FIELDS)]
+    columns = [pa.array([schemas.BATCH] * count, pa.int8()), pa.array(places, pa.int32())]
+    # A column at a time (zip(*summaries) of thousands of tuples took ten times as long).
+    columns += [pa.array(list(map(itemgetter(i), summaries)), type=f.type) for i, f in enumerate(schemas.SUMMARY_FIELDS)]
     columns += [pa.nulls(count, pa.string()), pa.nulls(count, pa.binary())]
     return pa.RecordBatch.from_arrays(columns, schema=schemas.SEGMENT_ROWS)
 
@@ -297,7 +315,7 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             break
     if meta is None:
         raise RuntimeError("a replica's rows reached the partition step without its metadata row")
-    findings, totals = audit_partition(meta, _summaries(chain(first, rest)))
+    findings, totals = audit_partition(meta, _summaries(meta, chain(first, rest)))
     for finding in findings:
         value = finding.to_dict()
         out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))
@@ -309,11 +327,18 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     )
 
 
-def _summaries(batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
-    """Batch summaries back from typed rows, one Arrow batch at a time."""
+def _summaries(meta, batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
+    """Batch summaries back from typed rows, one Arrow batch at a time (the replica's topic and
+    partition from its metadata; the dataset-only fields left at their defaults)."""
+    defaults = BatchSummary._field_defaults
     for batch in batches:
-        columns = [batch.column(name).to_pylist() for name in schemas.SUMMARY_NAMES]
-        yield from map(BatchSummary._make, zip(*columns))
+        count = batch.num_rows
+        columns = [batch.column(name).to_pylist() for name in _REPLAYED]
+        yield from map(
+            BatchSummary._make,
+            zip(repeat(meta.topic, count), repeat(meta.partition, count), *columns,
+                repeat(defaults["compression"], count), repeat(defaults["crc_valid"], count)),
+        )
 
 
 def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:

@@ -242,7 +242,8 @@ def test_the_progress_display_on_a_terminal_shows_spark_tasks_and_the_plan(spark
     assert result.summary["batches"] == pipeline.run_scan(spark, found, ScanOptions()).summary["batches"]
     shown = screen.getvalue()
     assert "auditing" in shown and f"Spark tasks, {found.segment_count} segment tasks" in shown
-    assert re.search(r"\b([1-9][0-9]*)/\1 Spark tasks", shown)  # every Spark task seen done at the end
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
+    assert re.search(r"\b([1-9][0-9]*)/\1 Spark tasks", plain)  # every Spark task seen done at the end
 
 
 def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch):
