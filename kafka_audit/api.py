@@ -23,12 +23,14 @@ from kafka_audit.rules.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
 
 @dataclass(slots=True)
 class AuditResult:
-    """What a scan found: ``findings`` (dicts of SPEC section 2, in SPEC order) and ``summary``
-    (the JSON report's summary); on a given SparkSession also the three datasets as DataFrames."""
+    """What a scan found: ``findings`` (dicts of SPEC section 2, in SPEC order), ``summary`` (the
+    JSON report's summary) and ``producers`` (SPEC section 3's rows); on a given SparkSession
+    also the three datasets as DataFrames."""
 
     findings: list[dict[str, Any]]
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    producers: list[dict[str, Any]] = field(default_factory=list)
     findings_df: Any = None
     batches_df: Any = None
     producers_df: Any = None
@@ -95,10 +97,11 @@ def scan(
             return _result(pipeline.run_scan(own, discovery, options, output_parquet=target), "spark")
     result, frames = pipeline.run_job(spark, discovery, options, keep=True)
     if target is not None:
-        frames.write_parquet(target)
+        frames.write_parquet(spark, result, target)
     return _result(
         result, "spark",
-        findings_df=frames.findings(), batches_df=frames.batches(), producers_df=frames.producers(), _frames=frames,
+        findings_df=frames.findings(), batches_df=frames.batches(), producers_df=frames.producers(spark, result.producers),
+        _frames=frames,
     )
 
 
@@ -109,13 +112,13 @@ def _in_process(discovery, options: ScanOptions, target: str | None) -> AuditRes
 
     datasets = LocalDatasets(target)
     result = audit_in_process(discovery, options, on_batches=datasets.add_batches)
-    datasets.finish([f.to_dict() for f in result.findings], [])
+    datasets.finish([f.to_dict() for f in result.findings], result.producers)
     return _result(result, "local")
 
 
 def _result(result, engine: str, **frames) -> AuditResult:
     summary = {**result.summary, "engine": engine}
-    return AuditResult([f.to_dict() for f in result.findings], summary, list(result.notes), **frames)
+    return AuditResult([f.to_dict() for f in result.findings], summary, list(result.notes), list(result.producers), **frames)
 
 
 def _epoch_ms(value: int | datetime | None) -> int | None:

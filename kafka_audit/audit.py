@@ -51,6 +51,8 @@ class ScanResult:
     findings: list[Finding]
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
+    producers: list[dict[str, Any]] = field(default_factory=list)
 
 
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:

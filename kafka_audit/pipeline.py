@@ -54,6 +54,8 @@ from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, Segmen
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
+# The task columns that are names from the file system, sent as bytes.
+_NAME_COLUMNS = ("topic", "replica", "path", "segment")
 # Batch rows per Arrow batch the segment step sends (Spark's own default batch size).
 _ROWS_PER_BATCH = 10_000
 # What the partition step reads of the segment step's rows: the batch columns it replays, not
@@ -102,19 +104,21 @@ class ScanFrames:
         from pyspark.sql import functions as F
 
         rows = self.segment_rows.where(F.col("kind") == schemas.BATCH)
-        return rows.select(*[F.col("compression" if name == "codec" else name).alias(name) for name in schemas.BATCHES.names])
+        source = {"codec": F.col("compression"), "topic": F.decode("topic", "UTF-8"), "segment": F.decode("segment", "UTF-8")}
+        return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
 
-    def producers(self):
-        """The ``producers`` dataset: the partition step's per-producer rows."""
-        from pyspark.sql import functions as F
+    def producers(self, spark, rows: list[dict[str, Any]]):
+        """The ``producers`` dataset of the scan's ``producers`` rows. The driver completes them
+        (transactional ids and finding counts need every partition's findings), so they go back
+        to the session from there; they are one row per producer and partition, not per batch."""
+        table = pa.Table.from_pylist(rows, schema=schemas.PRODUCERS)
+        return spark.createDataFrame(table, schemas.spark_schema(schemas.PRODUCERS))
 
-        rows = self.replica_rows.where(F.col("kind") == schemas.PRODUCER)
-        return rows.select(F.from_json("payload", schemas.spark_schema(schemas.PRODUCERS)).alias("p")).select("p.*")
-
-    def write_parquet(self, target: str) -> None:
+    def write_parquet(self, spark, result: ScanResult, target: str) -> None:
         """Write the three datasets under ``target`` (a folder or URI), each replaced if present."""
         base = target.rstrip("/")
-        for name, frame in (("findings", self.findings()), ("batches", self.batches()), ("producers", self.producers())):
+        datasets = {"findings": self.findings(), "batches": self.batches(), "producers": self.producers(spark, result.producers)}
+        for name, frame in datasets.items():
             frame.write.mode("overwrite").parquet(f"{base}/{name}")
 
     def unpersist(self) -> None:
@@ -134,7 +138,7 @@ def run_scan(
     result, frames = run_job(spark, discovery, options, on_progress, keep=output_parquet is not None)
     if frames is not None and output_parquet is not None:
         try:
-            frames.write_parquet(output_parquet)
+            frames.write_parquet(spark, result, output_parquet)
         finally:
             frames.unpersist()
     return result
@@ -158,11 +162,8 @@ def run_job(
         frames = build_frames(spark, discovery, options, tasks)
         if keep:
             frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist())
-        from pyspark.sql import functions as F
-
-        wanted = frames.replica_rows.where(F.col("kind") != schemas.PRODUCER).select("kind", "blob")
         with _watch(spark, progress, on_progress):
-            table = wanted.toArrow()
+            table = frames.replica_rows.select("kind", "blob").toArrow()
         for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
             value = pickle.loads(blob)
             if kind == schemas.FINDING:
@@ -189,9 +190,11 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
     places = dict(zip(replicas, keys_for_buckets([buckets.get(key, 0) for key in replicas], count)))
     slot_keys = keys_for_buckets(range(len(groups)), len(groups))
 
+    name = schemas.name_bytes
     task_rows = [
-        (slot_keys[slot], places[task.replica_key], task.topic, task.partition, task.replica, task.path,
-         task.segment, task.base_offset, task.state, task.mtime_ms, task.size, task.start, task.stop)
+        (slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
+         name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size, task.start,
+         task.stop)
         for slot, group in enumerate(groups)
         for task in group
     ]
@@ -252,6 +255,8 @@ def _segment_step_of(options: ScanOptions) -> Callable[[Iterator[pa.RecordBatch]
             for row in batch.to_pylist():
                 place = row.pop("place")
                 del row["slot"]
+                for key in _NAME_COLUMNS:
+                    row[key] = row[key].decode("utf-8", "surrogateescape")
                 auditor = SegmentAuditor(SegmentTask(**row), validation, reference_time)
                 count = len(summaries)
                 for item in auditor.run():
@@ -278,7 +283,10 @@ def _batch_rows(places: list[int], summaries: list[BatchSummary]) -> pa.RecordBa
     count = len(summaries)
     columns = [pa.array([schemas.BATCH] * count, pa.int8()), pa.array(places, pa.int32())]
     # A column at a time (zip(*summaries) of thousands of tuples took ten times as long).
-    columns += [pa.array(list(map(itemgetter(i), summaries)), type=f.type) for i, f in enumerate(schemas.SUMMARY_FIELDS)]
+    values = [list(map(itemgetter(i), summaries)) for i in range(len(schemas.SUMMARY_FIELDS))]
+    for i in (0, 2):  # topic and segment: names as bytes
+        values[i] = list(map(schemas.name_bytes, values[i]))
+    columns += [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARY_FIELDS)]
     columns += [pa.nulls(count, pa.string()), pa.nulls(count, pa.binary())]
     return pa.RecordBatch.from_arrays(columns, schema=schemas.SEGMENT_ROWS)
 
@@ -334,6 +342,7 @@ def _summaries(meta, batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary
     for batch in batches:
         count = batch.num_rows
         columns = [batch.column(name).to_pylist() for name in _REPLAYED]
+        columns[0] = [segment.decode("utf-8", "surrogateescape") for segment in columns[0]]
         yield from map(
             BatchSummary._make,
             zip(repeat(meta.topic, count), repeat(meta.partition, count), *columns,

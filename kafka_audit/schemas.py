@@ -7,7 +7,8 @@ files written by Spark or by pyarrow all have the same columns and types.
 The job's rows (``pipeline.py``) carry a ``kind`` column. Batch rows, the hot ones (one per
 record batch), have typed columns; rare rows (findings, counts, a replica's metadata, later
 per-producer rows and timeline events) carry a JSON ``payload`` for readers and a pickled
-``blob`` for the driver. A new kind of rare row needs no new column.
+``blob`` for the driver. A new kind of rare row (per-producer rows, timeline events) needs no
+new column.
 """
 
 from __future__ import annotations
@@ -98,20 +99,20 @@ DATASETS = {"findings": FINDINGS, "batches": BATCHES, "producers": PRODUCERS}
 # Row kinds, in the order a replica's rows reach the partition step: its metadata first, then the
 # segment step's counts and findings, then its batches in log order.
 META, STATS, FINDING, BATCH = 0, 1, 2, 3
-# Kinds only the partition step emits.
-TOTALS, PRODUCER = 4, 5
+# The kind only the partition step emits.
+TOTALS = 4
 
-# The segment tasks, one row each. ``slot`` picks the Spark task that audits it, ``place`` the
+# The segment tasks, one row each (names and paths as bytes, see SUMMARY_FIELDS). ``slot`` picks the Spark task that audits it, ``place`` the
 # partition step's group (one per replica).
 TASKS = pa.schema(
     [
         ("slot", pa.int32()),
         ("place", pa.int32()),
-        ("topic", pa.string()),
+        ("topic", pa.binary()),
         ("partition", pa.int32()),
-        ("replica", pa.string()),
-        ("path", pa.string()),
-        ("segment", pa.string()),
+        ("replica", pa.binary()),
+        ("path", pa.binary()),
+        ("segment", pa.binary()),
         ("base_offset", pa.int64()),
         ("state", pa.string()),
         ("mtime_ms", pa.int64()),
@@ -122,12 +123,14 @@ TASKS = pa.schema(
 )
 
 # ``BatchSummary``'s fields, in its order (the partition step rebuilds summaries from them).
+# Names from file names travel as bytes (:func:`name_bytes`): a name that is not UTF-8 (a
+# surrogate escape in Python) has no Arrow string.
 SUMMARY_FIELDS = [
     pa.field(*spec)
     for spec in [
-    ("topic", pa.string()),
+    ("topic", pa.binary()),
     ("partition", pa.int32()),
-    ("segment", pa.string()),
+    ("segment", pa.binary()),
     ("segment_base_offset", pa.int64()),
     ("position", pa.int64()),
     ("base_offset", pa.int64()),
@@ -167,21 +170,40 @@ def spark_schema(schema: pa.Schema):
     return from_arrow_schema(schema)
 
 
+def name_bytes(name: str) -> bytes:
+    """A name from the file system as its bytes (undoing Python's surrogate escapes)."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def name_text(name: str) -> str:
+    """A name as dataset text: bytes that are not UTF-8 become U+FFFD, as Spark's ``decode``
+    makes them on the executors."""
+    return name_bytes(name).decode("utf-8", "replace")
+
+
 def finding_json(finding: dict[str, Any]) -> str:
-    """A finding as one JSON object (the ``findings`` dataset decodes ``details`` to text)."""
-    return json.dumps(finding, ensure_ascii=False, default=str)
+    """A finding as one JSON object (the ``findings`` dataset decodes it, ``details`` as text)."""
+    return json.dumps(finding, default=str)
 
 
 def findings_table(findings: list[dict[str, Any]]) -> pa.Table:
-    """The ``findings`` dataset's rows of ``findings`` (section 2 dicts)."""
-    rows = [{**f, "details": json.dumps(f["details"], ensure_ascii=False, default=str)} for f in findings]
+    """The ``findings`` dataset's rows of ``findings`` (section 2 dicts), as the Spark job's
+    ``from_json`` of :func:`finding_json` gives them."""
+    rows = [json.loads(finding_json(f)) for f in findings]
+    for row in rows:
+        row["details"] = json.dumps(row["details"], ensure_ascii=False, default=str)
+        for key, value in row.items():
+            if isinstance(value, str):
+                row[key] = value.encode("utf-8", "replace").decode("utf-8")
     return pa.Table.from_pylist(rows, schema=FINDINGS)
 
 
 def batches_table(summaries: list[tuple]) -> pa.Table:
     """The ``batches`` dataset's rows of ``BatchSummary`` tuples."""
-    columns = list(zip(*summaries)) if summaries else [()] * len(SUMMARY_FIELDS)
+    columns = [list(column) for column in zip(*summaries)] if summaries else [[] for _ in SUMMARY_FIELDS]
     by_name = dict(zip(SUMMARY_NAMES, columns))
     by_name["codec"] = by_name["compression"]
+    for name in ("topic", "segment"):
+        by_name[name] = [name_text(value) for value in by_name[name]]
     return pa.table([pa.array(by_name[name], type=field.type) for name, field in zip(BATCHES.names, BATCHES)],
                     schema=BATCHES)
