@@ -18,7 +18,7 @@ from typing import Any
 from kafka_audit.audit import ScanOptions, audit_in_process
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
-from kafka_audit.rules.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 
 @dataclass(slots=True)
@@ -54,6 +54,7 @@ def scan(
     timestamp_after_max_ms: int | None = None,
     reference_time: int | datetime | None = None,
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     output_parquet: str | None = None,
     engine: str | None = None,
     master: str = "local[*]",
@@ -84,6 +85,7 @@ def scan(
         ),
         reference_time=_epoch_ms(reference_time),
         transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
     )
     target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
     if engine == "local":

@@ -44,7 +44,15 @@ from typing import Any
 import pyarrow as pa
 
 from kafka_audit import schemas
-from kafka_audit.audit import ScanOptions, ScanResult, finish_result, pack_tasks, partition_metas, plan_tasks
+from kafka_audit.audit import (
+    ScanOptions,
+    ScanResult,
+    finish_result,
+    pack_tasks,
+    partition_metas,
+    plan_tasks,
+    with_inferred_compaction,
+)
 from kafka_audit.findings import Finding
 from kafka_audit.formats.log_dir import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -154,6 +162,7 @@ def run_job(
     """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
     Frames are None when there is nothing to audit."""
     started = time.monotonic()
+    options = with_inferred_compaction(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(segments_total=len(tasks), bytes_total=sum(t.byte_count for t in tasks))
     stats, totals, findings = SegmentStats(), PartitionTotals(), []

@@ -25,7 +25,7 @@ OPTIONS = json.loads((FAULTY / "EXPECTED.json").read_text())["options"]
 API_OPTIONS = {
     key: OPTIONS[key]
     for key in ("max_message_bytes", "timestamp_before_max_ms", "timestamp_after_max_ms", "reference_time",
-                "transaction_timeout_ms")
+                "transaction_timeout_ms", "producer_id_expiration_ms")
     if key in OPTIONS
 } | {"compacted_topics": OPTIONS.get("compacted_topics", ())}
 
