@@ -257,31 +257,40 @@ def _segment_step_of(options: ScanOptions) -> Callable[[Iterator[pa.RecordBatch]
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). Rows are
         sent in Arrow batches of about :data:`_ROWS_PER_BATCH` rows across tasks: an Arrow
         batch per segment task cost as much as the audit itself (a fixed cost per column)."""
-        places: list[int] = []
+        places: dict[SegmentTask, int] = {}
+
+        def tasks() -> Iterator[SegmentTask]:
+            for batch in batches:
+                for row in batch.to_pylist():
+                    place = row.pop("place")
+                    del row["slot"]
+                    for key in _NAME_COLUMNS:
+                        row[key] = row[key].decode("utf-8", "surrogateescape")
+                    task = SegmentTask(**row)
+                    places[task] = place
+                    yield task
+
+        batch_places: list[int] = []
         summaries: list[BatchSummary] = []
         rare: list[tuple] = []
-        for batch in batches:
-            for row in batch.to_pylist():
-                place = row.pop("place")
-                del row["slot"]
-                for key in _NAME_COLUMNS:
-                    row[key] = row[key].decode("utf-8", "surrogateescape")
-                auditor = SegmentAuditor(SegmentTask(**row), validation, reference_time)
-                count = len(summaries)
-                for item in auditor.run():
-                    if isinstance(item, BatchSummary):
-                        summaries.append(item)
-                    else:
-                        finding = item.to_dict()
-                        rare.append((schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
-                places.extend([place] * (len(summaries) - count))
-                rare.append((schemas.STATS, place, None, pickle.dumps(auditor.stats)))
-                if len(summaries) >= _ROWS_PER_BATCH:
-                    yield _batch_rows(places, summaries)
-                    places, summaries = [], []
+        for task in tasks():
+            place = places.pop(task)
+            auditor = SegmentAuditor(task, validation, reference_time)
+            count = len(summaries)
+            for item in auditor.run():
+                if isinstance(item, BatchSummary):
+                    summaries.append(item)
+                else:
+                    finding = item.to_dict()
+                    rare.append((schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+            batch_places.extend([place] * (len(summaries) - count))
+            rare.append((schemas.STATS, place, None, pickle.dumps(auditor.stats)))
+            if len(summaries) >= _ROWS_PER_BATCH:
+                yield _batch_rows(batch_places, summaries)
+                batch_places, summaries = [], []
         yield _rare_rows(rare)
         if summaries:
-            yield _batch_rows(places, summaries)
+            yield _batch_rows(batch_places, summaries)
 
     return segment_step
 
