@@ -437,6 +437,9 @@ def _watch(spark, progress: Progress, on_progress: Callable[[Progress], None] | 
         def handler(stages, inflight_tasks, operation_id, done) -> None:
             for stage in stages:
                 progress.update(stage.stage_id, stage.num_completed_tasks, stage.num_tasks)
+            if done:  # the operation finished: its stages' last counts may not have been sent
+                for stage, (_, total) in list(progress.stages.items()):
+                    progress.update(stage, total, total)
 
         spark.registerProgressHandler(handler)
         poll = None

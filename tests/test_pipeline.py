@@ -196,3 +196,12 @@ def _physical_plan(frame) -> str:
     with contextlib.redirect_stdout(text):
         frame.explain()
     return text.getvalue()
+
+
+def test_progress_comes_from_spark_without_accumulators(any_spark):
+    """The status tracker (classic) or the Connect progress handler reports the job's Spark tasks;
+    the last report has every task seen done."""
+    found = discover([str(FIXTURES / "healthy")])
+    seen = []
+    run_scan(any_spark, found, ScanOptions(), on_progress=lambda p: seen.append((p.tasks_done, p.tasks_total)))
+    assert seen and seen[-1][0] == seen[-1][1] > 0
