@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_audit.audit import ScanOptions, audit_in_process
+from kafka_audit.audit import ScanOptions
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -88,39 +88,26 @@ def scan(
         producer_id_expiration_ms=producer_id_expiration_ms,
     )
     target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
-    if engine == "local":
-        return _in_process(discovery, options, target)
+    if spark is None:
+        from kafka_audit.engines import Engine, run_audit
+
+        return _result(run_audit(discovery, options, Engine(engine), master, conf, None, remote, target))
     from kafka_audit import pipeline
 
-    if spark is None:
-        from kafka_audit.spark_session import connect_session, spark_session
-
-        with connect_session(remote, conf) if remote else spark_session(master, conf) as own:
-            return _result(pipeline.run_scan(own, discovery, options, output_parquet=target), "spark")
     result, frames = pipeline.run_job(spark, discovery, options, keep=True)
+    result.summary["engine"] = "spark"
     if target is not None:
         frames.write_parquet(spark, result, target)
     return _result(
-        result, "spark",
+        result,
         findings_df=frames.findings(), batches_df=frames.batches(), producers_df=frames.producers(spark, result.producers),
         _frames=frames,
     )
 
 
-def _in_process(discovery, options: ScanOptions, target: str | None) -> AuditResult:
-    if target is None:
-        return _result(audit_in_process(discovery, options), "local")
-    from kafka_audit.parquet_output import LocalDatasets
-
-    datasets = LocalDatasets(target)
-    result = audit_in_process(discovery, options, on_batches=datasets.add_batches)
-    datasets.finish([f.to_dict() for f in result.findings], result.producers)
-    return _result(result, "local")
-
-
-def _result(result, engine: str, **frames) -> AuditResult:
-    summary = {**result.summary, "engine": engine}
-    return AuditResult([f.to_dict() for f in result.findings], summary, list(result.notes), list(result.producers), **frames)
+def _result(result, **frames) -> AuditResult:
+    findings = [f.to_dict() for f in result.findings]
+    return AuditResult(findings, dict(result.summary), list(result.notes), list(result.producers), **frames)
 
 
 def _epoch_ms(value: int | datetime | None) -> int | None:

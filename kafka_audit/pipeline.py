@@ -36,7 +36,7 @@ import warnings
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
@@ -45,6 +45,7 @@ import pyarrow as pa
 
 from kafka_audit import schemas
 from kafka_audit.audit import (
+    Progress,
     ScanOptions,
     ScanResult,
     finish_result,
@@ -75,30 +76,14 @@ _REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
 
 
 @dataclass(slots=True)
-class Progress:
-    """What the driver's progress display shows while the job runs: the planned work, and the
-    Spark tasks done of those started so far (Spark's status tracker on a classic session, the
-    progress handler on Spark Connect; no accumulators)."""
-
-    segments_total: int = 0
-    bytes_total: int = 0
-    tasks_done: int = 0
-    tasks_total: int = 0
-    stages: dict[int, tuple[int, int]] = field(default_factory=dict)
-
-    def update(self, stage: int, done: int, total: int) -> None:
-        self.stages[stage] = (done, total)
-        self.tasks_done = sum(d for d, _ in self.stages.values())
-        self.tasks_total = sum(t for _, t in self.stages.values())
-
-
-@dataclass(slots=True)
 class ScanFrames:
     """The job's two row sets, as DataFrames: the segment step's (``schemas.SEGMENT_ROWS``) and the
     partition step's (``schemas.REPLICA_ROWS``). Persisted when kept for datasets."""
 
     segment_rows: Any
     replica_rows: Any
+    # Spark tasks of the segment step (how the progress display finds its stage).
+    segment_tasks: int = 0
 
     def findings(self):
         """The ``findings`` dataset (SPEC section 3): JSON payloads decoded by the executors."""
@@ -164,14 +149,14 @@ def run_job(
     started = time.monotonic()
     options = with_inferred_compaction(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
-    progress = Progress(segments_total=len(tasks), bytes_total=sum(t.byte_count for t in tasks))
+    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
     frames = None
     if tasks:
         frames = build_frames(spark, discovery, options, tasks)
         if keep:
-            frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist())
-        with _watch(spark, progress, on_progress):
+            frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist(), frames.segment_tasks)
+        with _watch(spark, progress, frames.segment_tasks, on_progress):
             table = frames.replica_rows.select("kind", "blob").toArrow()
         for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
             value = pickle.loads(blob)
@@ -228,7 +213,7 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
         .groupBy("place")
         .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
     )
-    return ScanFrames(segment_rows, replica_rows)
+    return ScanFrames(segment_rows, replica_rows, len(groups))
 
 
 def default_parallelism(spark) -> int:
@@ -426,42 +411,43 @@ def spark_hash_int(value: int, seed: int = 42) -> int:
 
 
 @contextmanager
-def _watch(spark, progress: Progress, on_progress: Callable[[Progress], None] | None) -> Iterator[None]:
-    """Feed ``progress`` from Spark while the job runs and call ``on_progress`` twice a second."""
+def _watch(
+    spark, progress: Progress, segment_tasks: int, on_progress: Callable[[Progress], None] | None
+) -> Iterator[None]:
+    """Feed ``progress`` from Spark while the job runs (the status tracker on a classic session,
+    the progress handler on Spark Connect; no accumulators) and call ``on_progress`` twice a
+    second. Segments and bytes are counted by the segment step's Spark tasks done (the stage of
+    ``segment_tasks`` tasks), partitions by the later stages' tasks; all are complete at the end."""
     if on_progress is None:
         yield
         return
     stop = threading.Event()
+    stages: dict[int, tuple[int, int]] = {}
     if _is_connect(spark):
 
-        def handler(stages, inflight_tasks, operation_id, done) -> None:
-            for stage in stages:
-                progress.update(stage.stage_id, stage.num_completed_tasks, stage.num_tasks)
-            if done:  # the operation finished: its stages' last counts may not have been sent
-                for stage, (_, total) in list(progress.stages.items()):
-                    progress.update(stage, total, total)
+        def handler(stages_now, inflight_tasks, operation_id, done) -> None:
+            for stage in stages_now:
+                stages[stage.stage_id] = (stage.num_completed_tasks, stage.num_tasks)
 
         spark.registerProgressHandler(handler)
         poll = None
     else:
         tracker = spark.sparkContext.statusTracker()
-        known = set(progress.stages)
 
         def poll() -> None:
             active = set(tracker.getActiveStageIds())
-            for stage in known - active:  # a stage no longer active has finished
-                _, total = progress.stages[stage]
-                progress.update(stage, total, total)
+            for stage in set(stages) - active:  # a stage no longer active has finished
+                stages[stage] = (stages[stage][1], stages[stage][1])
             for stage in active:
                 info = tracker.getStageInfo(stage)
                 if info is not None:
-                    progress.update(stage, info.numCompletedTasks, info.numTasks)
-            known.update(active)
+                    stages[stage] = (info.numCompletedTasks, info.numTasks)
 
     def loop() -> None:
         while not stop.wait(0.5):
             if poll is not None:
                 poll()
+            _count_done(progress, dict(stages), segment_tasks)
             on_progress(progress)
 
     thread = threading.Thread(target=loop, daemon=True)
@@ -473,6 +459,21 @@ def _watch(spark, progress: Progress, on_progress: Callable[[Progress], None] | 
         thread.join()
         if poll is None:
             spark.removeProgressHandler(handler)
-        else:
-            poll()
-        on_progress(progress)
+    progress.segments_done, progress.bytes_done = progress.segments_total, progress.bytes_total
+    progress.partitions_done = progress.partitions_total
+    on_progress(progress)
+
+
+def _count_done(progress: Progress, stages: dict[int, tuple[int, int]], segment_tasks: int) -> None:
+    """Segments, bytes and partitions done, in proportion to the Spark tasks done of the segment
+    step's stage (the first of ``segment_tasks`` tasks) and of the stages after it."""
+    segment_stage = next((stage for stage in sorted(stages) if stages[stage][1] == segment_tasks), None)
+    if segment_stage is None:
+        return
+    done, total = stages[segment_stage]
+    progress.segments_done = progress.segments_total * done // total
+    progress.bytes_done = progress.bytes_total * done // total
+    later = [stages[stage] for stage in stages if stage > segment_stage]
+    later_total = sum(total for _, total in later)
+    if later_total:
+        progress.partitions_done = progress.partitions_total * sum(done for done, _ in later) // later_total

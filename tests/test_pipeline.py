@@ -199,9 +199,23 @@ def _physical_plan(frame) -> str:
 
 
 def test_progress_comes_from_spark_without_accumulators(any_spark):
-    """The status tracker (classic) or the Connect progress handler reports the job's Spark tasks;
-    the last report has every task seen done."""
+    """The status tracker (classic) or the Connect progress handler feeds the progress; at the end
+    every segment task, byte and partition is done."""
     found = discover([str(FIXTURES / "healthy")])
     seen = []
-    run_scan(any_spark, found, ScanOptions(), on_progress=lambda p: seen.append((p.tasks_done, p.tasks_total)))
-    assert seen and seen[-1][0] == seen[-1][1] > 0
+    run_scan(any_spark, found, ScanOptions(), on_progress=lambda p: seen.append(
+        (p.segments_done, p.segments_total, p.bytes_done, p.bytes_total, p.partitions_done, p.partitions_total)))
+    assert seen and seen[-1][1] > 0 and seen[-1][5] == len(found.partitions)
+    assert seen[-1][0::2] == seen[-1][1::2]
+    assert all(done <= total for row in seen for done, total in zip(row[0::2], row[1::2]))
+
+
+def test_progress_counts_the_segment_stage_and_the_stages_after_it():
+    from kafka_audit.audit import Progress
+    from kafka_audit.pipeline import _count_done
+
+    progress = Progress(segments_total=40, bytes_total=4000, partitions_total=6)
+    _count_done(progress, {3: (2, 2), 4: (5, 10)}, 10)  # stage 3: the tasks' own shuffle
+    assert (progress.segments_done, progress.bytes_done, progress.partitions_done) == (20, 2000, 0)
+    _count_done(progress, {3: (2, 2), 4: (10, 10), 6: (1, 4)}, 10)
+    assert (progress.segments_done, progress.bytes_done, progress.partitions_done) == (40, 4000, 1)
