@@ -422,12 +422,12 @@ def _watch(
         yield
         return
     stop = threading.Event()
-    stages: dict[int, tuple[int, int]] = {}
+    seen: dict[int, tuple[int, int]] = {}
     if _is_connect(spark):
 
-        def handler(stages_now, inflight_tasks, operation_id, done) -> None:
-            for stage in stages_now:
-                stages[stage.stage_id] = (stage.num_completed_tasks, stage.num_tasks)
+        def handler(stages, inflight_tasks, operation_id, done) -> None:  # pyspark calls it by keyword
+            for stage in stages:
+                seen[stage.stage_id] = (stage.num_completed_tasks, stage.num_tasks)
 
         spark.registerProgressHandler(handler)
         poll = None
@@ -436,18 +436,18 @@ def _watch(
 
         def poll() -> None:
             active = set(tracker.getActiveStageIds())
-            for stage in set(stages) - active:  # a stage no longer active has finished
-                stages[stage] = (stages[stage][1], stages[stage][1])
+            for stage in set(seen) - active:  # a stage no longer active has finished
+                seen[stage] = (seen[stage][1], seen[stage][1])
             for stage in active:
                 info = tracker.getStageInfo(stage)
                 if info is not None:
-                    stages[stage] = (info.numCompletedTasks, info.numTasks)
+                    seen[stage] = (info.numCompletedTasks, info.numTasks)
 
     def loop() -> None:
         while not stop.wait(0.5):
             if poll is not None:
                 poll()
-            _count_done(progress, dict(stages), segment_tasks)
+            _count_done(progress, dict(seen), segment_tasks)
             on_progress(progress)
 
     thread = threading.Thread(target=loop, daemon=True)
