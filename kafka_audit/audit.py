@@ -1,7 +1,7 @@
 """The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
 
-``pipeline.py`` runs these steps on Spark (parse in ``mapPartitions``, shuffle by partition,
-replay per partition); :func:`audit_in_process` runs exactly the same steps in this process, for
+``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
 tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
 
 The unit of work is a :class:`SegmentTask` (a segment, or a byte range of a large one); the unit
@@ -19,7 +19,9 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from typing import Any
 
+from kafka_audit.coordinator_view import join_coordinator_view, read_coordinator_view
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
@@ -146,10 +148,14 @@ def log_order(task: SegmentTask) -> tuple[int, str, int]:
 
 
 def audit_in_process(
-    discovery: Discovery, options: ScanOptions, on_progress: Callable[[Progress], None] | None = None
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_batches: Callable[[list[BatchSummary]], None] | None = None,
 ) -> ScanResult:
     """The whole audit in this process (``scan --engine local``): the reference the Spark job
-    must agree with. ``on_progress`` is called after each segment task and partition replica."""
+    must agree with. ``on_progress`` is called after each segment task and partition replica;
+    ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
     started = time.monotonic()
     options = with_inferred_compaction(options, discovery)
     metas = partition_metas(discovery, options)
@@ -170,6 +176,8 @@ def audit_in_process(
                 findings.append(item)
         summaries[task.replica_key].append((log_order(task), batches))
         stats.merge(auditor.stats)
+        if on_batches is not None:
+            on_batches(batches)
         progress.segments_done += 1
         progress.bytes_done += task.byte_count
         if on_progress is not None:
@@ -209,7 +217,12 @@ def finish_result(
     }
     set_wall_time(summary, wall)
     producers = sorted(totals.producer_rows, key=lambda row: (row["topic"], row["partition"], row["producer_id"]))
-    return ScanResult(findings, summary, list(discovery.notes) + stats.notes, totals.events, producers)
+    # The driver completes the findings and producer rows: the coordinator's transactional ids
+    # (a scanned __transaction_state), and each row's findings, which every partition's step holds.
+    coordinator = read_coordinator_view(discovery)
+    join_coordinator_view(coordinator, findings, producers, summary)
+    count_findings(producers, findings)
+    return ScanResult(findings, summary, list(discovery.notes) + stats.notes + coordinator.notes, totals.events, producers)
 
 
 def set_wall_time(summary: dict[str, Any], wall: float) -> None:

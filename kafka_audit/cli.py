@@ -171,14 +171,14 @@ def audit_paths(
     master: str = DEFAULT_MASTER,
     conf: Optional[list[str]] = None,
     quiet: bool = False,
+    remote: Optional[str] = None,
+    output_parquet: Optional[str] = None,
 ) -> "ScanResult":
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
     progress display on a terminal (unless ``quiet``), and return the result, whose summary has
-    the whole command's wall time and the ``engine`` that ran, and the transactional ids of a
-    scanned ``__transaction_state`` joined in."""
+    the whole command's wall time and the ``engine`` that ran."""
     from kafka_audit.audit import set_wall_time
-    from kafka_audit.coordinator_view import join_coordinator_view, read_coordinator_view
     from kafka_audit.engines import SparkFailure, run_audit
     from kafka_audit.formats.log_dir import discover
 
@@ -192,15 +192,14 @@ def audit_paths(
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:
-            result = run_audit(discovery, options, engine, master, spark_conf)
+            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet)
         else:
             from kafka_audit.progress import PhaseDisplay
 
             with PhaseDisplay(display_console) as display:
-                result = run_audit(discovery, options, engine, master, spark_conf, display)
+                result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
     except SparkFailure as failure:  # one line naming the cause, not a JVM trace
         raise _fail(_spark_failure(failure.__cause__ or failure)) from None
-    join_coordinator_view(read_coordinator_view(discovery), result)
     set_wall_time(result.summary, time.monotonic() - _command_started)
     return result
 
@@ -268,6 +267,13 @@ def scan(
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
     conf: ConfOption = None,
+    remote: Annotated[
+        Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
+    ] = None,
+    output_parquet: Annotated[
+        Optional[str],
+        typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
@@ -293,7 +299,8 @@ def scan(
         timeline=ctx.info_name == "timeline",
     )
     result = audit_paths(
-        paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet
+        paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
+        remote=remote, output_parquet=_parquet_target(output_parquet),
     )
     finish_views(result, keep)
     if ctx.info_name in ("producers", "timeline"):
@@ -345,6 +352,14 @@ def _write_view(result, view: str, keep, format: "OutputFormat", output: Optiona
     else:
         text = view_reports.to_csv(rows, fields)
     _emit(text, output)
+def _parquet_target(target: Optional[str]) -> Optional[str]:
+    """``--output-parquet``: a URI as given, a local folder made absolute (executors write it)."""
+    if target is None or "://" in target:
+        return target
+    path = Path(target).absolute()
+    if path.exists() and not path.is_dir():
+        raise _fail(f"--output-parquet {target}: not a directory")
+    return str(path)
 
 
 def _check_output(output: Optional[Path]) -> None:

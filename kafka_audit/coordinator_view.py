@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_audit.audit import ScanResult
-from kafka_audit.findings import iso_time
+from kafka_audit.findings import Finding, iso_time
 from kafka_audit.formats.internal_topics import TRANSACTION_STATE, read_transaction_log
 from kafka_audit.formats.log_dir import Discovery
 from kafka_audit.formats.problem import Problem
@@ -71,19 +70,20 @@ def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
     return view
 
 
-def join_coordinator_view(view: CoordinatorView, result: ScanResult) -> None:
-    """Fill ``transactional_id`` into the findings and producer rows of ``result``,
-    ``coordinator_state`` into the details of open and hanging transactions, and count the
-    transactional ids in the summary (in place)."""
-    result.notes.extend(view.notes)
-    result.summary["transactional_ids"] = len({r["transactional_id"] for r in view.by_producer.values()})
+def join_coordinator_view(
+    view: CoordinatorView, findings: list[Finding], producers: list[dict[str, Any]], summary: dict[str, Any]
+) -> None:
+    """Fill ``transactional_id`` into the findings and producer rows, ``coordinator_state`` into
+    the details of open and hanging transactions, and count the transactional ids in the summary
+    (in place)."""
+    summary["transactional_ids"] = len({r["transactional_id"] for r in view.by_producer.values()})
     if not view.by_producer:
         return
-    for finding in result.findings:
+    for finding in findings:
         finding.transactional_id = view.transactional_id(finding.producer_id)
         if finding.check in _OPEN_CHECKS and finding.producer_id is not None:
             state = view.coordinator_state(finding.producer_id)
             if state is not None:
                 finding.details["coordinator_state"] = state
-    for row in result.producers:
+    for row in producers:
         row["transactional_id"] = view.transactional_id(row["producer_id"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from kafka_audit.audit import ScanResult
 from kafka_audit.findings import Finding
+from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.events import Event, EventKind
 
 
@@ -57,21 +58,16 @@ class ReportFilter:
 
 
 def finish_views(result: ScanResult, keep: ReportFilter) -> ScanResult:
-    """Apply the filter, count each producer row's findings, and recount the summary over what
-    is reported (in place; returns ``result``)."""
-    if keep.active:
-        result.findings = [f for f in result.findings if keep.keeps_finding(f)]
-        result.producers = [row for row in result.producers if keep.keeps_row(row)]
-        result.summary["filter"] = keep.describe()
-        result.summary["findings_by_check"] = dict(sorted(Counter(f.check for f in result.findings).items()))
-        result.summary["findings_by_severity"] = dict(sorted(Counter(f.severity for f in result.findings).items()))
-    counts: dict[tuple, Counter] = {}
-    for finding in result.findings:
-        if finding.producer_id is not None and finding.producer_id >= 0:
-            counts.setdefault((finding.topic, finding.partition, finding.producer_id), Counter())[finding.severity] += 1
-    for row in result.producers:
-        found = counts.get((row["topic"], row["partition"], row["producer_id"]), Counter())
-        row["findings"] = {severity: found.get(severity, 0) for severity in ("error", "warning", "info")}
+    """Apply the filter: keep what it reports, and recount the summary and each producer row's
+    findings over that (in place; returns ``result``)."""
+    if not keep.active:
+        return result
+    result.findings = [f for f in result.findings if keep.keeps_finding(f)]
+    result.producers = [row for row in result.producers if keep.keeps_row(row)]
+    result.summary["filter"] = keep.describe()
+    result.summary["findings_by_check"] = dict(sorted(Counter(f.check for f in result.findings).items()))
+    result.summary["findings_by_severity"] = dict(sorted(Counter(f.severity for f in result.findings).items()))
+    count_findings(result.producers, result.findings)
     return result
 
 

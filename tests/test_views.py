@@ -303,3 +303,16 @@ def test_a_finding_without_a_batch_carries_the_time_of_the_batch_before_it(cli, 
     torn = [f for f in findings if f["check"] == "truncated_batch"]
     assert len(torn) == 1 and torn[0]["batch_base_offset"] is None
     assert torn[0]["timestamp"] == TS_BASE + 5002 and torn[0]["time"] == "2023-11-14T22:13:25.002Z"
+
+
+def test_the_parquet_producers_dataset_carries_the_completed_rows(cli, tmp_path):
+    """The rows are completed (transactional ids, finding counts) before any report or dataset."""
+    import pyarrow.parquet as pq
+
+    target = tmp_path / "out"
+    result = cli("scan", _open_txn_dir(tmp_path / "d"), "--quiet", "--format", "json", "--fail-on", "never",
+                 "--output-parquet", target)
+    assert result.exit_code == 0, result.output
+    rows = {r["producer_id"]: r for r in pq.read_table(target / "producers").to_pylist() if r["topic"] == "hang"}
+    assert rows[7]["transactional_id"] == "tx-late" and rows[7]["findings"]["error"] == 1
+    assert rows[5]["transactional_id"] == "tx-done" and rows[9]["transactional_id"] is None

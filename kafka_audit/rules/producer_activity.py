@@ -19,6 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from collections import Counter
+
+from kafka_audit.findings import Finding
 from kafka_audit.formats.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 
@@ -112,3 +115,15 @@ class ProducerActivityLog:
 
     def rows(self) -> list[dict[str, Any]]:
         return [self.producers[pid].to_row() for pid in sorted(self.producers)]
+
+
+def count_findings(rows: list[dict[str, Any]], findings: list[Finding]) -> None:
+    """Set each row's ``findings`` to the count by severity of the findings of its producer id in
+    its partition (in place)."""
+    counts: dict[tuple, Counter] = {}
+    for finding in findings:
+        if finding.producer_id is not None and finding.producer_id >= 0:
+            counts.setdefault((finding.topic, finding.partition, finding.producer_id), Counter())[finding.severity] += 1
+    for row in rows:
+        found = counts.get((row["topic"], row["partition"], row["producer_id"]), Counter())
+        row["findings"] = {severity: found.get(severity, 0) for severity in ("error", "warning", "info")}
