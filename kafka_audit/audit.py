@@ -18,7 +18,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_audit.broker_log import BrokerLog
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.broker_rejection import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.rules.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -41,6 +43,9 @@ class ScanOptions:
     split_bytes: int = DEFAULT_SPLIT_BYTES
     # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
     shuffle_partitions: int | None = None
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
+    broker_log: BrokerLog | None = None
 
 
 @dataclass(slots=True)
@@ -134,13 +139,19 @@ def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
         partition_findings, partition_totals = audit_partition(meta, in_log_order)
         findings.extend(partition_findings)
         totals.merge(partition_totals)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log)
 
 
 def finish_result(
-    discovery: Discovery, stats: SegmentStats, totals: PartitionTotals, findings: list[Finding], wall: float
+    discovery: Discovery,
+    stats: SegmentStats,
+    totals: PartitionTotals,
+    findings: list[Finding],
+    wall: float,
+    broker_log: BrokerLog | None = None,
 ) -> ScanResult:
-    """Order the findings (SPEC section 3) and build the summary."""
+    """Order the findings (SPEC section 3) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them)."""
     findings.sort(key=lambda f: f.sort_key)
     by_check = Counter(f.check for f in findings)
     summary = {
@@ -159,4 +170,6 @@ def finish_result(
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
     }
+    if broker_log is not None:
+        summary.update(broker_log.summary((p.topic, p.partition) for p in discovery.partitions))
     return ScanResult(findings, summary, list(discovery.notes) + stats.notes)

@@ -125,6 +125,11 @@ def scan(
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
     ] = 900_000,
+    broker_log: Annotated[
+        Optional[list[Path]],
+        typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
+                     "files) whose produce errors are explained against the log (repeatable)."),
+    ] = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
     conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
@@ -138,6 +143,7 @@ def scan(
 
     _check_paths(paths)
     _check_output(output)
+    broker_lines = read_broker_log(broker_log)
     spark_conf = parse_conf(conf or [])
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     discovery = discover([str(p) for p in paths], topics=topic or None, partitions=partition or None)
@@ -154,6 +160,7 @@ def scan(
         ),
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
+        broker_log=broker_lines,
     )
     err = Console(stderr=True)
     try:
@@ -167,6 +174,19 @@ def scan(
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def read_broker_log(paths: Optional[list[Path]]):
+    """The ``--broker-log`` files read and classified (None without any); a file that cannot be
+    read is a usage error naming it."""
+    from kafka_audit.broker_log import BrokerLogError, read_broker_logs
+
+    if not paths:
+        return None
+    try:
+        return read_broker_logs([str(p) for p in paths])
+    except BrokerLogError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _check_output(output: Optional[Path]) -> None:

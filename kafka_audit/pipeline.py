@@ -141,7 +141,7 @@ def run_scan(
             stats.merge(value)
         else:
             totals.merge(value)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log)
 
 
 def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kafka_audit.broker_log import BrokerLogLine
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.broker_rejection import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BrokerRejections
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_state import PartitionLog, replay_partition
@@ -46,6 +48,9 @@ class PartitionMeta:
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
+    # The --broker-log lines about this partition, and the broker's producer.id.expiration.ms.
+    broker_lines: tuple[BrokerLogLine, ...] = ()
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
     @classmethod
     def from_discovery(cls, found, options) -> "PartitionMeta":
@@ -67,6 +72,8 @@ class PartitionMeta:
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
+            broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
+            producer_id_expiration_ms=options.producer_id_expiration_ms,
         )
 
 
@@ -150,10 +157,32 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
         transaction_timeout_ms=meta.transaction_timeout_ms,
         compacted=meta.compacted,
     )
-    replayed = replay_partition(log, tap())
+    batches = tap()
+    # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
+    rejections = broker_rejections(meta, snapshots)
+    if rejections is not None:
+        batches = rejections.watch(batches)
+    replayed = replay_partition(log, batches)
     findings.extend(replayed)
+    if rejections is not None:
+        findings.extend(rejections.findings())
     totals.open = sum(1 for f in replayed if f.check in ("open_transaction", "hanging_transaction"))
     return findings, totals
+
+
+def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None:
+    """The join of the partition's broker log lines with its batches; None without lines. The
+    timeline takes its ``events()`` (log start moves, segment deletions, explained rejections)."""
+    if not meta.broker_lines:
+        return None
+    return BrokerRejections(
+        meta.topic,
+        meta.partition,
+        meta.broker_lines,
+        log_start_offset=meta.log_start_offset,
+        expiration_ms=meta.producer_id_expiration_ms,
+        snapshots=snapshots,
+    )
 
 
 def _can_open(path: str | None) -> bool:

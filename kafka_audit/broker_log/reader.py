@@ -1,0 +1,137 @@
+"""Reading a broker's ``server.log`` files into log entries: one header line and its continuation
+lines (a multi-line exception: the exception's class and message, then its stack trace).
+
+Kafka logs through log4j (``config/log4j.properties``, Kafka 2.x-3.x) and log4j2
+(``config/log4j2.yaml``, Kafka 4.x). Both ship the layout ``[%d] %p %m (%c)%n``:
+``[2022-03-14 16:11:02,431] ERROR [ReplicaManager broker=23] ... (kafka.server.ReplicaManager)``,
+the throwable printed on the lines after the message. Operators often change the layout; a header
+is recognised wherever it starts on the line (a journald or container prefix before it is
+skipped) with the date as ``yyyy-MM-dd HH:mm:ss,SSS`` or ISO-8601 (``T``, ``.`` or ``,``
+milliseconds, an optional zone), an optional ``[thread]`` and the level. A time without a zone
+is read as UTC (Kafka's own images log in UTC).
+
+Files: plain text or gzip (by content, so ``server.log.3.gz`` and a renamed one both work);
+rotated files (``server.log.1``, ``server.log.2022-03-14-16``) are ordinary files; a directory
+stands for every ``server.log*`` file in it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+# A header: [date time,ms zone] [thread] LEVEL rest  (brackets and thread optional).
+_HEADER = re.compile(
+    r"\[?(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<clock>\d{2}:\d{2}:\d{2})(?:[,.](?P<fraction>\d{1,9}))?"
+    r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
+    r"(?:\s+\[[^\]]*\])?\s+(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(?P<message>.*)$"
+)
+# At most this many lines of one entry are kept (a stack trace of a deep call is long).
+MAX_ENTRY_LINES = 64
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class BrokerLogError(Exception):
+    """A ``--broker-log`` file that cannot be read: missing, unreadable, a broken gzip stream."""
+
+
+@dataclass(slots=True)
+class LogEntry:
+    """One log event: its time (epoch ms), level, the header's message, the header line as logged
+    (from its timestamp on) and the lines after it."""
+
+    file: str
+    line_number: int
+    time: int
+    level: str
+    message: str
+    raw: str
+    more: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n".join([self.message, *self.more])
+
+
+def broker_log_files(paths: Iterable[str]) -> list[str]:
+    """The files to read: each path itself, or for a directory its ``server.log*`` files (oldest
+    rotation first: ``server.log.2`` before ``server.log.1`` before ``server.log``). Raises
+    :class:`BrokerLogError` naming a path that does not exist or cannot be read."""
+    files: list[str] = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise BrokerLogError(f"--broker-log {path}: no such file or directory")
+        if os.path.isdir(path):
+            try:
+                names = [n for n in os.listdir(path) if n.startswith("server.log")]
+            except OSError as exc:
+                raise BrokerLogError(f"--broker-log {path}: {exc.strerror or exc}") from None
+            if not names:
+                raise BrokerLogError(f"--broker-log {path}: no server.log* file in this folder")
+            files.extend(os.path.join(path, n) for n in sorted(names, key=_rotation_order))
+        elif not os.access(path, os.R_OK):
+            raise BrokerLogError(f"--broker-log {path}: permission denied")
+        else:
+            files.append(path)
+    return files
+
+
+def _rotation_order(name: str) -> tuple:
+    """RollingFileAppender numbers older files higher (``.1`` is the newest rotated file);
+    DailyRollingFileAppender suffixes dates. Oldest first; the live ``server.log`` last."""
+    suffix = name.removeprefix("server.log").removesuffix(".gz").lstrip(".")
+    if not suffix:
+        return (2, 0, "")
+    if suffix.isdigit():
+        return (0, -int(suffix), "")
+    return (1, 0, suffix)
+
+
+def read_entries(path: str) -> Iterator[LogEntry]:
+    """The entries of one file in file order. Lines before the first header are not an entry."""
+    entry: LogEntry | None = None
+    for number, line in enumerate(_lines(path), start=1):
+        line = line.rstrip("\r\n")
+        header = _HEADER.search(line)
+        if header is not None and header.start() <= _max_prefix(line):
+            if entry is not None:
+                yield entry
+            entry = LogEntry(path, number, parse_time(header), header["level"].replace("WARNING", "WARN"), header["message"], line[header.start():])
+        elif entry is not None and len(entry.more) < MAX_ENTRY_LINES and line.strip():
+            entry.more.append(line.strip())
+    if entry is not None:
+        yield entry
+
+
+def _max_prefix(line: str) -> int:
+    """A header may follow a prefix (``Jan 26 10:07:14 host kafka-server-start.sh[15550]: ``)
+    but a date deep inside a message line is not a header."""
+    return min(len(line), 120)
+
+
+def parse_time(header: re.Match) -> int:
+    """Epoch milliseconds of a header's date, time, fraction and zone (UTC without a zone)."""
+    moment = datetime.fromisoformat(f"{header['date']}T{header['clock']}").replace(tzinfo=timezone.utc)
+    zone = header["zone"]
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+    fraction = (header["fraction"] or "0").ljust(3, "0")[:3]
+    return int(moment.timestamp()) * 1000 + int(fraction)
+
+
+def _lines(path: str) -> Iterator[str]:
+    try:
+        with open(path, "rb") as probe:
+            compressed = probe.read(2) == _GZIP_MAGIC
+        opener = gzip.open if compressed else open
+        with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
+            yield from handle
+    except (OSError, EOFError, zlib.error) as exc:
+        raise BrokerLogError(f"--broker-log {path}: {getattr(exc, 'strerror', None) or exc}") from None
