@@ -18,7 +18,8 @@ Retention. ``UnifiedLog.maybeIncrementLogStartOffset`` logs ``Incremented log st
 due to <reason>`` (2.8+; ``Incrementing log start offset to N`` before) under the prefix
 ``[UnifiedLog partition=<tp>, dir=...]`` (``[Log partition=...`` before 3.0);
 ``UnifiedLog.deleteSegments`` logs ``Deleting segment LogSegment(baseOffset=B, ...) due to
-<reason>`` (3.x+) and Kafka 2.x ``Found deletable segments with base offsets [B,...] due to
+<reason>`` (3.x+; ``Deleting segments due to log start offset N breach: LogSegment(...),...``
+after DeleteRecords) and Kafka 2.x ``Found deletable segments with base offsets [B,...] due to
 <reason>``.
 """
 
@@ -61,6 +62,7 @@ _LOG_START = re.compile(r"Increment(?:ed|ing) log start offset to (?P<offset>\d+
 _DELETING = re.compile(
     r"Deleting segment (?:LogSegment\((?P<props>(?:[^()]|\([^()]*\))*)\)|(?P<plain>\d+))\s+due to (?P<reason>.+?)(?:\. Log size after.*)?\.?\s*(?:\([\w.$]+\))?$"
 )
+_DELETING_BELOW_START = re.compile(r"Deleting segments due to (?P<reason>log start offset \d+ breach): (?P<segments>.*)$")
 _DELETABLE = re.compile(r"Found deletable segments with base offsets \[(?P<bases>[\d,\s]*)\] due to (?P<reason>.+?)\s*(?:\([\w.$]+\))?$")
 _PROP = re.compile(r"(?P<key>\w+)=(?:Some\()?(?P<value>-?\d+)")
 
@@ -221,4 +223,8 @@ def _retention(entry: LogEntry) -> BrokerLogLine | list[BrokerLogLine] | None:
     if deletable:
         bases = [int(b) for b in re.split(r"[,\s]+", deletable["bases"].strip()) if b]
         return [BrokerLogLine(SEGMENT_DELETED, **where, text=text, offset=b, reason=deletable["reason"]) for b in bases]
+    below_start = _DELETING_BELOW_START.search(text)
+    if below_start:
+        bases = [int(b) for b in re.findall(r"LogSegment\(baseOffset=(\d+)", below_start["segments"])]
+        return [BrokerLogLine(SEGMENT_DELETED, **where, text=text, offset=b, reason=below_start["reason"]) for b in bases]
     return None

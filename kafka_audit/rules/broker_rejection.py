@@ -183,6 +183,14 @@ def _log_position(append: ProducerAppend) -> int:
     return append.last_offset if not append.marker else append.base_offset
 
 
+def _newer(append: ProducerAppend, known: ProducerAppend | None) -> bool:
+    """Later in the log; at the same place, the batch itself over a snapshot's copy of it."""
+    if known is None:
+        return True
+    position, known_position = _log_position(append), _log_position(known)
+    return position > known_position or (position == known_position and known.from_snapshot and not append.from_snapshot)
+
+
 class BrokerRejections:
     """The join of one partition's broker log lines with its batches (see the module docstring).
     Use :meth:`watch` on the summaries in log order, then :meth:`findings` and :meth:`events`."""
@@ -231,8 +239,7 @@ class BrokerRejections:
         if append.producer_id < 0:
             return
         table = self._markers if append.marker else self._batches
-        known = table[bucket].get(append.producer_id)
-        if known is None or _log_position(append) > _log_position(known):
+        if _newer(append, table[bucket].get(append.producer_id)):
             table[bucket][append.producer_id] = append
         if not append.marker and not append.from_snapshot:
             key = (append.producer_id, append.epoch)
@@ -339,8 +346,7 @@ class BrokerRejections:
 
 def _merge(into: dict[int, ProducerAppend], bucket: dict[int, ProducerAppend]) -> None:
     for producer_id, append in bucket.items():
-        known = into.get(producer_id)
-        if known is None or _log_position(append) > _log_position(known):
+        if _newer(append, into.get(producer_id)):
             into[producer_id] = append
 
 

@@ -1,0 +1,313 @@
+"""``broker_rejection``: broker log lines joined with the replayed log (rules/broker_rejection.py
+through the partition step), on log dirs written by tests/support/writer.py and on the real 3.6.2
+broker logs of the real-broker corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kafka_audit.audit import ScanOptions, audit_in_process, log_order, plan_tasks
+from kafka_audit.broker_log import read_broker_logs
+from kafka_audit.cli import main
+from kafka_audit.formats.log_dir import discover
+from kafka_audit.formats.producer_snapshot import read_producer_snapshot
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.events import EventKind
+from kafka_audit.tasks.partition_audit import PartitionMeta, broker_rejections
+from kafka_audit.tasks.segment_audit import SegmentAuditor
+from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms, write_issue_log_dir
+from tests.support.writer import LogDirWriter, Producer, records
+from tests.test_broker_log import REAL_BROKER
+from tests.test_cli import cli, shared_session  # noqa: F401  (fixtures)
+
+T0 = "2022-03-14 16:10:00"
+
+
+def scan(log_dir: Path, server_log: str, tmp_path: Path, **options):
+    path = tmp_path / "server.log"
+    path.write_text(server_log)
+    return audit_in_process(discover([str(log_dir)]), ScanOptions(broker_log=read_broker_logs([str(path)]), **options))
+
+
+def rejections(result) -> list:
+    return [f for f in result.findings if f.check == "broker_rejection"]
+
+
+def append_failed(time: str, partition: str, exception_line: str, broker: int = 1) -> str:
+    """A ReplicaManager entry: error(s"Error processing append operation on partition $topicPartition", t)."""
+    return (
+        f"[{time}] ERROR [ReplicaManager broker={broker}] Error processing append operation on partition {partition} "
+        f"(kafka.server.ReplicaManager)\n{exception_line}\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def issue(tmp_path_factory):
+    """The issue's two lines placed beside a log dir holding test-8 and test-55."""
+    root = tmp_path_factory.mktemp("issue")
+    write_issue_log_dir(root / "data")
+    return scan(root / "data", ISSUE_SERVER_LOG, root)
+
+
+def test_issue_new_epoch_line_names_the_only_candidate_its_state_and_the_cause(issue):
+    [finding] = [f for f in rejections(issue) if f.partition == 8]
+    assert (finding.error_code, finding.error_name, finding.severity) == (45, "OUT_OF_ORDER_SEQUENCE_NUMBER", "warning")
+    assert (finding.producer_id, finding.producer_epoch, finding.sequence) == (557891, 3, 4)
+    assert finding.time == "2022-03-14T16:11:02.431Z"
+    state = finding.details["state_at_time"]
+    # test-8: 557891 wrote epoch 2 sequences 0..49 in 10 batches of 5 (offsets 0..67, every other
+    # batch 900003's, one every 2 s from 16:10:00, records 1 ms apart): its last batch is sequences
+    # 45..49, max timestamp 16:10:36.004.
+    assert state["producer_id_source"] == "only candidate" and state["candidates"] == [557891]
+    assert state["last_batch"]["last_sequence"] == 49 and state["last_batch"]["producer_epoch"] == 2
+    assert state["last_batch"]["time"] == "2022-03-14T16:10:36.004Z"
+    assert finding.details["explanation"] == (
+        "the line names no producer id, and the only producer of test-8 whose epoch was below 3 then is 557891: "
+        "producer 557891's last batch before 16:11:02 was epoch 2, sequences 45..49 at offset 67 (16:10:36); "
+        "the request came with the new epoch 3 and sequence 4, and a new epoch must start at sequence 0: epoch 3's "
+        "sequences 0..3 never reached the log before this batch, so the broker answered OUT_OF_ORDER_SEQUENCE_NUMBER"
+    )
+
+
+def test_issue_unknown_producer_line_is_explained_by_retention(issue):
+    [finding] = [f for f in rejections(issue) if f.partition == 55]
+    assert (finding.error_name, finding.producer_id, finding.details["broker_id"]) == ("UNKNOWN_PRODUCER_ID", 557891, 22)
+    state = finding.details["state_at_time"]
+    # 557891 wrote offsets 0..2519 (63 batches of 40, one a second from 16:00:00); retention deleted
+    # the segments below 2620 at 16:10:58: only the snapshot at 2620 still holds its state.
+    assert state["last_batch"]["source"] == "snapshot"
+    assert (state["deleted_by_retention"], state["log_start_offset"], state["expired"]) == (True, 2620, False)
+    assert finding.details["explanation"] == (
+        "producer 557891's last batch before 16:11:05 was epoch 0, sequences 2480..2519 at offset 2519 "
+        "(from the producer snapshot, 16:01:02); it was deleted by retention at 16:10:58 (log start 2620 > its last "
+        "offset 2519); the broker had no state and answered UNKNOWN_PRODUCER_ID (KIP-360)"
+    )
+    assert finding.details["log_line"] == "\n".join(ISSUE_SERVER_LOG.splitlines()[4:6])
+
+
+def test_issue_summary_counts_the_lines(issue):
+    assert issue.summary["broker_log_rejections"] == 2
+    assert issue.summary["broker_log_lines_unmatched"] == 0
+    assert issue.summary["findings_by_check"]["broker_rejection"] == 2
+
+
+def test_lines_about_partitions_outside_the_scan_are_counted(tmp_path):
+    write_issue_log_dir(tmp_path / "data")
+    result = audit_in_process(
+        discover([str(tmp_path / "data")], partitions={8}),
+        ScanOptions(broker_log=read_broker_logs([str(_write(tmp_path, ISSUE_SERVER_LOG))])),
+    )
+    assert [f.partition for f in rejections(result)] == [8]
+    assert result.summary["broker_log_lines_unmatched"] == 4  # test-55's 3 retention lines and its rejection
+
+
+def _write(folder: Path, text: str) -> Path:
+    path = folder / "server.log"
+    path.write_text(text)
+    return path
+
+
+def _one_producer_dir(root: Path, *, epoch: int = 0, batches: int = 10, tick_ms: int = 1000, transactional=False) -> Path:
+    with LogDirWriter(root) as log_dir:
+        writer = log_dir.partition("orders", 0, clock=epoch_ms(T0), tick_ms=tick_ms)
+        producer = Producer(5, epoch=epoch, transactional=transactional)
+        if transactional:
+            producer.begin()
+        for _ in range(batches):
+            producer.send(writer, records(["v"] * 5))
+    return root
+
+
+def test_same_epoch_gap_names_the_missing_sequences(tmp_path):
+    log_dir = _one_producer_dir(tmp_path / "data")
+    line = append_failed(
+        "2022-03-14 16:10:30,000", "orders-0",
+        "org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number for producer 5 at "
+        "offset 50 in partition orders-0: 60 (incoming seq. number), 49 (current end sequence number)",
+    )
+    [finding] = rejections(scan(log_dir, line, tmp_path))
+    assert finding.offset == 50
+    assert finding.details["explanation"] == (
+        "producer 5's last batch before 16:10:30 was epoch 0, sequences 45..49 at offset 49 (16:10:09); the broker "
+        "expected sequence 50 and got 60: sequences 50..59 never reached the log, an earlier batch of this producer "
+        "failed or was lost and the producer sent the next one; the broker answered OUT_OF_ORDER_SEQUENCE_NUMBER"
+    )
+
+
+def test_state_is_taken_before_the_line_time_not_at_the_end_of_the_log(tmp_path):
+    """Batches after the line's time are not what the broker knew."""
+    log_dir = _one_producer_dir(tmp_path / "data")
+    line = append_failed(
+        "2022-03-14 16:10:04,500", "orders-0",
+        "org.apache.kafka.common.errors.OutOfOrderSequenceException: Out of order sequence number for producer 5 at "
+        "offset 25 in partition orders-0: 30 (incoming seq. number), 24 (current end sequence number)",
+    )
+    [finding] = rejections(scan(log_dir, line, tmp_path))
+    last = finding.details["state_at_time"]["last_batch"]
+    assert (last["last_sequence"], last["last_offset"], last["time"]) == (24, 24, "2022-03-14T16:10:04.004Z")
+
+
+def test_expired_producer_state_explains_unknown_producer_id(tmp_path):
+    log_dir = _one_producer_dir(tmp_path / "data")
+    line = append_failed(
+        "2022-03-14 16:40:00,000", "orders-0",
+        "org.apache.kafka.common.errors.UnknownProducerIdException: Found no record of producerId=5 on the broker at "
+        "offset 50in partition orders-0. It is possible that the last message with the producerId=5 has been removed "
+        "due to hitting the retention limit.",
+    )
+    [finding] = rejections(scan(log_dir, line, tmp_path, producer_id_expiration_ms=600_000))
+    state = finding.details["state_at_time"]
+    assert (state["expired"], state["idle_ms"], state["deleted_by_retention"]) == (True, 1_790_996, False)
+    assert finding.details["explanation"].endswith(
+        "it had been idle 29 min, past producer.id.expiration.ms 600000, so the broker had expired its state; "
+        "the broker had no state and answered UNKNOWN_PRODUCER_ID (KIP-360)"
+    )
+
+
+def test_fenced_epoch_names_when_the_newer_epoch_started(tmp_path):
+    with LogDirWriter(tmp_path / "data") as log_dir:
+        writer = log_dir.partition("orders", 0, clock=epoch_ms(T0), tick_ms=1000)
+        old, new = Producer(5, epoch=2), Producer(5, epoch=3)
+        old.send(writer, records(["a"] * 5))
+        new.send(writer, records(["b"] * 5))
+        new.send(writer, records(["c"] * 5))
+    line = append_failed(
+        "2022-03-14 16:10:10,000", "orders-0",
+        "org.apache.kafka.common.errors.InvalidProducerEpochException: Epoch of producer 5 at offset 15 in orders-0 is 2, "
+        "which is smaller than the last seen epoch 3",
+    )
+    [finding] = rejections(scan(tmp_path / "data", line, tmp_path))
+    assert finding.client_outcome == "abortable"
+    assert finding.details["explanation"].endswith(
+        "the request came with epoch 2, below the current epoch 3, first written at offset 5 (16:10:01): a zombie "
+        "instance fenced by the newer one, and the broker answered INVALID_PRODUCER_EPOCH"
+    )
+
+
+def test_a_message_without_producer_id_lists_every_candidate(tmp_path):
+    with LogDirWriter(tmp_path / "data") as log_dir:
+        writer = log_dir.partition("orders", 0, clock=epoch_ms(T0), tick_ms=1000)
+        for producer in (Producer(5, epoch=1), Producer(6, epoch=0), Producer(7, epoch=4)):
+            producer.send(writer, records(["a"] * 3))
+    line = append_failed(
+        "2022-03-14 16:10:10,000", "orders-0",
+        "org.apache.kafka.common.errors.OutOfOrderSequenceException: Invalid sequence number for new epoch: 2 (request "
+        "epoch), 7 (seq. number)",
+    )
+    [finding] = rejections(scan(tmp_path / "data", line, tmp_path))
+    assert finding.producer_id is None
+    assert finding.details["state_at_time"]["candidates"] == [6, 5]  # epochs below 2, most recent first
+    assert "before 16:10:10: 6, 5;" in finding.details["explanation"]
+
+
+def test_open_transaction_explains_invalid_txn_state(tmp_path):
+    log_dir = _one_producer_dir(tmp_path / "data", batches=2, transactional=True)
+    line = append_failed(
+        "2022-03-14 16:10:05,000", "orders-0",
+        "org.apache.kafka.common.errors.InvalidTxnStateException: Expected transactional write from producer 5 at offset "
+        "(offset=10 segment=[0:200]) in partition orders-0",
+    )
+    [finding] = rejections(scan(log_dir, line, tmp_path))
+    assert finding.details["state_at_time"]["open_transaction"] is True
+    assert "its transaction was open (transactional batch at offset 9, no marker after it)" in finding.details["explanation"]
+
+
+def test_a_batch_refused_for_its_content_points_at_where_it_would_have_gone(tmp_path):
+    log_dir = _one_producer_dir(tmp_path / "data")
+    line = (
+        "[2022-03-14 16:10:05,500] DEBUG [KafkaApi-1] Produce request with correlation id 9 from client c on partition "
+        "orders-0 failed due to org.apache.kafka.common.errors.RecordTooLargeException (kafka.server.KafkaApis)\n"
+    )
+    [finding] = rejections(scan(log_dir, line, tmp_path))
+    assert (finding.error_code, finding.producer_id) == (10, None)
+    assert finding.details["explanation"] == (
+        "the broker refused a batch for orders-0 because the batch was larger than max.message.bytes and wrote none "
+        "of it; the log's last batch before 16:10:05 ends at offset 29, so the refused batch would have followed it"
+    )
+
+
+def joined_events(found, options: ScanOptions, topic: str, partition: int) -> list:
+    """The partition step's join fed as audit_partition feeds it (summaries in log order, the
+    partition's snapshots), then its timeline events."""
+    [replica] = [p for p in found.partitions if (p.topic, p.partition) == (topic, partition)]
+    meta = PartitionMeta.from_discovery(replica, options)
+    join = broker_rejections(meta, [read_producer_snapshot(path) for path, _ in meta.snapshots])
+    tasks = sorted((t for t in plan_tasks(found) if t.replica_key == replica.key), key=log_order)
+    summaries = (
+        item for task in tasks for item in SegmentAuditor(task, options.validation, None).run() if isinstance(item, BatchSummary)
+    )
+    for _ in join.watch(summaries):
+        pass
+    return join.events()
+
+
+def test_timeline_events_of_retention_and_rejections(tmp_path):
+    write_issue_log_dir(tmp_path / "data")
+    options = ScanOptions(broker_log=read_broker_logs([str(_write(tmp_path, ISSUE_SERVER_LOG))]))
+    events = joined_events(discover([str(tmp_path / "data")]), options, "test", 55)
+    assert [(e.kind, e.offset, e.producer_id, e.to_dict()["time"]) for e in events] == [
+        (EventKind.BROKER_LOG, 0, None, "2022-03-14T16:10:58.102Z"),
+        (EventKind.BROKER_LOG, 1280, None, "2022-03-14T16:10:58.102Z"),
+        (EventKind.LOG_START_MOVED, 2620, None, "2022-03-14T16:10:58.140Z"),
+        (EventKind.BROKER_LOG, None, 557891, "2022-03-14T16:11:05.017Z"),
+    ]
+    assert events[1].message == "segment at base offset 1280 deleted due to retention time 3600000ms breach"
+    assert events[2].message == "log start offset moved to 2620"
+    assert events[3].message.startswith("UNKNOWN_PRODUCER_ID: producer 557891's last batch before 16:11:05 was epoch 0")
+
+
+@pytest.mark.skipif(REAL_BROKER is None, reason="real-broker corpus not found")
+def test_the_real_retention_log_adds_no_finding_and_dates_the_log_start(tmp_path):
+    """retention-producer-expiry: its server.log has retention lines and no produce error, so the
+    scan's findings do not change; the timeline gets the log start move to 2620 at 08:51:33.056."""
+    case = REAL_BROKER / "retention-producer-expiry"
+    found = discover([str(case / "data")])
+    plain = audit_in_process(found, ScanOptions())
+    log = read_broker_logs([str(case / "broker" / "server.log.txt")])
+    joined = audit_in_process(found, ScanOptions(broker_log=log))
+    assert [f.to_dict() for f in joined.findings] == [f.to_dict() for f in plain.findings]
+    assert (joined.summary["broker_log_lines"], joined.summary["broker_log_lines_unmatched"]) == (25, 0)
+    events = joined_events(found, ScanOptions(broker_log=log), "ret", 0)
+    moved = [e.to_dict() for e in events if e.kind == EventKind.LOG_START_MOVED]
+    assert [(e["offset"], e["time"]) for e in moved] == [(2620, "2026-11-23T08:51:33.056Z")]
+
+
+@pytest.mark.spark
+def test_the_spark_job_gives_the_in_process_findings(spark, tmp_path):
+    """The lines travel to the executors inside each partition's PartitionMeta."""
+    from kafka_audit import pipeline
+
+    write_issue_log_dir(tmp_path / "data")
+    found = discover([str(tmp_path / "data")])
+    options = ScanOptions(broker_log=read_broker_logs([str(_write(tmp_path, ISSUE_SERVER_LOG))]))
+    on_spark = pipeline.run_scan(spark, found, options)
+    in_process = audit_in_process(found, options)
+    assert [f.to_dict() for f in on_spark.findings] == [f.to_dict() for f in in_process.findings]
+    assert len(rejections(on_spark)) == 2
+    assert on_spark.summary["broker_log_rejections"] == 2
+
+
+@pytest.mark.spark
+def test_scan_broker_log_option_end_to_end(cli, tmp_path):
+    write_issue_log_dir(tmp_path / "data")
+    result = cli("scan", tmp_path / "data", "--broker-log", _write(tmp_path, ISSUE_SERVER_LOG), "--format", "json", "--quiet")
+    assert result.exit_code == 0, result.output  # broker_rejection is a warning
+    report = json.loads(result.stdout)
+    found = [f for f in report["findings"] if f["check"] == "broker_rejection"]
+    assert [(f["partition"], f["producer_id"], f["error_name"]) for f in found] == [
+        (8, 557891, "OUT_OF_ORDER_SEQUENCE_NUMBER"),
+        (55, 557891, "UNKNOWN_PRODUCER_ID"),
+    ]
+    assert report["summary"]["broker_log_lines_unmatched"] == 0
+
+
+def test_an_unreadable_broker_log_is_exit_2_with_one_line(capsys, tmp_path):
+    write_issue_log_dir(tmp_path / "data")
+    with pytest.raises(SystemExit) as stop:
+        main(["scan", str(tmp_path / "data"), "--broker-log", str(tmp_path / "nope.log")])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2
+    assert err.strip() == f"kafka-audit: --broker-log {tmp_path / 'nope.log'}: no such file or directory"
