@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_audit.broker_log import BrokerLog
+from kafka_audit.formats.broker_log import BrokerLog
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.broker_rejection import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from kafka_audit.rules.log_validator import ValidationConfig

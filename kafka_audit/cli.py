@@ -179,7 +179,7 @@ def scan(
 def read_broker_log(paths: Optional[list[Path]]):
     """The ``--broker-log`` files read and classified (None without any); a file that cannot be
     read is a usage error naming it."""
-    from kafka_audit.broker_log import BrokerLogError, read_broker_logs
+    from kafka_audit.formats.broker_log import BrokerLogError, read_broker_logs
 
     if not paths:
         return None

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.broker_log import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogError, read_broker_logs
-from kafka_audit.broker_log.wording import parse_topic_partition
+from kafka_audit.formats.broker_log import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogError, read_broker_logs
+from kafka_audit.formats.broker_log_lines import PRODUCE_EXCEPTIONS, parse_topic_partition
+from kafka_audit.rules.broker_rejection import kafka_error
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms
 
 REAL_BROKER = next(
@@ -29,8 +30,9 @@ def parse(tmp_path: Path, text: str, name: str = "server.log"):
 
 
 def fields(line) -> dict:
-    keys = ("error", "producer_id", "producer_epoch", "sequence", "last_sequence", "current_epoch", "current_sequence", "offset")
-    return {k: getattr(line, k) for k in keys if getattr(line, k) is not None}
+    """The line's error (by the catalogue) and the producer fields its message names."""
+    keys = ("producer_id", "producer_epoch", "sequence", "last_sequence", "current_epoch", "current_sequence", "offset")
+    return {"error": kafka_error(line), **{k: getattr(line, k) for k in keys if getattr(line, k) is not None}}
 
 
 # Each case: the exception line as a broker of that version logs it under ReplicaManager's
@@ -193,6 +195,18 @@ WORDINGS = [
 ]
 
 
+def test_every_produce_exception_has_its_catalogue_error():
+    """The parser keeps these exceptions; the catalogue (errors.ERRORS) says what each answers."""
+    from kafka_audit.errors import ERRORS
+
+    by_exception = {e.exception: name for name, e in ERRORS.items()}
+    assert {by_exception[e] for e in PRODUCE_EXCEPTIONS} == {
+        "OUT_OF_ORDER_SEQUENCE_NUMBER", "UNKNOWN_PRODUCER_ID", "INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED",
+        "DUPLICATE_SEQUENCE_NUMBER", "CORRUPT_MESSAGE", "INVALID_RECORD", "INVALID_TIMESTAMP", "MESSAGE_TOO_LARGE",
+        "RECORD_LIST_TOO_LARGE", "INVALID_TXN_STATE",
+    }
+
+
 @pytest.mark.parametrize("exception_line, expected", WORDINGS)
 def test_each_produce_error_wording_gives_its_error_and_fields(tmp_path, exception_line, expected):
     [line] = parse(tmp_path, APPEND_FAILED + exception_line + "\n")
@@ -214,7 +228,7 @@ def test_kafka_37_logs_the_topic_id_partition_and_invalid_epoch_at_info(tmp_path
         "which is smaller than the last seen epoch 1\n"
     )
     [line] = parse(tmp_path, text)
-    assert (line.topic, line.partition, line.error, line.producer_id) == ("orders.v2", 12, "INVALID_PRODUCER_EPOCH", 4)
+    assert (line.topic, line.partition, kafka_error(line), line.producer_id) == ("orders.v2", 12, "INVALID_PRODUCER_EPOCH", 4)
 
 
 def test_errors_replica_manager_does_not_log_come_from_kafka_apis_debug_line(tmp_path):
@@ -231,7 +245,7 @@ def test_errors_replica_manager_does_not_log_come_from_kafka_apis_debug_line(tmp
         "partition test-8 failed due to org.apache.kafka.common.errors.NotLeaderOrFollowerException (kafka.server.KafkaApis)\n"
     )
     lines = parse(tmp_path, text)
-    assert [(line.error, line.broker_id) for line in lines] == [("MESSAGE_TOO_LARGE", 23), ("CORRUPT_MESSAGE", 23)]
+    assert [(kafka_error(line), line.broker_id) for line in lines] == [("MESSAGE_TOO_LARGE", 23), ("CORRUPT_MESSAGE", 23)]
 
 
 def test_a_failure_logged_by_replica_manager_and_kafka_apis_counts_once(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.audit import ScanOptions, audit_in_process, log_order, plan_tasks
-from kafka_audit.broker_log import read_broker_logs
+from kafka_audit.formats.broker_log import read_broker_logs
 from kafka_audit.cli import main
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.formats.producer_snapshot import read_producer_snapshot

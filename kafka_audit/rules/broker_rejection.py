@@ -21,7 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from kafka_audit.broker_log.wording import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine
+from kafka_audit.formats.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine
 from kafka_audit.errors import ERRORS
 from kafka_audit.findings import Finding, iso_time, make_finding
 from kafka_audit.formats.producer_snapshot import ProducerSnapshot
@@ -33,6 +33,12 @@ from kafka_audit.rules.rejection_explanation import explain
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 # The errors whose message may leave out the producer id (Kafka < 2.4): candidates are named.
 _EPOCH_ERRORS = ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED")
+_ERROR_OF_EXCEPTION = {error.exception: name for name, error in ERRORS.items()}
+
+
+def kafka_error(line: BrokerLogLine) -> str:
+    """The ``Errors`` name a broker answers for the line's exception (the catalogue's)."""
+    return _ERROR_OF_EXCEPTION[line.exception]
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,15 +310,15 @@ class BrokerRejections:
                 partition=self.partition,
                 offset=line.offset,
                 timestamp=line.time,
-                error=line.error,
+                error=kafka_error(line),
                 details={
                     "log_line": line.text,
                     "log_time": iso_time(line.time),
                     "log_file": f"{line.file}:{line.line_number}",
                     "broker_id": line.broker_id,
-                    "client_exception": ERRORS[line.error].exception,
+                    "client_exception": line.exception,
                     "state_at_time": state.to_dict(),
-                    "explanation": explain(line, state),
+                    "explanation": explain(line, kafka_error(line), state),
                 },
             )
             finding.producer_id = state.producer_id
@@ -325,7 +331,7 @@ class BrokerRejections:
         """Timeline rows (SPEC section 3): ``log_start_moved`` for each log start increment,
         ``broker_log`` for each segment deletion and each rejection (its explanation)."""
         where = dict(topic=self.topic, partition=self.partition)
-        explained = {id(line): (state, explain(line, state)) for line, state in self.states()}
+        explained = {id(line): (state, explain(line, kafka_error(line), state)) for line, state in self.states()}
         events = []
         for line in self.lines:
             if line.kind == LOG_START:
@@ -340,7 +346,7 @@ class BrokerRejections:
                 state, text = explained[id(line)]
                 events.append(Event(EventKind.BROKER_LOG, **where, offset=line.offset, timestamp=line.time,
                                     producer_id=state.producer_id, producer_epoch=line.producer_epoch,
-                                    message=f"{line.error}: {text}", check="broker_rejection"))
+                                    message=f"{kafka_error(line)}: {text}", check="broker_rejection"))
         return events
 
 
@@ -360,9 +366,10 @@ def _candidates(line: BrokerLogLine, batches: dict, markers: dict) -> list[int]:
             position = _log_position(append)
             if producer_id not in epochs or position > epochs[producer_id][1]:
                 epochs[producer_id] = (append.epoch, position)
-    if line.error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and line.producer_epoch is not None:
+    error = kafka_error(line)
+    if error == "OUT_OF_ORDER_SEQUENCE_NUMBER" and line.producer_epoch is not None:
         wanted = [p for p, (epoch, _) in epochs.items() if 0 <= epoch < line.producer_epoch]
-    elif line.error in _EPOCH_ERRORS and line.current_epoch is not None:
+    elif error in _EPOCH_ERRORS and line.current_epoch is not None:
         wanted = [p for p, (epoch, _) in epochs.items() if epoch == line.current_epoch]
     else:
         return []

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from kafka_audit.broker_log.wording import BrokerLogLine
+from kafka_audit.formats.broker_log_lines import BrokerLogLine
 
 if TYPE_CHECKING:
     from kafka_audit.rules.broker_rejection import ProducerAppend, StateAtTime
@@ -24,13 +24,14 @@ _CONTENT_ERRORS = {
 }
 
 
-def explain(line: BrokerLogLine, state: "StateAtTime") -> str:
-    """One sentence (clauses joined by semicolons) for ``line`` given ``state``."""
-    if line.error in _CONTENT_ERRORS:
-        return _content(line, state)
+def explain(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+    """One sentence (clauses joined by semicolons) for ``line``, answered with ``error``, given
+    ``state``."""
+    if error in _CONTENT_ERRORS:
+        return _content(line, error, state)
     if state.producer_id is None:
-        return _unknown_producer(line, state)
-    who = _who(line, state)
+        return _unknown_producer(line, error, state)
+    who = _who(line, error, state)
     known = _known(state, who)
     cause = {
         "UNKNOWN_PRODUCER_ID": _no_state,
@@ -39,7 +40,7 @@ def explain(line: BrokerLogLine, state: "StateAtTime") -> str:
         "PRODUCER_FENCED": _fenced,
         "DUPLICATE_SEQUENCE_NUMBER": _duplicate,
         "INVALID_TXN_STATE": _transaction,
-    }[line.error](line, state)
+    }[error](line, error, state)
     return f"{known}; {cause}"
 
 
@@ -60,12 +61,12 @@ def duration(ms: int) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
-def _who(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _who(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     """How the sentence names the producer: by the line's id, or as the only candidate."""
     if state.producer_id_source != "only candidate":
         return f"producer {state.producer_id}"
     fits = (
-        f"epoch was below {line.producer_epoch}" if line.error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
+        f"epoch was below {line.producer_epoch}" if error == "OUT_OF_ORDER_SEQUENCE_NUMBER"
         else f"epoch was {line.current_epoch}"
     )
     return (
@@ -95,7 +96,7 @@ def _known(state: "StateAtTime", who: str) -> str:
     return text
 
 
-def _no_state(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _no_state(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     """UNKNOWN_PRODUCER_ID: brokers before KIP-360 (Kafka < 2.5) answer it for a non-zero sequence
     from a producer they hold no state for."""
     answer = "the broker had no state and answered UNKNOWN_PRODUCER_ID (KIP-360)"
@@ -124,7 +125,7 @@ def _no_state(line: BrokerLogLine, state: "StateAtTime") -> str:
     )
 
 
-def _sequence(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _sequence(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     """OUT_OF_ORDER_SEQUENCE_NUMBER (ProducerAppendInfo.checkSequence)."""
     epoch, sequence = line.producer_epoch, line.sequence
     current = state.epoch
@@ -156,7 +157,7 @@ def _sequence(line: BrokerLogLine, state: "StateAtTime") -> str:
     return f"{cause}{disagree}; the broker answered OUT_OF_ORDER_SEQUENCE_NUMBER"
 
 
-def _fenced(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _fenced(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     """INVALID_PRODUCER_EPOCH (Kafka 2.7+) / PRODUCER_FENCED (before): an epoch below the
     producer's current one (ProducerAppendInfo.checkProducerEpoch)."""
     current = state.epoch if state.epoch is not None else line.current_epoch
@@ -165,18 +166,18 @@ def _fenced(line: BrokerLogLine, state: "StateAtTime") -> str:
         since = f", first written at offset {state.epoch_start.base_offset} ({clock(state.epoch_start.timestamp, state.time)})"
     return (
         f"the request came with epoch {line.producer_epoch}, below the current epoch {current}{since}: a zombie "
-        f"instance fenced by the newer one, and the broker answered {line.error}"
+        f"instance fenced by the newer one, and the broker answered {error}"
     )
 
 
-def _duplicate(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _duplicate(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     return (
         f"sequences {line.sequence}..{line.last_sequence} were already written; the broker answered "
         f"DUPLICATE_SEQUENCE_NUMBER and the producer counts the batch as delivered"
     )
 
 
-def _transaction(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _transaction(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     """INVALID_TXN_STATE (ProducerAppendInfo.appendDataBatch): a non-transactional batch while the
     producer's transaction is open."""
     if state.open_transaction:
@@ -187,24 +188,24 @@ def _transaction(line: BrokerLogLine, state: "StateAtTime") -> str:
     return "the log shows no transaction open for it then; the broker answered INVALID_TXN_STATE"
 
 
-def _unknown_producer(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _unknown_producer(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     at = clock(state.time, state.time)
     if state.candidates:
         names = ", ".join(str(c) for c in state.candidates)
         return (
             f"the line names no producer id; producers of {line.topic}-{line.partition} whose epoch fits the message "
-            f"before {at}: {names}; the broker answered {line.error}"
+            f"before {at}: {names}; the broker answered {error}"
         )
     return (
         f"the line names no producer id and no producer of {line.topic}-{line.partition} in this log fits the "
-        f"message before {at}; the broker answered {line.error}"
+        f"message before {at}; the broker answered {error}"
     )
 
 
-def _content(line: BrokerLogLine, state: "StateAtTime") -> str:
+def _content(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     """A batch refused for its content: none of it is in the log."""
     at = clock(state.time, state.time)
-    why = _CONTENT_ERRORS[line.error]
+    why = _CONTENT_ERRORS[error]
     last = state.partition_last
     where = (
         f"the log's last batch before {at} ends at offset {last.last_offset}, so the refused batch would have "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from kafka_audit.broker_log import BrokerLogLine
+from kafka_audit.formats.broker_log_lines import BrokerLogLine
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.broker_rejection import DEFAULT_PRODUCER_ID_EXPIRATION_MS, BrokerRejections
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index

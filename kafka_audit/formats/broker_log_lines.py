@@ -27,29 +27,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-
-from kafka_audit.broker_log.reader import LogEntry
-from kafka_audit.errors import ERRORS
+from dataclasses import dataclass, field
 
 REJECTION, LOG_START, SEGMENT_DELETED = "rejection", "log_start", "segment_deleted"
 
-# Kafka exception class (simple name) to the Errors entry a broker answers with: the produce-path
-# errors of SPEC broker_rejection.
-_PRODUCE_ERRORS = (
-    "OUT_OF_ORDER_SEQUENCE_NUMBER",
-    "UNKNOWN_PRODUCER_ID",
-    "INVALID_PRODUCER_EPOCH",
-    "PRODUCER_FENCED",
-    "DUPLICATE_SEQUENCE_NUMBER",
-    "CORRUPT_MESSAGE",
-    "INVALID_RECORD",
-    "INVALID_TIMESTAMP",
-    "MESSAGE_TOO_LARGE",
-    "RECORD_LIST_TOO_LARGE",
-    "INVALID_TXN_STATE",
+# The produce-path exceptions of SPEC broker_rejection (simple class names); the error code each
+# answers is the catalogue's (errors.ERRORS, by exception).
+PRODUCE_EXCEPTIONS = frozenset(
+    {
+        "OutOfOrderSequenceException",
+        "UnknownProducerIdException",
+        "InvalidProducerEpochException",
+        "ProducerFencedException",
+        "DuplicateSequenceException",
+        "CorruptRecordException",
+        "InvalidRecordException",
+        "InvalidTimestampException",
+        "RecordTooLargeException",
+        "RecordBatchTooLargeException",
+        "InvalidTxnStateException",
+    }
 )
-ERROR_OF_EXCEPTION = {ERRORS[name].exception: name for name in _PRODUCE_ERRORS}
 
 _APPEND_FAILED = re.compile(r"Error processing append operation on partition (?P<tp>\S+)")
 _PRODUCE_DEBUG = re.compile(
@@ -80,6 +78,20 @@ _PHRASES = {
 }
 
 
+@dataclass(slots=True)
+class LogEntry:
+    """One log event: its time (epoch ms), level, the header's message, the header line as logged
+    (from its timestamp on) and the lines after it (a multi-line exception)."""
+
+    file: str
+    line_number: int
+    time: int
+    level: str
+    message: str
+    raw: str
+    more: list[str] = field(default_factory=list)
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerLogLine:
     """One broker log line about a partition: a produce error (``REJECTION``), a log start
@@ -95,7 +107,6 @@ class BrokerLogLine:
     file: str
     line_number: int
     text: str
-    error: str | None = None
     exception: str | None = None
     exception_message: str | None = None
     producer_id: int | None = None
@@ -156,24 +167,23 @@ def _where(entry: LogEntry, tp: str) -> dict | None:
 def _rejection(entry: LogEntry) -> BrokerLogLine | None:
     failed = _APPEND_FAILED.search(entry.message)
     if failed:
-        exception = next((m for m in map(_EXCEPTION_LINE.match, entry.more) if m), None)
-        if exception is None:
+        thrown = next((m for m in map(_EXCEPTION_LINE.match, entry.more) if m), None)
+        if thrown is None:
             return None
-        cls, message = exception["cls"], exception["msg"] or ""
-        text = f"{entry.raw}\n{exception.group(0)}"
+        cls, message = thrown["cls"], thrown["msg"] or ""
+        text = f"{entry.raw}\n{thrown.group(0)}"
         tp = failed["tp"]
     else:
         debug = _PRODUCE_DEBUG.search(entry.message)
         if debug is None:
             return None
         cls, message, text, tp = debug["cls"], "", entry.raw, debug["tp"]
-    error = ERROR_OF_EXCEPTION.get(cls.rsplit(".", 1)[-1])
+    exception = cls.rsplit(".", 1)[-1]
     where = _where(entry, tp)
-    if error is None or where is None:
+    if exception not in PRODUCE_EXCEPTIONS or where is None:
         return None
     return BrokerLogLine(
-        REJECTION, **where, text=text, error=error, exception=cls.rsplit(".", 1)[-1], exception_message=message,
-        **_producer_fields(message),
+        REJECTION, **where, text=text, exception=exception, exception_message=message, **_producer_fields(message)
     )
 
 

@@ -1,5 +1,8 @@
-"""Reading a broker's ``server.log`` files into log entries: one header line and its continuation
-lines (a multi-line exception: the exception's class and message, then its stack trace).
+"""Broker ``server.log`` files (``scan --broker-log``): read into log entries (one header line and
+its continuation lines: a multi-line exception's class and message, then its stack trace), of
+which the produce errors and the retention lines become :class:`BrokerLogLine` values
+(``broker_log_lines.py``) that the partition step joins with the replayed log
+(``rules/broker_rejection.py``).
 
 Kafka logs through log4j (``config/log4j.properties``, Kafka 2.x-3.x) and log4j2
 (``config/log4j2.yaml``, Kafka 4.x). Both ship the layout ``[%d] %p %m (%c)%n``:
@@ -25,6 +28,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+from kafka_audit.formats.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine, LogEntry, classify
+
+__all__ = ["BrokerLog", "BrokerLogError", "BrokerLogLine", "LOG_START", "REJECTION", "SEGMENT_DELETED", "read_broker_logs"]
+
 # A header: [date time,ms zone] [thread] LEVEL rest  (brackets and thread optional).
 _HEADER = re.compile(
     r"\[?(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<clock>\d{2}:\d{2}:\d{2})(?:[,.](?P<fraction>\d{1,9}))?"
@@ -34,6 +41,9 @@ _HEADER = re.compile(
 # At most this many lines of one entry are kept (a stack trace of a deep call is long).
 MAX_ENTRY_LINES = 64
 _GZIP_MAGIC = b"\x1f\x8b"
+# KafkaApis' DEBUG line for a failure ReplicaManager also logged comes within this time of it.
+_SAME_FAILURE_MS = 1000
+_KAFKA_APIS_LINE = "Produce request with correlation id"
 
 
 class BrokerLogError(Exception):
@@ -41,21 +51,54 @@ class BrokerLogError(Exception):
 
 
 @dataclass(slots=True)
-class LogEntry:
-    """One log event: its time (epoch ms), level, the header's message, the header line as logged
-    (from its timestamp on) and the lines after it."""
+class BrokerLog:
+    """The lines of interest of every given file, in time order (file order for equal times)."""
 
-    file: str
-    line_number: int
-    time: int
-    level: str
-    message: str
-    raw: str
-    more: list[str] = field(default_factory=list)
+    files: list[str]
+    lines: list[BrokerLogLine] = field(default_factory=list)
 
-    @property
-    def text(self) -> str:
-        return "\n".join([self.message, *self.more])
+    def for_partition(self, topic: str, partition: int) -> tuple[BrokerLogLine, ...]:
+        return tuple(line for line in self.lines if line.key == (topic, partition))
+
+    def summary(self, scanned: Iterable[tuple[str, int]]) -> dict[str, int]:
+        """Counts for the scan summary: lines read, produce errors among them, and lines about
+        partitions the scan did not hold (reported nowhere else)."""
+        keys = set(scanned)
+        return {
+            "broker_log_files": len(self.files),
+            "broker_log_lines": len(self.lines),
+            "broker_log_rejections": sum(1 for line in self.lines if line.kind == REJECTION),
+            "broker_log_lines_unmatched": sum(1 for line in self.lines if line.key not in keys),
+        }
+
+
+def read_broker_logs(paths: Iterable[str]) -> BrokerLog:
+    """Read and classify every file (a directory: its ``server.log*`` files). Raises
+    :class:`BrokerLogError` with a one-line reason for a file that cannot be read."""
+    files = broker_log_files(paths)
+    lines: list[BrokerLogLine] = []
+    for path in files:
+        lines.extend(classify(read_entries(path)))
+    lines.sort(key=lambda line: line.time)
+    return BrokerLog(files, _without_repeats(lines))
+
+
+def _without_repeats(lines: list[BrokerLogLine]) -> list[BrokerLogLine]:
+    """A failure that ReplicaManager logged at ERROR is also KafkaApis' DEBUG line when debug
+    logging is on: one rejection, kept once (the ERROR line, which carries the message)."""
+    logged = [line for line in lines if line.kind == REJECTION and not _from_kafka_apis(line)]
+
+    def repeats(line: BrokerLogLine) -> bool:
+        return line.kind == REJECTION and _from_kafka_apis(line) and any(
+            other.key == line.key and other.exception == line.exception and 0 <= line.time - other.time <= _SAME_FAILURE_MS
+            for other in logged
+        )
+
+    return [line for line in lines if not repeats(line)]
+
+
+def _from_kafka_apis(line: BrokerLogLine) -> bool:
+    return _KAFKA_APIS_LINE in line.text.split("\n", 1)[0]
 
 
 def broker_log_files(paths: Iterable[str]) -> list[str]:
