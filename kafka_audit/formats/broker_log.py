@@ -24,9 +24,11 @@ import gzip
 import os
 import re
 import zlib
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 from kafka_audit.formats.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine, LogEntry, classify
 
@@ -38,6 +40,9 @@ _HEADER = re.compile(
     r"(?P<zone>Z|[+-]\d{2}:?\d{2})?\]?"
     r"(?:\s+\[[^\]]*\])?\s+(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s+(?P<message>.*)$"
 )
+# A header may start this far into its line (after a journald or container prefix).
+_MAX_PREFIX = 120
+_DATE = re.compile(r"\[?\d{4}-\d{2}-\d{2}[ T]\d")
 # At most this many lines of one entry are kept (a stack trace of a deep call is long).
 MAX_ENTRY_LINES = 64
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -56,9 +61,16 @@ class BrokerLog:
 
     files: list[str]
     lines: list[BrokerLogLine] = field(default_factory=list)
+    by_partition: dict[tuple[str, int], tuple[BrokerLogLine, ...]] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        grouped: dict[tuple[str, int], list[BrokerLogLine]] = {}
+        for line in self.lines:
+            grouped.setdefault(line.key, []).append(line)
+        self.by_partition = {key: tuple(lines) for key, lines in grouped.items()}
 
     def for_partition(self, topic: str, partition: int) -> tuple[BrokerLogLine, ...]:
-        return tuple(line for line in self.lines if line.key == (topic, partition))
+        return self.by_partition.get((topic, partition), ())
 
     def summary(self, scanned: Iterable[tuple[str, int]]) -> dict[str, int]:
         """Counts for the scan summary: lines read, produce errors among them, and lines about
@@ -68,7 +80,7 @@ class BrokerLog:
             "broker_log_files": len(self.files),
             "broker_log_lines": len(self.lines),
             "broker_log_rejections": sum(1 for line in self.lines if line.kind == REJECTION),
-            "broker_log_lines_unmatched": sum(1 for line in self.lines if line.key not in keys),
+            "broker_log_lines_unmatched": sum(len(lines) for key, lines in self.by_partition.items() if key not in keys),
         }
 
 
@@ -86,13 +98,17 @@ def read_broker_logs(paths: Iterable[str]) -> BrokerLog:
 def _without_repeats(lines: list[BrokerLogLine]) -> list[BrokerLogLine]:
     """A failure that ReplicaManager logged at ERROR is also KafkaApis' DEBUG line when debug
     logging is on: one rejection, kept once (the ERROR line, which carries the message)."""
-    logged = [line for line in lines if line.kind == REJECTION and not _from_kafka_apis(line)]
+    logged: dict[tuple, list[int]] = {}
+    for line in lines:
+        if line.kind == REJECTION and not _from_kafka_apis(line):
+            logged.setdefault((line.key, line.exception), []).append(line.time)  # in time order
 
     def repeats(line: BrokerLogLine) -> bool:
-        return line.kind == REJECTION and _from_kafka_apis(line) and any(
-            other.key == line.key and other.exception == line.exception and 0 <= line.time - other.time <= _SAME_FAILURE_MS
-            for other in logged
-        )
+        if line.kind != REJECTION or not _from_kafka_apis(line):
+            return False
+        times = logged.get((line.key, line.exception), [])
+        index = bisect_right(times, line.time)
+        return index > 0 and line.time - times[index - 1] <= _SAME_FAILURE_MS
 
     return [line for line in lines if not repeats(line)]
 
@@ -140,33 +156,46 @@ def read_entries(path: str) -> Iterator[LogEntry]:
     entry: LogEntry | None = None
     for number, line in enumerate(_lines(path), start=1):
         line = line.rstrip("\r\n")
-        header = _HEADER.search(line)
-        if header is not None and header.start() <= _max_prefix(line):
+        # Kafka's own layout starts the line with the header; other layouts may put a prefix first
+        # (``Jan 26 10:07:14 host kafka-server-start.sh[15550]: ``), but a date deep inside a
+        # message line is not a header.
+        header = _header(line)
+        if header is not None:
             if entry is not None:
                 yield entry
-            entry = LogEntry(path, number, parse_time(header), header["level"].replace("WARNING", "WARN"), header["message"], line[header.start():])
+            entry = LogEntry(
+                path, number, parse_time(header), header["level"].replace("WARNING", "WARN"), header["message"],
+                line[header.start():],
+            )
         elif entry is not None and len(entry.more) < MAX_ENTRY_LINES and line.strip():
             entry.more.append(line.strip())
     if entry is not None:
         yield entry
 
 
-def _max_prefix(line: str) -> int:
-    """A header may follow a prefix (``Jan 26 10:07:14 host kafka-server-start.sh[15550]: ``)
-    but a date deep inside a message line is not a header."""
-    return min(len(line), 120)
+def _header(line: str) -> re.Match | None:
+    header = _HEADER.match(line)
+    if header is None:
+        date = _DATE.search(line, 0, _MAX_PREFIX + 16)
+        header = _HEADER.match(line, date.start()) if date else None
+    return header
 
 
 def parse_time(header: re.Match) -> int:
     """Epoch milliseconds of a header's date, time, fraction and zone (UTC without a zone)."""
-    moment = datetime.fromisoformat(f"{header['date']}T{header['clock']}").replace(tzinfo=timezone.utc)
-    zone = header["zone"]
+    fraction = (header["fraction"] or "0").ljust(3, "0")[:3]
+    return _epoch_seconds(header["date"], header["clock"], header["zone"]) * 1000 + int(fraction)
+
+
+@lru_cache(maxsize=4096)
+def _epoch_seconds(date: str, clock: str, zone: str | None) -> int:
+    """Lines of one second share the work (a busy broker logs hundreds a second)."""
+    moment = datetime.fromisoformat(f"{date}T{clock}").replace(tzinfo=timezone.utc)
     if zone and zone != "Z":
         sign = 1 if zone[0] == "+" else -1
         digits = zone[1:].replace(":", "")
         moment -= sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    fraction = (header["fraction"] or "0").ljust(3, "0")[:3]
-    return int(moment.timestamp()) * 1000 + int(fraction)
+    return int(moment.timestamp())
 
 
 def _lines(path: str) -> Iterator[str]:

@@ -139,9 +139,15 @@ def parse_topic_partition(text: str) -> tuple[str, int] | None:
     return topic, int(number)
 
 
+# Words every line of interest holds: a cheap test before the patterns.
+_KEYWORDS = re.compile(r"append operation|Produce request|log start offset|Deleting segment|deletable segments")
+
+
 def classify(entries: Iterable[LogEntry]) -> Iterator[BrokerLogLine]:
     """The broker log lines of interest among ``entries``; all others are passed over."""
     for entry in entries:
+        if not _KEYWORDS.search(entry.message):
+            continue
         line = _rejection(entry) or _retention(entry)
         if isinstance(line, list):
             yield from line

@@ -213,6 +213,7 @@ class BrokerRejections:
     ) -> None:
         self.topic, self.partition = topic, partition
         self.lines = sorted(lines, key=lambda line: line.time)
+        self.line_times = [line.time for line in self.lines]
         self.rejections = [line for line in self.lines if line.kind == REJECTION]
         self.times = [line.time for line in self.rejections]
         self.log_start_offset = log_start_offset
@@ -290,7 +291,7 @@ class BrokerRejections:
         )
 
     def _retention_at(self, time: int) -> Retention:
-        before = self.lines[: bisect_right([line.time for line in self.lines], time)]
+        before = self.lines[: bisect_right(self.line_times, time)]
         moved = [line for line in before if line.kind == LOG_START]
         latest = max(moved, key=lambda line: (line.offset, -line.time), default=None)
         return Retention(
