@@ -311,3 +311,45 @@ def test_an_unreadable_broker_log_is_exit_2_with_one_line(capsys, tmp_path):
     err = capsys.readouterr().err
     assert stop.value.code == 2
     assert err.strip() == f"kafka-audit: --broker-log {tmp_path / 'nope.log'}: no such file or directory"
+
+
+def test_retention_without_a_dated_line_says_the_deletion_is_undated(tmp_path):
+    """Only the error line, no retention line: the log start (2620) says the batch is gone now,
+    nothing says it was gone at 16:11:05."""
+    write_issue_log_dir(tmp_path / "data")
+    only_error = "\n".join(ISSUE_SERVER_LOG.splitlines()[4:6]) + "\n"
+    [finding] = rejections(scan(tmp_path / "data", only_error, tmp_path))
+    assert finding.details["state_at_time"]["deleted_by_retention"] is None
+    assert finding.details["explanation"].endswith(
+        "retention has since deleted it (log start now 2620 > its last offset 2519) but the given broker logs date no "
+        "deletion before 16:11:05; the broker had no state and answered UNKNOWN_PRODUCER_ID (KIP-360)"
+    )
+
+
+def test_unknown_producer_id_that_neither_retention_nor_expiry_explains(tmp_path):
+    log_dir = _one_producer_dir(tmp_path / "data")
+    line = append_failed(
+        "2022-03-14 16:10:30,000", "orders-0",
+        "org.apache.kafka.common.errors.UnknownProducerIdException: Found no record of producerId=5 on the broker. It is "
+        "possible that the last message with the producerId=5 has been removed due to hitting the retention limit.",
+    )
+    [finding] = rejections(scan(log_dir, line, tmp_path))
+    assert "yet that batch was still in the log and the producer idle only 21.0 s" in finding.details["explanation"]
+
+
+def test_old_fencing_wording_finds_the_producer_at_the_brokers_epoch(tmp_path):
+    with LogDirWriter(tmp_path / "data") as log_dir:
+        writer = log_dir.partition("orders", 0, clock=epoch_ms(T0), tick_ms=1000)
+        Producer(5, epoch=3).send(writer, records(["a"] * 3))
+        Producer(6, epoch=0).send(writer, records(["b"] * 3))
+    line = append_failed(
+        "2022-03-14 16:10:10,000", "orders-0",
+        "org.apache.kafka.common.errors.ProducerFencedException: Producer's epoch is no longer valid. There is probably "
+        "another producer with a newer epoch. 2 (request epoch), 3 (server epoch)",
+    )
+    [finding] = rejections(scan(tmp_path / "data", line, tmp_path))
+    assert (finding.producer_id, finding.error_name, finding.client_outcome) == (5, "PRODUCER_FENCED", "fatal")
+    assert finding.details["explanation"].startswith(
+        "the line names no producer id, and the only producer of orders-0 whose epoch was 3 then is 5: producer 5's "
+        "last batch before 16:10:10 was epoch 3"
+    )
