@@ -62,7 +62,7 @@ _DELETING = re.compile(
 )
 _DELETING_BELOW_START = re.compile(r"Deleting segments due to (?P<reason>log start offset \d+ breach): (?P<segments>.*)$")
 _DELETABLE = re.compile(r"Found deletable segments with base offsets \[(?P<bases>[\d,\s]*)\] due to (?P<reason>.+?)\s*(?:\([\w.$]+\))?$")
-_PROP = re.compile(r"(?P<key>\w+)=(?:Some\()?(?P<value>-?\d+)")
+_BASE_OFFSET = re.compile(r"baseOffset=(\d+)")
 
 # Message phrases (every version's wording; see the module docstring).
 _PHRASES = {
@@ -117,7 +117,6 @@ class BrokerLogLine:
     current_sequence: int | None = None
     offset: int | None = None
     reason: str | None = None
-    largest_timestamp: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -227,20 +226,16 @@ def _retention(entry: LogEntry) -> BrokerLogLine | list[BrokerLogLine] | None:
         return BrokerLogLine(LOG_START, **where, text=text, offset=int(moved["offset"]), reason=moved["reason"])
     deleting = _DELETING.search(text)
     if deleting:
-        props = {m["key"]: int(m["value"]) for m in _PROP.finditer(deleting["props"] or "")}
-        base = props.get("baseOffset", int(deleting["plain"]) if deleting["plain"] else None)
+        base = _BASE_OFFSET.search(deleting["props"] or "") or re.fullmatch(r"(\d+)", deleting["plain"] or "")
         if base is None:
             return None
-        return BrokerLogLine(
-            SEGMENT_DELETED, **where, text=text, offset=base, reason=deleting["reason"],
-            largest_timestamp=props.get("largestRecordTimestamp"),
-        )
+        return BrokerLogLine(SEGMENT_DELETED, **where, text=text, offset=int(base[1]), reason=deleting["reason"])
     deletable = _DELETABLE.search(text)
     if deletable:
         bases = [int(b) for b in re.split(r"[,\s]+", deletable["bases"].strip()) if b]
         return [BrokerLogLine(SEGMENT_DELETED, **where, text=text, offset=b, reason=deletable["reason"]) for b in bases]
     below_start = _DELETING_BELOW_START.search(text)
     if below_start:
-        bases = [int(b) for b in re.findall(r"LogSegment\(baseOffset=(\d+)", below_start["segments"])]
+        bases = [int(b) for b in _BASE_OFFSET.findall(below_start["segments"])]
         return [BrokerLogLine(SEGMENT_DELETED, **where, text=text, offset=b, reason=below_start["reason"]) for b in bases]
     return None

@@ -293,10 +293,11 @@ class BrokerRejections:
     def _retention_at(self, time: int) -> Retention:
         before = self.lines[: bisect_right(self.line_times, time)]
         moved = [line for line in before if line.kind == LOG_START]
+        # The highest log start, at the first time it was reached.
         latest = max(moved, key=lambda line: (line.offset, -line.time), default=None)
         return Retention(
             log_start_offset=latest.offset if latest else None,
-            log_start_time=min((m.time for m in moved if m.offset == latest.offset), default=None) if latest else None,
+            log_start_time=latest.time if latest else None,
             deleted_segments=[line for line in before if line.kind == SEGMENT_DELETED],
             log_start_now=self.log_start_offset,
         )
