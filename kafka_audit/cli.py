@@ -133,6 +133,11 @@ def scan(
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
     ] = 900_000,
+    producer_id_expiration_ms: Annotated[
+        int,
+        typer.Option("--producer-id-expiration-ms", min=0,
+                     help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
+    ] = 86_400_000,
     broker_log: Annotated[
         Optional[list[Path]],
         typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
@@ -146,7 +151,7 @@ def scan(
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
     from kafka_audit import pipeline
     from kafka_audit.spark_session import spark_session
-    from kafka_audit.audit import ScanOptions
+    from kafka_audit.audit import ScanOptions, with_inferred_compaction
     from kafka_audit.formats.log_dir import discover
 
     _check_paths(paths)
@@ -169,8 +174,10 @@ def scan(
         ),
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
         broker_log=broker_lines,
     )
+    options = with_inferred_compaction(options, discovery)
     err = Console(stderr=True)
     try:
         with spark_session(master, spark_conf) as spark:

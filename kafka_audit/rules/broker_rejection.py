@@ -27,10 +27,9 @@ from kafka_audit.findings import Finding, iso_time, make_finding
 from kafka_audit.formats.producer_snapshot import ProducerSnapshot
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import Event, EventKind
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from kafka_audit.rules.rejection_explanation import explain
 
-# ProducerStateManager: producer.id.expiration.ms default (1 day).
-DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 # The errors whose message may leave out the producer id (Kafka < 2.4): candidates are named.
 _EPOCH_ERRORS = ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED")
 _ERROR_OF_EXCEPTION = {error.exception: name for name, error in ERRORS.items()}
