@@ -9,15 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, audit_in_process, log_order, plan_tasks
+from kafka_audit.audit import ScanOptions, audit_in_process
 from kafka_audit.formats.broker_log import read_broker_logs
 from kafka_audit.cli import main
 from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.producer_snapshot import read_producer_snapshot
-from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import EventKind
-from kafka_audit.tasks.partition_audit import PartitionMeta, broker_rejections
-from kafka_audit.tasks.segment_audit import SegmentAuditor
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms, write_issue_log_dir
 from tests.support.writer import LogDirWriter, Producer, records
 from tests.test_broker_log import REAL_BROKER
@@ -229,25 +225,20 @@ def test_a_batch_refused_for_its_content_points_at_where_it_would_have_gone(tmp_
     )
 
 
-def joined_events(found, options: ScanOptions, topic: str, partition: int) -> list:
-    """The partition step's join fed as audit_partition feeds it (summaries in log order, the
-    partition's snapshots), then its timeline events."""
-    [replica] = [p for p in found.partitions if (p.topic, p.partition) == (topic, partition)]
-    meta = PartitionMeta.from_discovery(replica, options)
-    join = broker_rejections(meta, [read_producer_snapshot(path) for path, _ in meta.snapshots])
-    tasks = sorted((t for t in plan_tasks(found) if t.replica_key == replica.key), key=log_order)
-    summaries = (
-        item for task in tasks for item in SegmentAuditor(task, options.validation, None).run() if isinstance(item, BatchSummary)
-    )
-    for _ in join.watch(summaries):
-        pass
-    return join.events()
+def broker_events(result, topic: str, partition: int) -> list:
+    """The timeline events the broker log gave one partition (ScanOptions.timeline), in time
+    order; the replay's own ``log_start_moved`` row (where the scanned log starts) has no time."""
+    mine = [
+        e for e in result.events
+        if (e.topic, e.partition) == (topic, partition)
+        and (e.kind == EventKind.BROKER_LOG or (e.kind == EventKind.LOG_START_MOVED and e.timestamp is not None))
+    ]
+    return sorted(mine, key=lambda e: e.timestamp)
 
 
 def test_timeline_events_of_retention_and_rejections(tmp_path):
     write_issue_log_dir(tmp_path / "data")
-    options = ScanOptions(broker_log=read_broker_logs([str(_write(tmp_path, ISSUE_SERVER_LOG))]))
-    events = joined_events(discover([str(tmp_path / "data")]), options, "test", 55)
+    events = broker_events(scan(tmp_path / "data", ISSUE_SERVER_LOG, tmp_path, timeline=True), "test", 55)
     assert [(e.kind, e.offset, e.producer_id, e.to_dict()["time"]) for e in events] == [
         (EventKind.BROKER_LOG, 0, None, "2022-03-14T16:10:58.102Z"),
         (EventKind.BROKER_LOG, 1280, None, "2022-03-14T16:10:58.102Z"),
@@ -270,7 +261,7 @@ def test_the_real_retention_log_adds_no_finding_and_dates_the_log_start(tmp_path
     joined = audit_in_process(found, ScanOptions(broker_log=log))
     assert [f.to_dict() for f in joined.findings] == [f.to_dict() for f in plain.findings]
     assert (joined.summary["broker_log_lines"], joined.summary["broker_log_lines_unmatched"]) == (25, 0)
-    events = joined_events(found, ScanOptions(broker_log=log), "ret", 0)
+    events = broker_events(audit_in_process(found, ScanOptions(broker_log=log, timeline=True)), "ret", 0)
     moved = [e.to_dict() for e in events if e.kind == EventKind.LOG_START_MOVED]
     assert [(e["offset"], e["time"]) for e in moved] == [(2620, "2026-11-23T08:51:33.056Z")]
 
@@ -282,11 +273,14 @@ def test_the_spark_job_gives_the_in_process_findings(spark, tmp_path):
 
     write_issue_log_dir(tmp_path / "data")
     found = discover([str(tmp_path / "data")])
-    options = ScanOptions(broker_log=read_broker_logs([str(_write(tmp_path, ISSUE_SERVER_LOG))]))
+    options = ScanOptions(broker_log=read_broker_logs([str(_write(tmp_path, ISSUE_SERVER_LOG))]), timeline=True)
     on_spark = pipeline.run_scan(spark, found, options)
     in_process = audit_in_process(found, options)
     assert [f.to_dict() for f in on_spark.findings] == [f.to_dict() for f in in_process.findings]
     assert len(rejections(on_spark)) == 2
+    for partition in (8, 55):
+        spark_events = [e.to_dict() for e in broker_events(on_spark, "test", partition)]
+        assert spark_events == [e.to_dict() for e in broker_events(in_process, "test", partition)] != []
     assert on_spark.summary["broker_log_rejections"] == 2
 
 
