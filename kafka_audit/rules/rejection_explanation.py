@@ -145,9 +145,10 @@ def _sequence(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     if line.current_sequence is not None and line.current_sequence not in (last, -1):
         disagree = f" (the broker said its end sequence was {line.current_sequence}: its state and this log differ)"
     if sequence > expected:
+        missing = f"sequence {expected}" if sequence - 1 == expected else f"sequences {expected}..{sequence - 1}"
         cause = (
-            f"the broker expected sequence {expected} and got {sequence}: sequences {expected}..{sequence - 1} never "
-            f"reached the log, an earlier batch of this producer failed or was lost and the producer sent the next one"
+            f"the broker expected sequence {expected} and got {sequence}: {missing} never reached the log, an "
+            f"earlier batch of this producer failed or was lost and the producer sent the next one"
         )
     else:
         cause = (
