@@ -347,3 +347,27 @@ def test_old_fencing_wording_finds_the_producer_at_the_brokers_epoch(tmp_path):
         "the line names no producer id, and the only producer of orders-0 whose epoch was 3 then is 5: producer 5's "
         "last batch before 16:10:10 was epoch 3"
     )
+
+
+@pytest.mark.skipif(REAL_BROKER is None, reason="real-broker corpus not found")
+def test_a_line_placed_in_the_real_idle_window_finds_the_state_the_real_broker_expired(tmp_path):
+    """retention-producer-expiry: P (producer id 0) stopped at sequence 2999 and idled 25 s with
+    producer.id.expiration.ms=10000 (server.properties); the real broker's own log then says
+    "Wrote producer snapshot at offset 3100 with 0 producer ids" (08:52:02). A Kafka 2.3 broker
+    would have answered P's next batch UNKNOWN_PRODUCER_ID (the 3.6 broker accepted it): that line,
+    placed at 08:52:01 in the real log, is explained by the real batches and the expiry."""
+    case = REAL_BROKER / "retention-producer-expiry"
+    real = (case / "broker" / "server.log.txt").read_text()
+    assert "Wrote producer snapshot at offset 3100 with 0 producer ids" in real
+    line = append_failed(
+        "2026-11-23 08:52:01,000", "ret-0",
+        "org.apache.kafka.common.errors.UnknownProducerIdException: Found no record of producerId=0 on the broker. It is "
+        "possible that the last message with the producerId=0 has been removed due to hitting the retention limit.",
+    )
+    [finding] = rejections(scan(case / "data", real + line, tmp_path, producer_id_expiration_ms=10_000))
+    state = finding.details["state_at_time"]
+    # README "Kafka's own view": 0/0: 2520-3419 @ 2620-3519, so sequence 2999 sits at offset 3099.
+    assert (state["last_batch"]["last_sequence"], state["last_batch"]["last_offset"]) == (2999, 3099)
+    # The log start moved to 2620 at 08:51:33.056 (the real line), below P's batch: not deleted.
+    assert (state["log_start_offset"], state["deleted_by_retention"], state["expired"]) == (2620, False, True)
+    assert "past producer.id.expiration.ms 10000, so the broker had expired its state" in finding.details["explanation"]
