@@ -371,3 +371,16 @@ def test_a_line_placed_in_the_real_idle_window_finds_the_state_the_real_broker_e
     # The log start moved to 2620 at 08:51:33.056 (the real line), below P's batch: not deleted.
     assert (state["log_start_offset"], state["deleted_by_retention"], state["expired"]) == (2620, False, True)
     assert "past producer.id.expiration.ms 10000, so the broker had expired its state" in finding.details["explanation"]
+
+
+def test_scan_broker_log_on_the_local_engine(capsys, tmp_path):
+    write_issue_log_dir(tmp_path / "data")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    _write(log_dir, ISSUE_SERVER_LOG)
+    with pytest.raises(SystemExit) as stop:
+        main(["scan", str(tmp_path / "data"), "--broker-log", str(log_dir), "--engine", "local", "--format", "json", "--quiet"])
+    assert stop.value.code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [(f["partition"], f["error_code"]) for f in report["findings"] if f["check"] == "broker_rejection"] == [(8, 45), (55, 59)]
+    assert (report["summary"]["engine"], report["summary"]["broker_log_files"]) == ("local", 1)
