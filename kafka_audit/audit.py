@@ -1,7 +1,7 @@
 """The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
 
-``pipeline.py`` runs these steps on Spark (parse in ``mapPartitions``, shuffle by partition,
-replay per partition); :func:`audit_in_process` runs exactly the same steps in this process, for
+``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
 tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
 
 The unit of work is a :class:`SegmentTask` (a segment, or a byte range of a large one); the unit
@@ -60,6 +60,8 @@ class ScanResult:
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
+    producers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -147,10 +149,14 @@ def log_order(task: SegmentTask) -> tuple[int, str, int]:
 
 
 def audit_in_process(
-    discovery: Discovery, options: ScanOptions, on_progress: Callable[[Progress], None] | None = None
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_batches: Callable[[list[BatchSummary]], None] | None = None,
 ) -> ScanResult:
     """The whole audit in this process (``scan --engine local``): the reference the Spark job
-    must agree with. ``on_progress`` is called after each segment task and partition replica."""
+    must agree with. ``on_progress`` is called after each segment task and partition replica;
+    ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
     started = time.monotonic()
     options = with_inferred_compaction(options, discovery)
     metas = partition_metas(discovery, options)
@@ -171,6 +177,8 @@ def audit_in_process(
                 findings.append(item)
         summaries[task.replica_key].append((log_order(task), batches))
         stats.merge(auditor.stats)
+        if on_batches is not None:
+            on_batches(batches)
         progress.segments_done += 1
         progress.bytes_done += task.byte_count
         if on_progress is not None:

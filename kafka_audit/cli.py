@@ -166,6 +166,8 @@ def audit_paths(
     master: str = DEFAULT_MASTER,
     conf: Optional[list[str]] = None,
     quiet: bool = False,
+    remote: Optional[str] = None,
+    output_parquet: Optional[str] = None,
 ) -> "ScanResult":
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
@@ -185,12 +187,12 @@ def audit_paths(
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:
-            result = run_audit(discovery, options, engine, master, spark_conf)
+            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet)
         else:
             from kafka_audit.progress import PhaseDisplay
 
             with PhaseDisplay(display_console) as display:
-                result = run_audit(discovery, options, engine, master, spark_conf, display)
+                result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
     except SparkFailure as failure:  # one line naming the cause, not a JVM trace
         raise _fail(_spark_failure(failure.__cause__ or failure)) from None
     set_wall_time(result.summary, time.monotonic() - _command_started)
@@ -249,6 +251,13 @@ def scan(
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
     conf: ConfOption = None,
+    remote: Annotated[
+        Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
+    ] = None,
+    output_parquet: Annotated[
+        Optional[str],
+        typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
@@ -272,7 +281,8 @@ def scan(
         broker_log=broker_lines,
     )
     result = audit_paths(
-        paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet
+        paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
+        remote=remote, output_parquet=_parquet_target(output_parquet),
     )
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
@@ -290,6 +300,16 @@ def read_broker_log(paths: Optional[list[Path]]):
         return read_broker_logs([str(p) for p in paths])
     except BrokerLogError as exc:
         raise _fail(str(exc)) from None
+
+
+def _parquet_target(target: Optional[str]) -> Optional[str]:
+    """``--output-parquet``: a URI as given, a local folder made absolute (executors write it)."""
+    if target is None or "://" in target:
+        return target
+    path = Path(target).absolute()
+    if path.exists() and not path.is_dir():
+        raise _fail(f"--output-parquet {target}: not a directory")
+    return str(path)
 
 
 def _check_output(output: Optional[Path]) -> None:

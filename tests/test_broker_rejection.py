@@ -384,3 +384,16 @@ def test_scan_broker_log_on_the_local_engine(capsys, tmp_path):
     report = json.loads(capsys.readouterr().out)
     assert [(f["partition"], f["error_code"]) for f in report["findings"] if f["check"] == "broker_rejection"] == [(8, 45), (55, 59)]
     assert (report["summary"]["engine"], report["summary"]["broker_log_files"]) == ("local", 1)
+
+
+def test_the_library_call_takes_broker_logs(tmp_path):
+    """SPEC section 5: kafka_audit.scan(paths, **options) with the scan options, --broker-log among them."""
+    from kafka_audit import scan as library_scan
+
+    write_issue_log_dir(tmp_path / "data")
+    result = library_scan(tmp_path / "data", broker_logs=[_write(tmp_path, ISSUE_SERVER_LOG)])
+    assert [(f["partition"], f["error_name"]) for f in result.findings if f["check"] == "broker_rejection"] == [
+        (8, "OUT_OF_ORDER_SEQUENCE_NUMBER"), (55, "UNKNOWN_PRODUCER_ID"),
+    ]
+    with pytest.raises(ValueError, match="no such file or directory"):
+        library_scan(tmp_path / "data", broker_logs=[tmp_path / "missing.log"])
