@@ -149,6 +149,11 @@ EngineOption = Annotated[
 MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
 ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")]
 QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
+BrokerLogOption = Annotated[
+    Optional[list[Path]],
+    typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
+                 "files) whose produce errors are explained against the log (repeatable)."),
+]
 
 
 def audit_paths(
@@ -241,6 +246,7 @@ def scan(
         typer.Option("--producer-id-expiration-ms", min=0,
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
     ] = 86_400_000,
+    broker_log: BrokerLogOption = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
@@ -259,6 +265,7 @@ def scan(
     from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
     _check_output(output)
+    broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     options = ScanOptions(
         validation=ValidationConfig(
@@ -271,6 +278,7 @@ def scan(
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
+        broker_log=broker_lines,
     )
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
@@ -279,6 +287,19 @@ def scan(
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def read_broker_log(paths: Optional[list[Path]]):
+    """The ``--broker-log`` files read and classified (None without any); a file that cannot be
+    read is a usage error naming it."""
+    from kafka_audit.formats.broker_log import BrokerLogError, read_broker_logs
+
+    if not paths:
+        return None
+    try:
+        return read_broker_logs([str(p) for p in paths])
+    except BrokerLogError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _parquet_target(target: Optional[str]) -> Optional[str]:
