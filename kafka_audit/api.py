@@ -55,6 +55,7 @@ def scan(
     reference_time: int | datetime | None = None,
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    broker_logs: Iterable[str | os.PathLike] = (),
     output_parquet: str | None = None,
     engine: str | None = None,
     master: str = "local[*]",
@@ -86,6 +87,7 @@ def scan(
         reference_time=_epoch_ms(reference_time),
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
+        broker_log=_broker_log(broker_logs),
     )
     target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
     if spark is None:
@@ -108,6 +110,19 @@ def scan(
 def _result(result, **frames) -> AuditResult:
     findings = [f.to_dict() for f in result.findings]
     return AuditResult(findings, dict(result.summary), list(result.notes), list(result.producers), **frames)
+
+
+def _broker_log(paths: Iterable[str | os.PathLike]):
+    """``--broker-log``: the files read (None without any); one that cannot be read is a ValueError."""
+    from kafka_audit.formats.broker_log import BrokerLogError, read_broker_logs
+
+    paths = [str(p) for p in paths]
+    if not paths:
+        return None
+    try:
+        return read_broker_logs(paths)
+    except BrokerLogError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _epoch_ms(value: int | datetime | None) -> int | None:

@@ -20,6 +20,7 @@ from itertools import chain, pairwise
 from typing import Any
 
 from kafka_audit.coordinator_view import join_coordinator_view, read_coordinator_view
+from kafka_audit.formats.broker_log import BrokerLog
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.events import Event
@@ -48,6 +49,8 @@ class ScanOptions:
     split_bytes: int = DEFAULT_SPLIT_BYTES
     # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
     shuffle_partitions: int | None = None
+    # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
+    broker_log: BrokerLog | None = None
 
 
 @dataclass(slots=True)
@@ -190,13 +193,19 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log)
 
 
 def finish_result(
-    discovery: Discovery, stats: SegmentStats, totals: PartitionTotals, findings: list[Finding], wall: float
+    discovery: Discovery,
+    stats: SegmentStats,
+    totals: PartitionTotals,
+    findings: list[Finding],
+    wall: float,
+    broker_log: BrokerLog | None = None,
 ) -> ScanResult:
-    """Order the findings (SPEC section 3) and build the summary."""
+    """Order the findings (SPEC section 3) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them)."""
     findings.sort(key=lambda f: f.sort_key)
     by_check = Counter(f.check for f in findings)
     summary = {
@@ -215,6 +224,8 @@ def finish_result(
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
     }
+    if broker_log is not None:
+        summary.update(broker_log.summary((p.topic, p.partition) for p in discovery.partitions))
     set_wall_time(summary, wall)
     producers = sorted(totals.producer_rows, key=lambda row: (row["topic"], row["partition"], row["producer_id"]))
     # The driver completes the findings and producer rows: the coordinator's transactional ids

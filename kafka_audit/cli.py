@@ -159,6 +159,11 @@ SinceOption = Annotated[
 UntilOption = Annotated[
     Optional[str], typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
 ]
+BrokerLogOption = Annotated[
+    Optional[list[Path]],
+    typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
+                 "files) whose produce errors are explained against the log (repeatable)."),
+]
 
 
 def audit_paths(
@@ -263,6 +268,7 @@ def scan(
         typer.Option("--producer-id-expiration-ms", min=0,
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
     ] = 86_400_000,
+    broker_log: BrokerLogOption = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
@@ -283,6 +289,7 @@ def scan(
     from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
     _check_output(output)
+    broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     keep = _report_filter(producer_id, since, until)
     options = ScanOptions(
@@ -297,6 +304,7 @@ def scan(
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
         timeline=ctx.info_name == "timeline",
+        broker_log=broker_lines,
     )
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
@@ -352,6 +360,19 @@ def _write_view(result, view: str, keep, format: "OutputFormat", output: Optiona
     else:
         text = view_reports.to_csv(rows, fields)
     _emit(text, output)
+def read_broker_log(paths: Optional[list[Path]]):
+    """The ``--broker-log`` files read and classified (None without any); a file that cannot be
+    read is a usage error naming it."""
+    from kafka_audit.formats.broker_log import BrokerLogError, read_broker_logs
+
+    if not paths:
+        return None
+    try:
+        return read_broker_logs([str(p) for p in paths])
+    except BrokerLogError as exc:
+        raise _fail(str(exc)) from None
+
+
 def _parquet_target(target: Optional[str]) -> Optional[str]:
     """``--output-parquet``: a URI as given, a local folder made absolute (executors write it)."""
     if target is None or "://" in target:

@@ -166,7 +166,7 @@ def run_job(
                 stats.merge(value)
             elif kind == schemas.TOTALS:
                 totals.merge(value)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started), frames
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log), frames
 
 
 def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kafka_audit.formats.broker_log_lines import BrokerLogLine
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.events import Event
@@ -58,6 +60,8 @@ class PartitionMeta:
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
+    # The --broker-log lines about this partition.
+    broker_lines: tuple[BrokerLogLine, ...] = ()
 
     @classmethod
     def from_discovery(cls, found, options) -> "PartitionMeta":
@@ -84,6 +88,7 @@ class PartitionMeta:
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
+            broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
         )
 
 
@@ -177,7 +182,12 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     )
     replay = ProducerStateReplay(log)
     coverage = _Coverage(meta.segments)
-    for summary in tap():
+    batches = tap()
+    # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
+    rejections = broker_rejections(meta, snapshots)
+    if rejections is not None:
+        batches = rejections.watch(batches)
+    for summary in batches:
         if coverage.gap_before(summary):
             replay.untrusted()
         replay.append(summary)
@@ -189,7 +199,26 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     if meta.timeline:
         totals.events = replay.events
     totals.producer_rows = activity.rows()
+    if rejections is not None:
+        findings.extend(rejections.findings())
+        if meta.timeline:
+            totals.events.extend(rejections.events())
     return findings, totals
+
+
+def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None:
+    """The join of the partition's broker log lines with its batches; None without lines. Its
+    ``events()`` go to the timeline: log start moves, segment deletions, explained rejections."""
+    if not meta.broker_lines:
+        return None
+    return BrokerRejections(
+        meta.topic,
+        meta.partition,
+        meta.broker_lines,
+        log_start_offset=meta.log_start_offset,
+        expiration_ms=meta.producer_id_expiration_ms,
+        snapshots=snapshots,
+    )
 
 
 class _Coverage:
