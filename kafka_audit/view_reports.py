@@ -115,7 +115,9 @@ def render_timeline(summary: dict[str, Any], rows: list[dict[str, Any]], console
     for row in rows[:limit]:
         where = f"{row['topic']}-{row['partition']} @{row['offset']}"
         if row["producer_id"] not in (None, -1):
-            where += f"\npid {row['producer_id']} e{row['producer_epoch']}"
+            where += f"\npid {row['producer_id']}"
+            if row["producer_epoch"] is not None:
+                where += f" e{row['producer_epoch']}"
         if row["transactional_id"]:
             where += f"\n{row['transactional_id']}"
         event = row["check"] if row["kind"] == "finding" else row["kind"]
