@@ -141,10 +141,8 @@ def scan(
     spark_conf = parse_conf(conf or [])
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     discovery = discover([str(p) for p in paths], topics=topic or None, partitions=partition or None)
-    if not discovery.segment_count:
-        for note in discovery.notes:
-            print(f"kafka-audit: note: {note}", file=sys.stderr)
-        raise _fail("no Kafka segment (.log file) found under " + ", ".join(str(p) for p in paths))
+    if not discovery.segment_count and not discovery.unreadable:
+        raise _fail(_nothing_found(discovery, paths, topic or [], partition or []))
     options = ScanOptions(
         validation=ValidationConfig(
             compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
@@ -167,6 +165,22 @@ def scan(
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: list[int]) -> str:
+    """The exit-2 message when no segment is left to audit: which filter matched nothing, and
+    what there was, or that the paths hold no segment at all."""
+    where = ", ".join(str(p) for p in paths)
+    if discovery.filtered_segments:
+        filters = " ".join([*(f"--topic {t}" for t in topics), *(f"--partition {n}" for n in partitions)])
+        seen = sorted(discovery.filtered_topics)
+        listed = ", ".join(seen[:10]) + (f" and {len(seen) - 10} more" if len(seen) > 10 else "")
+        return (
+            f"{filters} matched no segment under {where} ({discovery.filtered_segments} segments found, "
+            f"in topics: {listed})"
+        )
+    skipped = f" ({len(discovery.skipped)} other files skipped)" if discovery.skipped else ""
+    return f"no Kafka segment (.log file) found under {where}{skipped}"
 
 
 def _check_output(output: Optional[Path]) -> None:

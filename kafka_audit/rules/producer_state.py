@@ -65,7 +65,7 @@ from kafka_audit.rules.transactions import (
     compare_txn_index,
     open_transaction_findings,
 )
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafka_audit.formats.transaction_index import AbortedTxn
 
@@ -317,7 +317,7 @@ class ProducerStateReplay:
         self.log = log
         self.topic = log.topic
         self.partition = log.partition
-        self.tp = f"{log.topic}-{log.partition}"
+        self.tp = partition_label(log.topic, log.partition)
         self.coordinator_origin = log.topic in COORDINATOR_TOPICS
         self.producers: dict[int, ProducerStateEntry] = {}
         # The state as written (WrittenState), which the .snapshot files are compared with.

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.transaction_index import AbortedTxn
 
 # How many aborted transactions a per-segment finding lists in its details.
@@ -101,7 +101,7 @@ def compare_txn_index(
     aborted transaction missing from every ``.txnindex`` of the partition is reported.
     """
     findings: list[Finding] = []
-    tp = f"{topic}-{partition}"
+    tp = partition_label(topic, partition)
     by_segment: dict[str, list[DerivedAbortedTxn]] = defaultdict(list)
     for txn in derived:
         by_segment[txn.segment].append(txn)
@@ -203,7 +203,7 @@ def open_transaction_findings(
     ``ProducerStateManager.hasLateTransaction`` flags the same condition against the clock). Without
     timestamps (-1) its age is unknown and it is reported as open.
     """
-    tp = f"{topic}-{partition}"
+    tp = partition_label(topic, partition)
     findings = []
     for txn in sorted(open_txns, key=lambda t: t.first_offset):
         known = txn.first_timestamp >= 0 and newest_timestamp >= 0
