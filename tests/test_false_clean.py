@@ -156,7 +156,7 @@ def test_a_folder_not_named_topic_partition_gets_a_clear_label(tmp_path: Path) -
     console = Console(file=io.StringIO(), width=200)
     report.render_table(result, console)
     (finding,) = result.findings
-    assert (finding.check, finding.topic, finding.partition) == ("unknown_producer_id", "loose", -1)
+    assert (finding.check, finding.topic, finding.partition) == ("retention_gap", "loose", -1)
     assert "in partition loose (folder not named <topic>-<partition>)" in finding.message
     assert "loose (folder not named <topic>-<partition>)" in console.file.getvalue()
     assert "loose--1" not in console.file.getvalue() + finding.message
