@@ -132,7 +132,7 @@ def scan(
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
     from kafka_audit import pipeline
-    from kafka_audit.spark_session import spark_session
+    from kafka_audit.spark_session import SparkFailure, spark_session
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
 
@@ -160,8 +160,8 @@ def scan(
                 result = _run_with_progress(spark, discovery, options, err)
             else:
                 result = pipeline.run_scan(spark, discovery, options)
-    except Exception as exc:  # Spark failed to start or the job failed: one line, not a JVM trace
-        raise _fail(_spark_failure(exc)) from None
+    except SparkFailure as exc:  # Spark failed to start or the job failed: one line, its root cause
+        raise _fail(f"Spark failed: {exc}") from None
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
@@ -194,14 +194,6 @@ def _check_output(output: Optional[Path]) -> None:
         raise _fail(f"--output {output}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
         raise _fail(f"--output {output}: permission denied")
-
-
-def _spark_failure(exc: Exception) -> str:
-    """One line naming what failed, and where Spark's log is."""
-    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    log = next((note for note in getattr(exc, "__notes__", ()) if note.startswith("Spark's log")), None)
-    text = f"Spark failed ({type(exc).__name__}: {first[:300]})"
-    return f"{text}; {log}" if log else text
 
 
 def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:

@@ -3,15 +3,25 @@ user's screen, its scratch files and log in a temporary directory, never in the 
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kafka_audit.spark_errors import MASTER_ANSWER_S, check_master_reachable, describe, root_cause
+
 SPARK_LOG = "spark.log"
+
+
+class SparkFailure(RuntimeError):
+    """Spark failed to start or to run; ``str()`` is the one line for the user: the root cause,
+    where it happened, and the kept ``spark.log``."""
 
 
 def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, scratch: str | None = None):
@@ -45,33 +55,123 @@ def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None =
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    with _stderr_to(os.path.join(scratch, SPARK_LOG)):
-        spark = builder.getOrCreate()
+    unreachable = check_master_reachable(master)
+    if unreachable:
+        raise SparkFailure(unreachable)
+    # Py4J logs every call that a dead or interrupted JVM cuts short with a traceback of its own;
+    # the exception the call raises says the same once.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    log = os.path.join(scratch, SPARK_LOG)
+    with _stderr_to(log), _give_up_after(MASTER_ANSWER_S if master.startswith("spark://") else None) as gave_up:
+        try:
+            spark = builder.getOrCreate()
+        except Exception:
+            if gave_up.is_set():
+                with open(log, encoding="utf-8", errors="replace") as text:
+                    cause = root_cause(text.read())
+                raise SparkFailure(
+                    f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s"
+                    + (f": {cause}" if cause else "")
+                ) from None
+            raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 @contextmanager
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A session in a fresh scratch directory, stopped and cleaned up on exit. On an error the
-    scratch directory (and its ``spark.log``) is kept and named in the exception's notes."""
+    """A session in a fresh scratch directory, stopped and cleaned up on exit.
+
+    A failure to start or to run becomes a :class:`SparkFailure` naming the root cause, and the
+    scratch directory (with its ``spark.log``) is kept and named. On Ctrl-C the session is stopped
+    without Py4J's tracebacks, the scratch directory removed, and KeyboardInterrupt goes on."""
     scratch = tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    log = os.path.join(scratch, SPARK_LOG)
     try:
         spark = create_spark_session(master, conf, scratch)
-    except BaseException as exc:
-        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
+    except KeyboardInterrupt:
+        shutil.rmtree(scratch, ignore_errors=True)
         raise
-    failed = False
+    except SparkFailure as exc:
+        raise SparkFailure(f"{exc}; Spark's log: {log}") from None
+    except Exception as exc:
+        raise SparkFailure(describe(exc, log)) from None
+    keep = False
     try:
-        yield spark
-    except BaseException as exc:
-        failed = True
-        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
+        with _quiet_interrupts():
+            yield spark
+    except SparkFailure as exc:
+        keep = True
+        raise SparkFailure(f"{exc}; Spark's log: {log}") from None
+    except KeyboardInterrupt:
         raise
+    except Exception as exc:
+        keep = True
+        raise SparkFailure(describe(exc, log)) from None
     finally:
-        spark.stop()
-        if not failed:
+        _stop(spark)
+        if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def _quiet_interrupts() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt and nothing else. PySpark's own SIGINT handler cancels the
+    jobs through the Py4J connection the interrupted call is still using ("reentrant call"), and
+    Py4J reports each broken call with ``logging.exception`` on the root logger: 40 lines of
+    tracebacks. Stopping the session afterwards cancels the jobs."""
+    root = logging.getLogger()
+    silence = logging.NullHandler()
+    root.addHandler(silence)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
+    try:
+        yield
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+        root.removeHandler(silence)
+
+
+def _stop(spark) -> None:
+    """Stop the session; after Ctrl-C the JVM may already be gone, which is no news to report."""
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - a dead gateway: nothing left to stop
+        pass
+
+
+@contextmanager
+def _give_up_after(seconds: float | None) -> Iterator[threading.Event]:
+    """Stop the JVM being started if it is not ready after ``seconds``: a standalone master that
+    takes TCP connections but never accepts the application keeps ``getOrCreate`` waiting for
+    over a minute (three registration attempts of 20 s). The event tells that this happened."""
+    gave_up = threading.Event()
+    if seconds is None:
+        yield gave_up
+        return
+
+    def kill() -> None:
+        from pyspark import SparkContext
+
+        gateway = SparkContext._gateway
+        process = getattr(gateway, "proc", None)
+        if process is not None:
+            gave_up.set()
+            process.kill()
+
+    timer = threading.Timer(seconds, kill)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield gave_up
+    finally:
+        timer.cancel()
+        if gave_up.is_set():
+            from pyspark import SparkContext
+
+            SparkContext._gateway = None
+            SparkContext._jvm = None
 
 
 @contextmanager
