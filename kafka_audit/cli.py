@@ -156,6 +156,7 @@ def scan(
     err = Console(stderr=True)
     try:
         with spark_session(master, spark_conf) as spark:
+            _preflight(spark, discovery)
             if not quiet and err.is_terminal:
                 result = _run_with_progress(spark, discovery, options, err)
             else:
@@ -165,6 +166,16 @@ def scan(
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _preflight(spark, discovery) -> None:
+    """Check every executor can run the audit and see the data (kafka_audit.preflight); its
+    warnings on stderr. The roots and each partition folder are what the executors must see."""
+    from kafka_audit.preflight import check_executors
+
+    paths = sorted({os.path.abspath(p) for p in discovery.paths} | {p.path for p in discovery.partitions})
+    for warning in check_executors(spark, paths).warnings:
+        print(f"kafka-audit: warning: {warning}", file=sys.stderr)
 
 
 def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: list[int]) -> str:

@@ -14,12 +14,12 @@ import re
 import socket
 from urllib.parse import urlsplit
 
-# How long a standalone master may take to accept the application before the scan gives up.
-MASTER_ANSWER_S = 20.0
+# What Spark's StandaloneAppClient logs when an attempt to register with the master fails.
+MASTER_FAILURE = "Failed to connect to master"
 # Spark's own log lines: "26/11/25 02:23:06 WARN Utils: ..."
 _LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?P<level>[A-Z]+) (?P<source>[^:]+): (?P<text>.*)$")
 # WARN lines that are the cause, not noise.
-_MEANINGFUL_WARNINGS = ("Failed to connect to master",)
+_MEANINGFUL_WARNINGS = (MASTER_FAILURE,)
 # "org.apache.spark.SparkException: text" / "pyspark.errors...PySparkRuntimeError: text".
 _EXCEPTION = re.compile(r"^(?:Exception in thread \"[^\"]*\" )?(?:[a-z_][\w$]*\.)*(?P<name>[A-Z][\w$]*(?:Exception|Error))(?::\s*(?P<text>.*))?$")
 _NOISE_PREFIXES = (
@@ -35,6 +35,11 @@ _LOST_TASK = re.compile(r"Lost task [\d.]+ in stage [\d.]+ \(TID \d+\) \((?P<whe
 _MAX_CAUSE = 300
 # "/path/module.py:127: FutureWarning: ..." (Python warnings the driver printed while starting).
 _PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: ")
+
+
+class SparkFailure(RuntimeError):
+    """Spark failed to start or to run; ``str()`` is the one line for the user: the root cause,
+    where it happened, and the kept ``spark.log``."""
 
 
 def root_cause(text: str) -> str | None:
@@ -95,6 +100,19 @@ def _with_deepest_cause(text: str, following: list[str]) -> str:
     return text
 
 
+def exception_text(exc: BaseException) -> str:
+    """The exception's message and, for an error PySpark captured from the JVM, the Java
+    exception's own message (where Spark says which task failed on which executor)."""
+    text = str(exc)
+    origin = getattr(exc, "_origin", None)
+    if origin is not None:
+        try:
+            text += "\n" + str(origin.getMessage())
+        except Exception:  # noqa: BLE001 - the JVM may be gone
+            pass
+    return text
+
+
 def executor_of(text: str) -> str | None:
     """The executor a failed task last ran on, from Spark's "Lost task" line."""
     found = _LOST_TASK.findall(text)
@@ -103,7 +121,7 @@ def executor_of(text: str) -> str | None:
 
 def describe(exc: BaseException, log_path: str | None) -> str:
     """One line: the root cause (from the exception, else from ``spark.log``), where, and the log."""
-    message = str(exc)
+    message = exception_text(exc)
     cause = root_cause(message) if "Traceback" in message or not log_path else None
     if cause is None and log_path:
         try:

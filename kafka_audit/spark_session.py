@@ -14,14 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafka_audit.spark_errors import MASTER_ANSWER_S, check_master_reachable, describe, root_cause
+from kafka_audit.spark_errors import MASTER_FAILURE, SparkFailure, check_master_reachable, describe, root_cause
 
 SPARK_LOG = "spark.log"
-
-
-class SparkFailure(RuntimeError):
-    """Spark failed to start or to run; ``str()`` is the one line for the user: the root cause,
-    where it happened, and the kept ``spark.log``."""
 
 
 def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, scratch: str | None = None):
@@ -62,17 +57,14 @@ def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None =
     # the exception the call raises says the same once.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     log = os.path.join(scratch, SPARK_LOG)
-    with _stderr_to(log), _give_up_after(MASTER_ANSWER_S if master.startswith("spark://") else None) as gave_up:
+    with _stderr_to(log), _give_up_on_master(master, log) as gave_up:
         try:
             spark = builder.getOrCreate()
         except Exception:
             if gave_up.is_set():
                 with open(log, encoding="utf-8", errors="replace") as text:
                     cause = root_cause(text.read())
-                raise SparkFailure(
-                    f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s"
-                    + (f": {cause}" if cause else "")
-                ) from None
+                raise SparkFailure(f"the Spark master {master} did not accept the application: {cause}") from None
             raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -142,34 +134,39 @@ def _stop(spark) -> None:
 
 
 @contextmanager
-def _give_up_after(seconds: float | None) -> Iterator[threading.Event]:
-    """Stop the JVM being started if it is not ready after ``seconds``: a standalone master that
-    takes TCP connections but never accepts the application keeps ``getOrCreate`` waiting for
-    over a minute (three registration attempts of 20 s). The event tells that this happened."""
+def _give_up_on_master(master: str, log: str) -> Iterator[threading.Event]:
+    """Stop the JVM being started as soon as it logs that it could not register with a standalone
+    master (``StandaloneAppClient``: "Failed to connect to master", after its first attempt of 20
+    s): Spark would try twice more and wait for over a minute. The event tells that this happened."""
     gave_up = threading.Event()
-    if seconds is None:
+    if not master.startswith("spark://"):
         yield gave_up
         return
+    from pyspark import SparkContext
 
-    def kill() -> None:
-        from pyspark import SparkContext
+    done = threading.Event()
 
-        gateway = SparkContext._gateway
-        process = getattr(gateway, "proc", None)
-        if process is not None:
-            gave_up.set()
-            process.kill()
+    def watch() -> None:
+        while not done.wait(0.25):
+            try:
+                with open(log, encoding="utf-8", errors="replace") as text:
+                    failed = MASTER_FAILURE in text.read()
+            except OSError:
+                continue
+            process = getattr(SparkContext._gateway, "proc", None)
+            if failed and process is not None:
+                gave_up.set()
+                process.kill()
+                return
 
-    timer = threading.Timer(seconds, kill)
-    timer.daemon = True
-    timer.start()
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
     try:
         yield gave_up
     finally:
-        timer.cancel()
+        done.set()
+        watcher.join()
         if gave_up.is_set():
-            from pyspark import SparkContext
-
             SparkContext._gateway = None
             SparkContext._jvm = None
 
