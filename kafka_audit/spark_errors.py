@@ -14,8 +14,13 @@ import re
 import socket
 from urllib.parse import urlsplit
 
-# What Spark's StandaloneAppClient logs when an attempt to register with the master fails.
+# How long after the driver's JVM is up a standalone master may take to accept the application.
+MASTER_ANSWER_S = 20.0
+# What Spark's StandaloneAppClient logs when an attempt to register with the master fails, and
+# what StandaloneSchedulerBackend logs (at INFO) once the application is registered.
 MASTER_FAILURE = "Failed to connect to master"
+MASTER_CONNECTED = "Connected to Spark cluster with app ID"
+MASTER_CONNECTED_LOGGER = "org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend"
 # Spark's own log lines: "26/11/25 02:23:06 WARN Utils: ..."
 _LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?P<level>[A-Z]+) (?P<source>[^:]+): (?P<text>.*)$")
 # WARN lines that are the cause, not noise.

@@ -10,11 +10,21 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from kafka_audit.spark_errors import MASTER_FAILURE, SparkFailure, check_master_reachable, describe, root_cause
+from kafka_audit.spark_errors import (
+    MASTER_ANSWER_S,
+    MASTER_CONNECTED,
+    MASTER_CONNECTED_LOGGER,
+    MASTER_FAILURE,
+    SparkFailure,
+    check_master_reachable,
+    describe,
+    root_cause,
+)
 
 SPARK_LOG = "spark.log"
 
@@ -64,7 +74,10 @@ def create_spark_session(master: str = "local[*]", conf: dict[str, str] | None =
             if gave_up.is_set():
                 with open(log, encoding="utf-8", errors="replace") as text:
                     cause = root_cause(text.read())
-                raise SparkFailure(f"the Spark master {master} did not accept the application: {cause}") from None
+                raise SparkFailure(
+                    f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s"
+                    + (f" ({cause})" if cause else "")
+                ) from None
             raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -135,9 +148,11 @@ def _stop(spark) -> None:
 
 @contextmanager
 def _give_up_on_master(master: str, log: str) -> Iterator[threading.Event]:
-    """Stop the JVM being started as soon as it logs that it could not register with a standalone
-    master (``StandaloneAppClient``: "Failed to connect to master", after its first attempt of 20
-    s): Spark would try twice more and wait for over a minute. The event tells that this happened."""
+    """Stop the JVM being started when it has not registered with a standalone master within
+    MASTER_ANSWER_S of coming up, or as soon as it logs that it could not connect: Spark itself
+    tries three times 20 s and waits for over a minute. Registration is seen in ``spark.log``
+    (``StandaloneSchedulerBackend``'s "Connected to Spark cluster", logged at INFO: its logger is
+    set to INFO as soon as the JVM answers). The event tells that the JVM was stopped."""
     gave_up = threading.Event()
     if not master.startswith("spark://"):
         yield gave_up
@@ -146,17 +161,35 @@ def _give_up_on_master(master: str, log: str) -> Iterator[threading.Event]:
 
     done = threading.Event()
 
+    def registered_or_failed() -> tuple[bool, bool]:
+        try:
+            with open(log, encoding="utf-8", errors="replace") as text:
+                content = text.read()
+        except OSError:
+            return False, False
+        return MASTER_CONNECTED in content, MASTER_FAILURE in content
+
     def watch() -> None:
+        while SparkContext._jvm is None:
+            if done.wait(0.05):
+                return
+        try:
+            jvm = SparkContext._jvm
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+                MASTER_CONNECTED_LOGGER, jvm.org.apache.logging.log4j.Level.INFO
+            )
+        except Exception:  # noqa: BLE001 - the JVM went away: getOrCreate reports it
+            return
+        deadline = time.monotonic() + MASTER_ANSWER_S
         while not done.wait(0.25):
-            try:
-                with open(log, encoding="utf-8", errors="replace") as text:
-                    failed = MASTER_FAILURE in text.read()
-            except OSError:
-                continue
-            process = getattr(SparkContext._gateway, "proc", None)
-            if failed and process is not None:
-                gave_up.set()
-                process.kill()
+            connected, failed = registered_or_failed()
+            if connected:
+                return
+            if failed or time.monotonic() > deadline:
+                process = getattr(SparkContext._gateway, "proc", None)
+                if process is not None:
+                    gave_up.set()
+                    process.kill()
                 return
 
     watcher = threading.Thread(target=watch, daemon=True)

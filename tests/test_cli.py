@@ -334,13 +334,15 @@ def test_no_arguments_prints_help(capsys):
 
 
 def test_spark_that_cannot_start_is_one_line_exit_2(capsys, monkeypatch):
+    """The CLI's side; the messages of real failures: tests/test_spark_failures.py."""
+
     def broken(master, conf):
-        raise RuntimeError("Could not parse Master URL: 'nonsense'")
+        raise spark_session_module.SparkFailure("Could not parse Master URL: 'nonsense'; Spark's log: /tmp/x/spark.log")
 
     monkeypatch.setattr(spark_session_module, "spark_session", broken)
     code, _, err = run_main("scan", PRODUCER_ERRORS, "--master", "nonsense", capsys=capsys)
     assert code == 2 and err.strip().splitlines() == [
-        "kafka-audit: Spark failed (RuntimeError: Could not parse Master URL: 'nonsense')"
+        "kafka-audit: Spark failed: Could not parse Master URL: 'nonsense'; Spark's log: /tmp/x/spark.log"
     ]
 
 
