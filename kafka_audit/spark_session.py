@@ -98,6 +98,9 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
         shutil.rmtree(scratch, ignore_errors=True)
         raise
     except SparkFailure as exc:
+        if not os.path.exists(log):  # refused before a JVM was started: no log to keep
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
         raise SparkFailure(f"{exc}; Spark's log: {log}") from None
     except Exception as exc:
         raise SparkFailure(describe(exc, log)) from None

@@ -53,7 +53,8 @@ def test_a_master_that_refuses_connections_fails_at_once(tmp_path):
     port = free_port()  # bound and released: nothing listens there
     started = time.monotonic()
     line = one_line(scan("--master", f"spark://127.0.0.1:{port}", tmp=tmp_path))
-    assert line.startswith(f"kafka-audit: Spark failed: cannot reach the Spark master at 127.0.0.1:{port} (Connection refused)")
+    assert line == f"kafka-audit: Spark failed: cannot reach the Spark master at 127.0.0.1:{port} (Connection refused)"
+    assert list(tmp_path.glob("kafka-audit-spark-*")) == []  # no JVM started, no log kept
     assert time.monotonic() - started < SCAN_TIMEOUT_S  # bounded; the figure is in the report, not asserted
 
 
