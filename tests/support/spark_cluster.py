@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -148,3 +149,45 @@ def _alive(pid: int) -> bool:
             return stat.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return False
+
+
+CONNECT_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+
+@dataclass
+class ConnectServer:
+    """A local Spark Connect server (``local[1]``) on 127.0.0.1, started with spark-daemon.sh."""
+
+    root: Path
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def start(self) -> "ConnectServer":
+        self.port = free_port()
+        (self.root / "pids").mkdir(parents=True, exist_ok=True)
+        env = {**StandaloneCluster(self.root).env(), "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+        env.pop("SPARK_DAEMON_MEMORY")  # this daemon is a driver: spark-submit's --driver-memory
+        command = [
+            str(SPARK_HOME / "sbin" / "spark-daemon.sh"), "submit", CONNECT_CLASS, "1", "--name", "kafka-audit-tests",
+            "--master", "local[1]", "--driver-memory", "512m",
+            "--conf", "spark.ui.enabled=false",
+            "--conf", f"spark.connect.grpc.binding.port={self.port}",
+            "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+        ]
+        subprocess.run(command, env=env, check=True, capture_output=True, timeout=60)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        pids = StandaloneCluster(self.root).pids()
+        while time.monotonic() < deadline and all(_alive(pid) for pid in pids):
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"the Spark Connect server is not listening after {START_TIMEOUT_S:.0f} s or died; logs in {self.root / 'logs'}")
+
+    def stop(self) -> None:
+        StandaloneCluster(self.root).stop()
