@@ -111,9 +111,7 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
     except SparkFailure as exc:
         keep = True
         raise SparkFailure(f"{exc}; Spark's log: {log}") from None
-    except KeyboardInterrupt:
-        raise
-    except Exception as exc:
+    except Exception as exc:  # a job failure; KeyboardInterrupt goes on, scratch removed
         keep = True
         raise SparkFailure(describe(exc, log)) from None
     finally:

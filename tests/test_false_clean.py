@@ -18,7 +18,7 @@ from kafka_audit import report
 from kafka_audit.audit import ScanOptions, audit_in_process
 from kafka_audit.cli import main
 from kafka_audit.formats.log_dir import discover
-from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
+from tests.support.writer import LogDirWriter, Producer, records
 
 
 def seg(base: int) -> str:
