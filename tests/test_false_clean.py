@@ -88,6 +88,7 @@ def test_a_segment_removed_between_discovery_and_reading(tmp_path: Path) -> None
     }
     assert result.summary["segment_bytes"][f"orders-0/{seg(0)}"] == {"found": size, "read": 0}
     assert result.summary["bytes_found"] - result.summary["bytes_read"] == size
+    assert (result.summary["segments"], result.summary["segments_unreadable"]) == (found.segment_count - 1, 1)
 
 
 def test_a_segment_cut_short_between_discovery_and_reading(tmp_path: Path) -> None:

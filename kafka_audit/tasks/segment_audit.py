@@ -151,6 +151,7 @@ class SegmentAuditor:
         except OSError as exc:
             # Permission, I/O error, vanished since discovery, or not visible on this executor.
             self.stats.unread[task.segment] = f"cannot read ({exc.strerror or exc})"
+            self.stats.segments = 0  # counted among segments_unreadable instead
             return
         with segment:
             stop = segment.size if task.stop is None else min(task.stop, segment.size)
