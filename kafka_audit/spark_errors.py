@@ -98,8 +98,8 @@ def _with_deepest_cause(text: str, following: list[str]) -> str:
         if stripped.startswith("Caused by:"):
             match = _EXCEPTION.match(stripped.removeprefix("Caused by:").strip())
             deepest = match.group("text") if match and match.group("text") else stripped.removeprefix("Caused by:").strip()
-        elif stripped and not stripped.startswith(("at ", "...")):
-            break
+        elif stripped and not stripped.startswith(("at ", "...")) and not _EXCEPTION.match(stripped):
+            break  # past the stack trace (a logged line is followed by its exception, then frames)
     if deepest and deepest not in text:
         return f"{text} ({deepest})"
     return text
