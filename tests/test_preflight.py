@@ -66,7 +66,7 @@ def connect(tmp_path_factory):
 def test_a_spark_connect_session_runs_the_probe_as_a_dataframe_job(connect, tmp_path):
     from pyspark.sql import SparkSession
 
-    session = SparkSession.builder.remote(connect.url).getOrCreate()
+    session = SparkSession.builder.remote(connect.url).create()  # beside the classic test session
     try:
         found = check_executors(session, [str(tmp_path)])
         assert len(found.executors) == 1 and found.warnings == []
