@@ -88,6 +88,7 @@ def _summary_panel(summary: dict[str, Any]) -> Panel:
             "transactions",
             f"{txn.get('committed', 0):,} committed, {txn.get('aborted', 0):,} aborted, {txn.get('open', 0):,} open",
         ),
+        ("engine", summary.get("engine", "-")),
         ("wall time", f"{summary.get('wall_time_s', 0):.1f} s ({summary.get('mb_per_s', 0):.1f} MB/s)"),
         ("findings", ", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none"),
         ("by check", _counts(summary.get("findings_by_check", {})) or "-"),

@@ -1,0 +1,74 @@
+"""The engines an audit runs on (``--engine``, SPEC section 1), behind one call: :func:`run_audit`.
+
+- ``spark`` (the default): the Spark job of :mod:`kafka_audit.pipeline`, on a session started for
+  the command (:mod:`kafka_audit.spark_session`).
+- ``local``: :func:`kafka_audit.audit.audit_in_process`, the same audit in this process with no
+  JVM. Nothing of pyspark is imported on this path (``tests/test_engines.py`` checks it).
+
+Both give identical findings; the summary says which engine ran (``engine``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from kafka_audit.spark_errors import SparkFailure
+
+if TYPE_CHECKING:
+    from kafka_audit.audit import Progress, ScanOptions, ScanResult
+    from kafka_audit.formats.log_dir import Discovery
+    from kafka_audit.progress import PhaseDisplay
+
+
+class Engine(str, Enum):
+    spark = "spark"
+    local = "local"
+
+
+def run_audit(
+    discovery: "Discovery",
+    options: "ScanOptions",
+    engine: Engine,
+    master: str = "local[*]",
+    conf: dict[str, str] | None = None,
+    display: "PhaseDisplay | None" = None,
+) -> "ScanResult":
+    """Audit everything ``discovery`` found on ``engine``, showing its phases on ``display``.
+
+    Raises :class:`SparkFailure` when the Spark engine fails to start or run."""
+    on_progress: "Callable[[Progress], None] | None" = display.update if display is not None else None
+    if engine is Engine.local:
+        from kafka_audit.audit import audit_in_process
+
+        result = audit_in_process(discovery, options, on_progress)
+    else:
+        result = _run_on_spark(discovery, options, master, conf or {}, display)
+    result.summary["engine"] = engine.value
+    return result
+
+
+def _run_on_spark(
+    discovery: "Discovery", options: "ScanOptions", master: str, conf: dict[str, str], display: "PhaseDisplay | None"
+) -> "ScanResult":
+    from kafka_audit import pipeline, spark_session
+    from kafka_audit.audit import with_inferred_compaction
+    from kafka_audit.preflight import check_executors
+
+    options = with_inferred_compaction(options, discovery)  # audit_in_process applies it itself
+    if display is not None:
+        display.starting_spark(master)
+    with spark_session.spark_session(master, conf) as spark:  # its failures are SparkFailure
+        if display is not None:
+            display.spark_started()
+        for warning in check_executors(spark, _paths_executors_read(discovery)).warnings:
+            print(f"kafka-audit: warning: {warning}", file=sys.stderr)
+        return pipeline.run_scan(spark, discovery, options, on_progress=display.update if display else None)
+
+
+def _paths_executors_read(discovery: "Discovery") -> list[str]:
+    """The absolute PATHs and partition folders every executor must see (the preflight)."""
+    return sorted({os.path.abspath(p) for p in discovery.paths} | {p.path for p in discovery.partitions})
