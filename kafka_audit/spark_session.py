@@ -135,15 +135,17 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
     if sharing.partial is not None:
         mark_recording_jvm(sharing.partial)
     keep = False
+    interrupted = threading.Event()
     try:
-        with _quiet_interrupts():
+        with _quiet_interrupts(interrupted):
             yield spark
-    except SparkFailure as exc:
+    except Exception as exc:
+        if interrupted.is_set():  # an error the interrupted call left behind: still Ctrl-C
+            raise KeyboardInterrupt from None
         keep = True
-        raise SparkFailure(f"{exc}; Spark's log: {log}") from None
-    except Exception as exc:  # a job failure; KeyboardInterrupt goes on, scratch removed
-        keep = True
-        raise SparkFailure(describe(exc, log)) from None
+        if isinstance(exc, SparkFailure):
+            raise SparkFailure(f"{exc}; Spark's log: {log}") from None
+        raise SparkFailure(describe(exc, log)) from None  # a job failure
     finally:
         _stop(spark)
         if not keep:
@@ -151,16 +153,22 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) 
 
 
 @contextmanager
-def _quiet_interrupts() -> Iterator[None]:
+def _quiet_interrupts(interrupted: threading.Event) -> Iterator[None]:
     """Ctrl-C raises KeyboardInterrupt and nothing else. PySpark's own SIGINT handler cancels the
     jobs through the Py4J connection the interrupted call is still using ("reentrant call"), and
     Py4J reports each broken call with ``logging.exception`` on the root logger: 40 lines of
-    tracebacks. Stopping the session afterwards cancels the jobs."""
+    tracebacks. Stopping the session afterwards cancels the jobs. ``interrupted`` is set on Ctrl-C,
+    so that an error a cut-short call raises instead is known for what it is."""
     root = logging.getLogger()
     silence = logging.NullHandler()
     root.addHandler(silence)
+
+    def interrupt(signum, frame) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
+    previous = signal.signal(signal.SIGINT, interrupt) if main else None
     try:
         yield
     finally:

@@ -154,6 +154,5 @@ def test_ctrl_c_during_a_scan_is_one_line_exit_130_and_no_scratch_left(tmp_path)
         if process.poll() is None:
             process.kill()
             process.wait(timeout=30)
-    assert process.returncode == 130
-    assert err == "kafka-audit: interrupted\n" and out == ""
+    assert (process.returncode, err, out) == (130, "kafka-audit: interrupted\n", "")
     assert list(scratch.iterdir()) == []
