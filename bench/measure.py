@@ -30,13 +30,18 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from kafka_audit.formats.record_batch import (  # noqa: E402
+    LOG_OVERHEAD,
+    V2_ATTRIBUTES_OFFSET,
+    V2_CRC_OFFSET,
+    V2_RECORD_BATCH_OVERHEAD,
+    V2_RECORDS_COUNT_OFFSET,
+)
+
 # baseOffset i64, batchLength i32 | partitionLeaderEpoch i32, magic i8, crc u32 (v2 layout).
 _LOG_OVERHEAD = struct.Struct(">qi")
 _CRC = struct.Struct(">I")
 _RECORD_COUNT = struct.Struct(">i")
-_V2_CRC_OFFSET = 17
-_V2_ATTRIBUTES_OFFSET = 21
-_V2_RECORD_COUNT_OFFSET = 57
 
 
 @dataclass
@@ -106,12 +111,12 @@ def limit(files: list[Path]):
                 view = memoryview(buffer)[:size]
                 f.readinto(view)
             pos = 0
-            while pos + 61 <= size:
+            while pos + V2_RECORD_BATCH_OVERHEAD <= size:
                 _, length = _LOG_OVERHEAD.unpack_from(view, pos)
-                end = pos + 12 + length
-                if crc32c.crc32c(view[pos + _V2_ATTRIBUTES_OFFSET : end]) != _CRC.unpack_from(view, pos + _V2_CRC_OFFSET)[0]:
+                end = pos + LOG_OVERHEAD + length
+                if crc32c.crc32c(view[pos + V2_ATTRIBUTES_OFFSET : end]) != _CRC.unpack_from(view, pos + V2_CRC_OFFSET)[0]:
                     raise SystemExit(f"bench: bad CRC in {path} at {pos}: the benchmark data is damaged")
-                records += _RECORD_COUNT.unpack_from(view, pos + _V2_RECORD_COUNT_OFFSET)[0]
+                records += _RECORD_COUNT.unpack_from(view, pos + V2_RECORDS_COUNT_OFFSET)[0]
                 pos = end
             view.release()
             total += size

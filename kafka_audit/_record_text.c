@@ -16,16 +16,14 @@
  * None when the records are not exactly what decode_records() reads without error (a record that
  * does not parse, bytes left over, a count that does not match), when a number leaves a long, or
  * when a header key is not valid UTF-8: the caller then runs the Python path, which says what is
- * wrong in Kafka's words. Varints follow org.apache.kafka.common.utils.ByteUtils (readVarint: at
- * most 5 bytes into a Java int; readVarlong: at most 10 into a long).
+ * wrong in Kafka's words. Varints and fields: formats/_record_grammar.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_VARINT_BYTES 5
-#define MAX_VARLONG_BYTES 10
+#include "formats/_record_grammar.h"
 
 typedef struct {
     char *buf;
@@ -69,30 +67,6 @@ static inline void put_int(out_t *out, int64_t value)
         out->buf[out->len++] = '-';
     while (n)
         out->buf[out->len++] = digits[--n];
-}
-
-/* A zig-zag varint of at most `max_bytes` bytes at *pos, not past `end`; 0 when it does not end. */
-static int read_varint(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, int max_bytes, int64_t *out)
-{
-    uint64_t raw = 0;
-    int shift = 0;
-    for (int i = 0; i < max_bytes; i++) {
-        if (*pos >= end)
-            return 0;
-        uint8_t b = data[(*pos)++];
-        raw |= (uint64_t)(b & 0x7F) << shift;
-        if (b < 0x80) {
-            if (max_bytes == MAX_VARINT_BYTES) {
-                uint32_t raw32 = (uint32_t)raw; /* a Java int keeps the low 32 bits */
-                *out = (int64_t)(int32_t)((raw32 >> 1) ^ (uint32_t)(-(int32_t)(raw32 & 1)));
-            } else {
-                *out = (int64_t)((raw >> 1) ^ (uint64_t)(-(int64_t)(raw & 1)));
-            }
-            return 1;
-        }
-        shift += 7;
-    }
-    return 0;
 }
 
 /* The length of the valid UTF-8 sequence at `s` (Python's strict decoder: no surrogates, no
@@ -201,7 +175,7 @@ static int format_records(out_t *out, const uint8_t *data, Py_ssize_t end, int64
         }
         if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &header_count))
             return 0;
-        if (header_count && (header_count < 0 || 2 * header_count > record_end - pos))
+        if (header_count && (header_count < 0 || MIN_HEADER_BYTES * header_count > record_end - pos))
             return 0;
         Py_ssize_t headers_at = pos;
         Py_ssize_t header_key_bytes = 0;
@@ -212,15 +186,8 @@ static int format_records(out_t *out, const uint8_t *data, Py_ssize_t end, int64
                 return 0;
             header_key_bytes += (Py_ssize_t)v + 1;
             pos += (Py_ssize_t)v;
-            if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v))
-                return 0;
-            if (v >= 0) {
-                if (v > record_end - pos)
-                    return 0;
-                pos += (Py_ssize_t)v;
-            } else if (v != -1) {
-                return 0;
-            }
+            if (!skip_bytes(data, record_end, &pos, 1))
+                return 0; /* header value */
         }
         if (pos != record_end)
             return 0;

@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from itertools import chain
+from itertools import chain, pairwise
 from typing import Any
 
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -117,7 +117,7 @@ def _split(task: SegmentTask, split_bytes: int) -> list[SegmentTask]:
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
     bounds = points + [None]
-    return [task.byte_range(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
+    return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
 
 
 def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> ScanOptions:

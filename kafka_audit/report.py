@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kafka_audit.audit import ScanResult
-from kafka_audit.errors import CHECKS, GROUPS, SEVERITIES
+from kafka_audit.errors import CHECKS, GROUPS, SEVERITIES, ClientOutcome, Severity
 from kafka_audit.findings import FIELD_NAMES, Finding, partition_label
 
 DEFAULT_TABLE_LIMIT = 50
@@ -22,8 +22,13 @@ DEFAULT_TABLE_LIMIT = 50
 _NOTES_SHOWN = 20
 # Consoles at least this wide get a separate "where" column.
 _WIDE_CONSOLE = 140
-_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_OUTCOME_STYLE = {"fatal": "bold red", "abortable": "magenta", "retriable": "yellow", "none": "dim"}
+_SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_OUTCOME_STYLE = {
+    ClientOutcome.FATAL: "bold red",
+    ClientOutcome.ABORTABLE: "magenta",
+    ClientOutcome.RETRIABLE: "yellow",
+    ClientOutcome.NONE: "dim",
+}
 
 
 def to_json(result: ScanResult) -> str:

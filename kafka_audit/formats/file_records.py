@@ -40,14 +40,12 @@ from kafka_audit.formats.record_batch import (
     MAGIC_VALUE_V2,
     TIMESTAMP_TYPE_MASK,
     V2_ATTRIBUTES_OFFSET,
+    V2_HEADER,
     V2_RECORD_BATCH_OVERHEAD,
     Record,
     RecordBatch,
 )
 
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount.
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_SIZE = struct.Struct(">qi")
 
 # Drop walked pages from the resident set this often (bytes).
@@ -174,7 +172,7 @@ def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
         producer_epoch,
         base_sequence,
         record_count,
-    ) = _V2_HEADER.unpack_from(buf, pos)
+    ) = V2_HEADER.unpack_from(buf, pos)
     end = pos + LOG_OVERHEAD + size
     crc_valid = crc32c.crc32c(memoryview(buf)[pos + V2_ATTRIBUTES_OFFSET : end]) == crc
     # Positional, in RecordBatch's field order: keyword arguments made this call a sixth of the
