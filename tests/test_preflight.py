@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import sys
 
 import pytest
@@ -67,6 +68,7 @@ def connect(tmp_path_factory):
 def test_a_spark_connect_session_runs_the_probe_as_a_dataframe_job(connect, tmp_path):
     from pyspark.sql import SparkSession
 
+    environment = dict(os.environ)  # PySpark marks the process as in Connect mode (SPARK_CONNECT_MODE_ENABLED)
     session = SparkSession.builder.remote(connect.url).create()  # beside the classic test session
     try:
         found = check_executors(session, [str(tmp_path)])
@@ -76,3 +78,5 @@ def test_a_spark_connect_session_runs_the_probe_as_a_dataframe_job(connect, tmp_
         assert str(failure.value).endswith(f"cannot run the audit: cannot see {tmp_path / 'gone'} (No such file or directory)")
     finally:
         session.stop()
+        os.environ.clear()
+        os.environ.update(environment)  # later tests' processes start classic sessions
