@@ -19,8 +19,10 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from typing import Any
 
+from kafka_audit.coordinator_view import join_coordinator_view, read_coordinator_view
 from kafka_audit.formats.broker_log import BrokerLog
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
@@ -236,7 +238,13 @@ def finish_result(
     if broker_log is not None:
         summary.update(broker_log.summary((p.topic, p.partition) for p in discovery.partitions))
     set_wall_time(summary, wall)
-    return ScanResult(findings, summary, list(discovery.notes), totals.events)
+    producers = sorted(totals.producer_rows, key=lambda row: (row["topic"], row["partition"], row["producer_id"]))
+    # The driver completes the findings and producer rows: the coordinator's transactional ids
+    # (a scanned __transaction_state), and each row's findings, which every partition's step holds.
+    coordinator = read_coordinator_view(discovery)
+    join_coordinator_view(coordinator, findings, producers, summary)
+    count_findings(producers, findings)
+    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers)
 
 
 def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:

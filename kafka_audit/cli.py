@@ -94,7 +94,7 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(EXIT_USAGE)
 
 
-def parse_reference_time(value: str) -> int:
+def parse_reference_time(value: str, option: str = "--reference-time") -> int:
     """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
     text = value.strip()
     if _EPOCH_MS.fullmatch(text):
@@ -102,7 +102,7 @@ def parse_reference_time(value: str) -> int:
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise _fail(f"--reference-time {value!r} is neither epoch milliseconds nor an ISO-8601 time") from None
+        raise _fail(f"{option} {value!r} is neither epoch milliseconds nor an ISO-8601 time") from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return int(moment.timestamp() * 1000)
@@ -149,6 +149,16 @@ EngineOption = Annotated[
 MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
 ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")]
 QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
+ProducerIdOption = Annotated[
+    Optional[list[int]],
+    typer.Option("--producer-id", help="Report only findings, producers and events of this producer id (repeatable)."),
+]
+SinceOption = Annotated[
+    Optional[str], typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
+]
+UntilOption = Annotated[
+    Optional[str], typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
+]
 BrokerLogOption = Annotated[
     Optional[list[Path]],
     typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
@@ -207,13 +217,25 @@ def _progress_console() -> Optional[Console]:
     return Console(file=terminal, force_terminal=True)
 
 
-@app.command()
+_VIEW_HELP = {
+    "scan": "Audit segment files; print tables (default) or JSON/NDJSON/CSV.",
+    "producers": "One row per (topic, partition, producer id): epochs, offsets, times, sequences, "
+    "transactions and findings.",
+    "timeline": "The producers' events (transactions, epoch bumps, findings) in time order.",
+}
+
+
+@app.command(help=_VIEW_HELP["scan"])
 def scan(
+    ctx: typer.Context,
     paths: PathsArgument,
     format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
     topic: TopicOption = None,
     partition: PartitionOption = None,
+    producer_id: ProducerIdOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     compacted_topic: Annotated[
         Optional[list[str]],
         typer.Option("--compacted-topic", help="Topic with cleanup.policy=compact (repeatable); "
@@ -258,13 +280,16 @@ def scan(
     ] = None,
     quiet: QuietOption = False,
 ) -> None:
-    """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
+    """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
+    name picks the report."""
     from kafka_audit.audit import ScanOptions
+    from kafka_audit.views import finish_views
     from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
     _check_output(output)
     broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
+    keep = _report_filter(producer_id, since, until)
     options = ScanOptions(
         validation=ValidationConfig(
             compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
@@ -276,17 +301,63 @@ def scan(
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
+        timeline=ctx.info_name == "timeline",
         broker_log=broker_lines,
     )
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
         remote=remote, output_parquet=_parquet_target(output_parquet),
     )
-    _write_report(result, format, output)
+    finish_views(result, keep)
+    if ctx.info_name in ("producers", "timeline"):
+        _write_view(result, ctx.info_name, keep, format, output)
+    else:
+        _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
 
 
+app.command("producers", help=_VIEW_HELP["producers"])(scan)
+app.command("timeline", help=_VIEW_HELP["timeline"])(scan)
+
+
+def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], until: Optional[str]):
+    from kafka_audit.views import ReportFilter
+
+    start = parse_reference_time(since, "--since") if since is not None else None
+    end = parse_reference_time(until, "--until") if until is not None else None
+    if start is not None and end is not None and start > end:
+        raise _fail(f"--since {since!r} is after --until {until!r}")
+    return ReportFilter(frozenset(producer_ids) if producer_ids else None, start, end)
+
+
+def _write_view(result, view: str, keep, format: "OutputFormat", output: Optional[Path]) -> None:
+    """The ``producers`` or ``timeline`` report (SPEC section 3)."""
+    from kafka_audit import view_reports
+    from kafka_audit.views import event_rows, timeline
+
+    if view == "producers":
+        key, rows, fields, render = "producers", result.producers, view_reports.PRODUCER_FIELDS, view_reports.render_producers
+    else:
+        names = {f.producer_id: f.transactional_id for f in result.findings if f.transactional_id}
+        names.update({row["producer_id"]: row["transactional_id"] for row in result.producers if row["transactional_id"]})
+        key, rows, fields = "events", event_rows(timeline(result, keep), names), view_reports.EVENT_FIELDS
+        render = view_reports.render_timeline
+    if format is OutputFormat.table:
+        console = Console(file=open(output, "w", encoding="utf-8", errors=_TEXT_ERRORS), width=160) if output else Console()
+        try:
+            render(result.summary, rows, console)
+        finally:
+            if output:
+                console.file.close()
+        return
+    if format is OutputFormat.json:
+        text = view_reports.to_json(result.summary, result.notes, key, rows)
+    elif format is OutputFormat.ndjson:
+        text = view_reports.to_ndjson(rows)
+    else:
+        text = view_reports.to_csv(rows, fields)
+    _emit(text, output)
 def read_broker_log(paths: Optional[list[Path]]):
     """The ``--broker-log`` files read and classified (None without any); a file that cannot be
     read is a usage error naming it."""
@@ -350,7 +421,10 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
             report.render_table(result, Console())
         return
     render = {OutputFormat.json: report.to_json, OutputFormat.ndjson: report.to_ndjson, OutputFormat.csv: report.to_csv}
-    text = render[format](result)
+    _emit(render[format](result), output)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
     if text and not text.endswith("\n"):
         text += "\n"
     if output:

@@ -25,6 +25,7 @@ from kafka_audit.formats import checkpoints, offset_index, producer_snapshot, ti
 from kafka_audit.formats.control_record import parse_control_record
 from kafka_audit.formats.compression import DecompressionError
 from kafka_audit.formats.file_records import FileRecords, v2_records_data
+from kafka_audit.formats.internal_topics import Decoder, decoder_for, is_kraft_snapshot
 from kafka_audit.formats.log_dir import parse_base_offset
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.record_batch import TIMESTAMP_TYPE_MASK, Record, RecordBatch, TimestampType
@@ -48,7 +49,7 @@ def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool) -> I
     if not as_json:
         yield f"Dumping {path}"
     try:
-        if stem.endswith((".log", ".cleaned", ".swap")):
+        if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
             yield from _dump_segment(path, as_json, records, print_data)
         elif stem.endswith(".index"):
             yield from _dump_entries(path, as_json, _offset_index_entries(path))
@@ -69,36 +70,40 @@ def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool) -> I
 
 
 def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
-    """One chunk per batch: its line (or JSON object), its problems, its records' lines."""
+    """One chunk per batch: its line (or JSON object), its problems, its records' lines. With
+    ``records``, an internal topic's records are also decoded by their schema, as DumpLogSegments'
+    decoders do (``decoded``)."""
+    decoder = decoder_for(path) if records else None
     with FileRecords(path) as segment:
         for item in segment.batches():
             if isinstance(item, Problem):
                 yield _problem_line(path, item.position, item.check, item.message, as_json)
                 continue
+            with_data = print_data or item.is_control or decoder is not None
             if as_json:
-                decoded = segment.records(item, with_data=print_data or item.is_control) if records or item.magic < 2 else None
+                decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
                 if decoded is not None and decoded.batch is not None:
                     item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
-                lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data))]
+                lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data, decoder))]
                 problems = decoded.problems if decoded is not None else []
                 lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
                 yield "\n".join(lines)
                 continue
             if records:
-                text = _compiled_lines(segment, item, print_data)
+                text = _compiled_lines(segment, item, print_data) if decoder is None else None
                 if text is not None:
                     yield f"{_batch_text(item)}\n{text}"
                     continue
             elif item.magic >= 2:
                 yield _batch_text(item)
                 continue
-            decoded = segment.records(item, with_data=print_data or item.is_control)
+            decoded = segment.records(item, with_data=with_data)
             if decoded.batch is not None:
                 item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
             lines = [_batch_text(item)]
             lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
             if records:
-                lines.append(record_lines(item, decoded.records, print_data))
+                lines.append(record_lines(item, decoded.records, print_data, decoder))
             yield "\n".join(lines)
 
 
@@ -126,14 +131,14 @@ def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) 
     )
 
 
-def record_lines(batch: RecordBatch, records: list[Record], print_data: bool) -> str:
+def record_lines(batch: RecordBatch, records: list[Record], print_data: bool, decoder: Decoder | None = None) -> str:
     """The Python record-printing loop: one :func:`_record_text` line per record, joined (no
     newline after the last). What the compiled formatter prints for a v2 data batch, and the only
     path for control batches, v0/v1 and records that need decoding of their own."""
-    return "\n".join([_record_text(batch, record, print_data) for record in records])
+    return "\n".join([_record_text(batch, record, print_data, decoder) for record in records])
 
 
-def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool) -> dict[str, Any]:
+def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool, decoder: Decoder | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "file": path,
         "position": batch.position,
@@ -161,6 +166,9 @@ def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool) -> dic
                            "coordinator_epoch": control.coordinator_epoch, "error": control.error}
     if decoded is not None:
         data["records"] = [_record_json(r, print_data) for r in decoded.records]
+        if decoder is not None and not batch.is_control:
+            for entry, record in zip(data["records"], decoded.records):
+                entry["decoded"] = decoder(record.key, record.value)
     return data
 
 
@@ -219,7 +227,7 @@ def _batch_text(batch: RecordBatch) -> str:
     )
 
 
-def _record_text(batch: RecordBatch, record: Record, print_data: bool) -> str:
+def _record_text(batch: RecordBatch, record: Record, print_data: bool, decoder: Decoder | None = None) -> str:
     ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
     if batch.magic >= 2:
@@ -234,6 +242,8 @@ def _record_text(batch: RecordBatch, record: Record, print_data: bool) -> str:
         else:
             line += f" endTxnMarker: {('ABORT', 'COMMIT')[control.type]} coordinatorEpoch: {control.coordinator_epoch}" \
                 if control.is_transaction_marker else f" controlType: {control.type}"
+    elif decoder is not None:
+        line += f" decoded: {json.dumps(decoder(record.key, record.value))}"
     elif print_data:
         line += f" key: {_text(record.key)} payload: {_text(record.value)}"
     return line

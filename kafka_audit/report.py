@@ -55,7 +55,7 @@ def to_csv(result: ScanResult) -> str:
 
 def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:
     """The summary panel, the notes, then one table per group of findings, each cut at ``limit`` rows."""
-    console.print(_summary_panel(result.summary))
+    console.print(summary_panel(result.summary))
     for note in result.notes[:_NOTES_SHOWN]:
         console.print(Text(f"note: {note}", style="dim"), overflow="fold")
     if len(result.notes) > _NOTES_SHOWN:
@@ -71,7 +71,7 @@ def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABL
             console.print(_group_table(group, findings, limit, wide))
 
 
-def _summary_panel(summary: dict[str, Any]) -> Panel:
+def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
@@ -98,11 +98,13 @@ def _summary_panel(summary: dict[str, Any]) -> Panel:
         ("findings", ", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none"),
         ("by check", _counts(summary.get("findings_by_check", {})) or "-"),
     ]
+    if summary.get("filter"):
+        rows.append(("filter", ", ".join(f"{k} {v}" for k, v in summary["filter"].items() if v is not None)))
     if "broker_log_lines" in summary:
         rows.append(("broker log", _broker_log_counts(summary)))
     for name, value in rows:
         grid.add_row(name, value)
-    return Panel(grid, title="kafka-audit scan", border_style="blue", expand=False)
+    return Panel(grid, title=title, border_style="blue", expand=False)
 
 
 def _broker_log_counts(summary: dict[str, Any]) -> str:
@@ -134,10 +136,11 @@ def _finding_cell(finding: Finding) -> Text:
 
 
 def _where_cell(finding: Finding) -> Text:
-    """Partition, offset, record index and producer fields of a finding."""
-    parts = [partition_label(finding.topic, finding.partition) if finding.topic is not None else "-"]
+    """Time, partition, offset, record index, producer fields and transactional id of a finding."""
+    parts = [finding.time.replace("T", " ").removesuffix("Z") + " UTC"] if finding.time else []
+    parts.append(partition_label(finding.topic, finding.partition) if finding.topic is not None else "-")
     if finding.offset is not None:
-        parts[0] += f" @{finding.offset}"
+        parts[-1] += f" @{finding.offset}"
     if finding.record_index is not None:
         parts.append(f"record {finding.record_index}")
     if finding.producer_id not in (None, -1):
@@ -146,6 +149,8 @@ def _where_cell(finding: Finding) -> Text:
             producer += f" epoch {finding.producer_epoch}"
         if finding.sequence not in (None, -1):
             producer += f" seq {finding.sequence}"
+        if finding.transactional_id:
+            producer += f" ({finding.transactional_id})"
         parts.append(producer)
     if finding.segment:
         position = "" if finding.position is None else f" pos {finding.position}"

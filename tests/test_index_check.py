@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
-from kafka_audit.rules.index_check import MAX_FINDINGS_PER_INDEX, SegmentBatches, verify_offset_index
+from kafka_audit.rules.index_check import MAX_FINDINGS_PER_INDEX, SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.formats.offset_index import OffsetPosition
+from kafka_audit.formats.time_index import TimestampOffset
 
 WHERE = dict(topic="t", partition=0, segment="t-0/00000000000000000000.log")
 
@@ -29,6 +30,14 @@ def test_an_entry_pointing_between_batches_is_a_mismatch():
     (finding,) = verify_offset_index([OffsetPosition(3, 101)], log, WHERE, "x.index")
     assert finding.check == "index_mismatch" and finding.position == 101 and finding.offset == 3
     assert finding.details["entry"] == 0 and "no batch starts" in finding.message
+    # No batch starts there; offset 3 lies in the second batch (max timestamp 1001).
+    assert finding.timestamp == 1001 and finding.time == "1970-01-01T00:00:01.001Z"
+
+
+def test_a_time_index_entry_outside_the_log_carries_its_own_time():
+    log = SegmentBatches.of(batches(2))
+    (finding,) = verify_time_index([TimestampOffset(5000, 40)], log, WHERE, "x.timeindex")
+    assert "in no batch" in finding.message and finding.timestamp == 5000
 
 
 def test_mismatches_are_listed_up_to_a_cap_then_counted():

@@ -120,7 +120,12 @@ def verify_offset_index(
                     f"batch at offset {following.base_offset}"
                 )
         if problem:
-            found.add(problem, {"entry": number}, position=entry.position, offset=entry.offset, batch=batch)
+            # Without a batch at the position, the time concerned is that of the batch holding the offset.
+            holder = log.containing(entry.offset) if batch is None else None
+            timestamp = holder.max_timestamp if holder is not None and holder.max_timestamp >= 0 else None
+            found.add(
+                problem, {"entry": number}, position=entry.position, offset=entry.offset, batch=batch, timestamp=timestamp
+            )
         previous = entry
     return found.close()
 
@@ -145,6 +150,10 @@ def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_pat
                 f"timestamp {batch.max_timestamp} of its batch"
             )
         if problem:
-            found.add(problem, {"entry": number, "timestamp": entry.timestamp}, offset=entry.offset, batch=batch)
+            # Without a batch at the offset, the time concerned is the entry's own.
+            timestamp = entry.timestamp if batch is None and entry.timestamp >= 0 else None
+            found.add(
+                problem, {"entry": number, "timestamp": entry.timestamp}, offset=entry.offset, batch=batch, timestamp=timestamp
+            )
         previous = entry
     return found.close()

@@ -21,6 +21,7 @@ from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.events import Event
+from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
 from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.file_records import FileRecords
@@ -99,12 +100,13 @@ class PartitionMeta:
 
 @dataclass(slots=True)
 class PartitionTotals:
-    """Counts for the summary panel, merged across partitions."""
+    """Counts for the summary panel and the ``producers`` rows, merged across partitions."""
 
     producers: set[int] = field(default_factory=set)
     committed: int = 0
     aborted: int = 0
     open: int = 0
+    producer_rows: list[dict] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
     def merge(self, other: "PartitionTotals") -> "PartitionTotals":
@@ -112,6 +114,7 @@ class PartitionTotals:
         self.committed += other.committed
         self.aborted += other.aborted
         self.open += other.open
+        self.producer_rows.extend(other.producer_rows)
         self.events.extend(other.events)
         return self
 
@@ -121,6 +124,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     findings: list[Finding] = []
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
+    activity = ProducerActivityLog(meta.topic, meta.partition)
     segment_batches: list[BatchSummary] = []
     current_segment: str | None = None
 
@@ -142,6 +146,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
             segment_batches.append(summary)
             findings.extend(continuity.observe(summary))
             _count(summary, totals)
+            activity.observe(summary)
             yield summary
         if current_segment is not None:
             verify(current_segment, segment_batches)
@@ -199,6 +204,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     totals.open = replay.stats.transactions_open
     if meta.timeline:
         totals.events = replay.events
+    totals.producer_rows = activity.rows()
     if rejections is not None:
         findings.extend(rejections.findings())
         if meta.timeline:

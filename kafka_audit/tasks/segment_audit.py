@@ -127,6 +127,9 @@ class SegmentAuditor:
         # record_screen depends on the batch only through its format, control bit and timestamp
         # type: one lookup per batch instead of building the screen again.
         self._screens: dict[tuple[int, int], RecordScreen | None] = {}
+        # The newest batch timestamp read so far: the time a finding without a batch (bytes that
+        # do not hold one) concerns, as those bytes were written after it.
+        self._last_timestamp: int | None = None
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
@@ -187,6 +190,8 @@ class SegmentAuditor:
                 findings, summary = self._audit_batch(segment, item)
                 if findings:
                     yield from findings
+                if item.max_timestamp >= 0:
+                    self._last_timestamp = item.max_timestamp
                 yield summary
 
     def _not_a_segment(self, problem: Problem) -> bool:
@@ -296,6 +301,7 @@ class SegmentAuditor:
             batch=batch,
             record_index=record_index,
             details=self._details(details or {}),
+            timestamp=self._last_timestamp if batch is None else None,
             error=error,
             spec=spec,
         )

@@ -1,0 +1,129 @@
+"""What each producer id wrote to a partition: the rows of ``kafka-audit producers`` (SPEC
+section 3).
+
+A pure accumulator fed the partition's batch summaries in log order by the partition step. It
+counts; it does not judge: the producer-state replay (``producer_state.py``) is the one home of
+the rules a broker applies to these batches. Batches that cannot be trusted (``valid`` False)
+and batches without a producer id (magic < 2, producer id -1) are not counted.
+
+Per (topic, partition, producer id): the epochs seen (data batches and markers, in order of first
+appearance), the first and last offset and the oldest and newest batch timestamp of its batches
+(markers included: a coordinator writes them for the producer), each epoch's first base sequence
+and last sequence in log order, the data batches and records, and its transactions: COMMIT and
+ABORT markers, and whether a transaction is open at the end of the log (a transactional data
+batch after its last marker, as ``ProducerStateManager`` keeps ``currentTxnFirstOffset``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from collections import Counter
+
+from kafka_audit.findings import Finding
+from kafka_audit.formats.record_batch import ControlRecordType
+from kafka_audit.rules.batch_summary import BatchSummary
+
+
+@dataclass(slots=True)
+class ProducerActivity:
+    """One producer id's activity in one partition."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    epochs: list[int] = field(default_factory=list)
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    # epoch -> [first base sequence, last sequence] of its data batches, in log order.
+    sequences: dict[int, list[int]] = field(default_factory=dict)
+    batches: int = 0
+    records: int = 0
+    committed: int = 0
+    aborted: int = 0
+    in_transaction: bool = False
+
+    def observe(self, batch: BatchSummary) -> None:
+        if batch.producer_epoch not in self.epochs:
+            self.epochs.append(batch.producer_epoch)
+        if self.first_offset is None:
+            self.first_offset = batch.base_offset
+        self.last_offset = batch.last_offset
+        if batch.max_timestamp >= 0:
+            if self.first_timestamp is None or batch.max_timestamp < self.first_timestamp:
+                self.first_timestamp = batch.max_timestamp
+            if self.last_timestamp is None or batch.max_timestamp > self.last_timestamp:
+                self.last_timestamp = batch.max_timestamp
+        if batch.is_control:
+            if batch.control_type == ControlRecordType.COMMIT:
+                self.committed += 1
+                self.in_transaction = False
+            elif batch.control_type == ControlRecordType.ABORT:
+                self.aborted += 1
+                self.in_transaction = False
+            return
+        self.batches += 1
+        self.records += batch.record_count
+        if batch.base_sequence >= 0:
+            span = self.sequences.get(batch.producer_epoch)
+            if span is None:
+                self.sequences[batch.producer_epoch] = [batch.base_sequence, batch.last_sequence]
+            else:
+                span[1] = batch.last_sequence
+        if batch.is_transactional:
+            self.in_transaction = True
+
+    def to_row(self) -> dict[str, Any]:
+        """The SPEC section 3 ``producers`` row; ``transactional_id`` and ``findings`` are filled by
+        the driver, which holds ``__transaction_state`` and every finding."""
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "producer_id": self.producer_id,
+            "transactional_id": None,
+            "epochs": list(self.epochs),
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "first_timestamp": self.first_timestamp,
+            "last_timestamp": self.last_timestamp,
+            "sequences": {str(epoch): list(span) for epoch, span in self.sequences.items()},
+            "batches": self.batches,
+            "records": self.records,
+            "transactions": {"committed": self.committed, "aborted": self.aborted, "open": int(self.in_transaction)},
+            "findings": {"error": 0, "warning": 0, "info": 0},
+        }
+
+
+class ProducerActivityLog:
+    """Every producer id's activity in one partition, fed in log order."""
+
+    def __init__(self, topic: str, partition: int) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.producers: dict[int, ProducerActivity] = {}
+
+    def observe(self, batch: BatchSummary) -> None:
+        if not batch.valid or batch.magic < 2 or batch.producer_id < 0:
+            return
+        activity = self.producers.get(batch.producer_id)
+        if activity is None:
+            activity = self.producers[batch.producer_id] = ProducerActivity(self.topic, self.partition, batch.producer_id)
+        activity.observe(batch)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [self.producers[pid].to_row() for pid in sorted(self.producers)]
+
+
+def count_findings(rows: list[dict[str, Any]], findings: list[Finding]) -> None:
+    """Set each row's ``findings`` to the count by severity of the findings of its producer id in
+    its partition (in place)."""
+    counts: dict[tuple, Counter] = {}
+    for finding in findings:
+        if finding.producer_id is not None and finding.producer_id >= 0:
+            counts.setdefault((finding.topic, finding.partition, finding.producer_id), Counter())[finding.severity] += 1
+    for row in rows:
+        found = counts.get((row["topic"], row["partition"], row["producer_id"]), Counter())
+        row["findings"] = {severity: found.get(severity, 0) for severity in ("error", "warning", "info")}
