@@ -26,6 +26,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from kafka_audit.formats import storage
 from kafka_audit.formats.checkpoints import (
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
@@ -70,7 +71,9 @@ class SegmentFile:
     base_offset: int
     state: str
     size: int
-    mtime_ms: int
+    # The file's modification time; for an object in a store, when the store last wrote it (S3
+    # LastModified...), None where the store tells none.
+    mtime_ms: int | None
     index: str | None = None
     time_index: str | None = None
     txn_index: str | None = None
@@ -196,46 +199,56 @@ class _Walker:
         self.visited_dirs: set[tuple[int, int]] = set()
         self.seen_files: set[str] = set()
         self.log_start_cache: dict[str, dict[tuple[str, int], int]] = {}
+        # The filesystem of the PATH being walked, and each walked PATH as the user gave it.
+        self.fs: storage.LocalTree | storage.RemoteTree = storage.LocalTree()
+        self.shown: dict[str, str] = {}
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
     def walk_root(self, root: str) -> None:
+        given = root
         try:
-            info = os.stat(root)
+            storage.check_scheme(root)
+            # A relative local path is made absolute before any Spark task sees it (SPEC 1);
+            # findings still show paths relative to the PATH as given.
+            root = root if storage.is_remote(root) else os.path.abspath(storage.local_path(root))
+            self.shown[root] = given
+            self.fs = storage.tree(root)
+            info = self.fs.stat(root)
         except OSError as exc:
-            self.note(f"skipped {root}: {exc.strerror or exc}")
+            self.note(f"skipped {given}: {exc.strerror or exc}")
             return
         if stat.S_ISDIR(info.st_mode):
             self._walk_dir(root, root)
         elif stat.S_ISREG(info.st_mode):
-            real = os.path.realpath(root)
-            folder = os.path.dirname(real)
-            self._add_file(folder, os.path.basename(real), root, root, explicit=True)
+            real = self.fs.realpath(root)
+            folder = self.fs.dirname(real)
+            self._add_file(folder, self.fs.basename(real), root, root, explicit=True)
         else:
-            self.note(f"skipped {root}: not a regular file or directory")
+            self.note(f"skipped {given}: not a regular file or directory")
 
     def _walk_dir(self, directory: str, root: str) -> None:
         try:
-            info = os.stat(directory)
+            info = self.fs.stat(directory)
         except OSError as exc:
             self.note(f"skipped {self._display(directory, root)}: {exc.strerror or exc}")
             return
         identity = (info.st_dev, info.st_ino)
         if identity in self.visited_dirs:
-            if os.path.islink(directory):
+            if self.fs.islink(directory):
                 self.note(f"skipped {self._display(directory, root)}: symbolic link to a folder already scanned")
             return
         self.visited_dirs.add(identity)
         try:
-            with os.scandir(directory) as listing:
+            with self.fs.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
             self.note(f"skipped {self._display(directory, root)}: {exc.strerror or exc}")
             return
         subdirs = []
         files = []
-        in_partition = parse_partition_dir(os.path.basename(os.path.realpath(directory))) is not None
+        in_partition = parse_partition_dir(self.fs.basename(self.fs.realpath(directory))) is not None
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
@@ -252,7 +265,7 @@ class _Walker:
                 files.append(entry.name)
             elif entry.is_symlink():
                 try:
-                    os.stat(entry.path)
+                    self.fs.stat(entry.path)
                     reason = "symbolic link to something that is not a regular file"
                 except OSError as exc:
                     reason = f"broken symbolic link ({exc.strerror or exc})"
@@ -261,15 +274,15 @@ class _Walker:
                 # A FIFO, socket or device: opening a FIFO would block the audit forever.
                 self.note(f"skipped {self._display(entry.path, root)}: not a regular file")
         for name in files:
-            self._add_file(directory, name, os.path.join(directory, name), root, explicit=False)
+            self._add_file(directory, name, self.fs.join(directory, name), root, explicit=False)
         for sub in subdirs:
             self._walk_dir(sub, root)
 
     def _display(self, path: str, root: str) -> str:
-        if os.path.isdir(root):
-            rel = os.path.relpath(path, root)
+        if self.fs.isdir(root):
+            rel = self.fs.relpath(path, root)
             return path if rel == "." else rel
-        return path
+        return self.shown.get(path, path)
 
     def _add_file(self, folder: str, name: str, path: str, root: str, explicit: bool) -> None:
         state = segment_state(name)
@@ -277,8 +290,8 @@ class _Walker:
         if state is None and not snapshot:
             if explicit:
                 kind = "sidecar file" if self._is_sidecar(name) else "file"
-                self.note(f"skipped {path}: a {kind}, not a Kafka segment (.log)")
-            elif parse_partition_dir(os.path.basename(folder)) and not self._is_sidecar(name):
+                self.note(f"skipped {self.shown.get(path, path)}: a {kind}, not a Kafka segment (.log)")
+            elif parse_partition_dir(self.fs.basename(folder)) and not self._is_sidecar(name):
                 self.note(f"skipped {self._display(path, root)}: not a Kafka segment or sidecar file")
             return
         base_offset = parse_base_offset(name)
@@ -287,11 +300,11 @@ class _Walker:
             # broker's own server.log included) is noted wherever it lies.
             if state is not None:
                 self.note(
-                    f"skipped {self._display(path, root) if not explicit else path}: "
+                    f"skipped {self._display(path, root) if not explicit else self.shown.get(path, path)}: "
                     f"not a segment (its name is not a 20-digit base offset)"
                 )
             return
-        real = os.path.realpath(path)
+        real = self.fs.realpath(path)
         if real in self.seen_files:
             return
         partition = self._partition(folder, root)
@@ -303,17 +316,17 @@ class _Walker:
             partition.snapshots.append(SnapshotFile(path, display, base_offset))
             return
         try:
-            info = os.stat(path)
+            info = self.fs.stat(path)
         except OSError as exc:
             self.note(f"skipped {display}: {exc.strerror or exc}")
             return
         seg_state, suffix = state
         if partition.kind == "delete" and seg_state == LIVE:
             seg_state = DELETED
-        stem = os.path.join(os.path.dirname(path), name[: name.index(".log")])
+        stem = self.fs.join(self.fs.dirname(path), name[: name.index(".log")])
         sidecars = [self._sidecar(stem, ext, suffix) for ext in _SIDECAR_SUFFIXES]
         partition.segments.append(
-            SegmentFile(path, display, base_offset, seg_state, info.st_size, info.st_mtime_ns // 1_000_000, *sidecars)
+            SegmentFile(path, display, base_offset, seg_state, info.st_size, _mtime_ms(info), *sidecars)
         )
 
     @classmethod
@@ -334,19 +347,18 @@ class _Walker:
             or _KRAFT_SNAPSHOT.match(name) is not None
         )
 
-    @staticmethod
-    def _sidecar(stem: str, ext: str, suffix: str) -> str | None:
+    def _sidecar(self, stem: str, ext: str, suffix: str) -> str | None:
         candidate = stem + ext + suffix
-        return candidate if os.path.isfile(candidate) else None
+        return candidate if self.fs.isfile(candidate) else None
 
     def _partition(self, folder: str, root: str) -> PartitionDir | None:
-        real_folder = os.path.realpath(folder)
+        real_folder = self.fs.realpath(folder)
         existing = self.partitions.get(real_folder)
         if existing is not None or real_folder in self.filtered_out:
             return existing
-        name = os.path.basename(real_folder)
+        name = self.fs.basename(real_folder)
         parsed = parse_partition_dir(name)
-        display = self._display(folder, root) if os.path.isdir(root) else folder
+        display = self._display(folder, root) if self.fs.isdir(root) else folder
         if parsed is None:
             self.note(
                 f"{display}: folder name is not <topic>-<partition>; its segments are audited as topic "
@@ -360,11 +372,11 @@ class _Walker:
         ):
             self.filtered_out.add(real_folder)
             return None
-        partition = PartitionDir(topic, number, real_folder, display, kind, root=root)
-        log_dir = os.path.dirname(real_folder)
+        partition = PartitionDir(topic, number, real_folder, display, kind, root=self.shown.get(root, root))
+        log_dir = self.fs.dirname(real_folder)
         partition.checkpointed_log_start = self._log_starts(log_dir).get((topic, number))
-        epochs = os.path.join(real_folder, LEADER_EPOCH_CHECKPOINT)
-        partition.leader_epoch_checkpoint = epochs if os.path.isfile(epochs) else None
+        epochs = self.fs.join(real_folder, LEADER_EPOCH_CHECKPOINT)
+        partition.leader_epoch_checkpoint = epochs if self.fs.isfile(epochs) else None
         self.partitions[real_folder] = partition
         return partition
 
@@ -374,14 +386,18 @@ class _Walker:
         if cached is not None:
             return cached
         starts: dict[tuple[str, int], int] = {}
-        path = os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
-        if os.path.isfile(path):
+        path = self.fs.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
+        if self.fs.isfile(path):
             parsed = read_offset_checkpoint(path)
             for problem in parsed.problems:
                 self.note(f"{path}: {problem.message}")
             starts = {(e.topic, e.partition): e.offset for e in parsed.entries}
         self.log_start_cache[log_dir] = starts
         return starts
+
+
+def _mtime_ms(info) -> int | None:
+    return None if info.st_mtime_ns is None else info.st_mtime_ns // 1_000_000
 
 
 def _keep_replicas_apart(partitions: list[PartitionDir]) -> None:
