@@ -84,8 +84,33 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
-def _check_paths(paths: list[Path]) -> None:
-    for path in paths:
+def parse_storage_options(pairs: list[str]) -> dict:
+    """``--storage-option KEY=VALUE`` pairs; ``true``/``false`` and JSON values are typed."""
+    from kafka_audit.formats.storage import parse_option_value
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"--storage-option {pair!r} is not KEY=VALUE")
+        options[key.strip()] = parse_option_value(value)
+    return options
+
+
+def _check_paths(paths: list[str] | list[Path]) -> None:
+    """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
+    cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
+    from kafka_audit.formats import storage
+
+    for given in paths:
+        text = str(given)
+        try:
+            storage.check_path(text)
+        except OSError as exc:
+            raise _fail(f"{text}: {exc.strerror or exc}") from None
+        if storage.is_remote(text):
+            continue
+        path = Path(storage.local_path(text))
         if not os.path.lexists(path):
             raise _fail(f"{path}: no such file or directory")
         if not os.path.exists(path):
@@ -96,7 +121,14 @@ def _check_paths(paths: list[Path]) -> None:
 
 @app.command()
 def scan(
-    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Log dirs, partition folders, .log files, or trees holding them.")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="PATH",
+            help="Log dirs, partition folders, .log files, or trees holding them; local paths or "
+            "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
+        ),
+    ],
     format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
     topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")] = None,
@@ -120,7 +152,8 @@ def scan(
     reference_time: Annotated[
         Optional[str],
         typer.Option("--reference-time", help="Broker 'now' for timestamp checks: epoch ms or ISO-8601. "
-                     "Default: each segment file's modification time."),
+                     "Default: each segment file's modification time (an object store's: when it "
+                     "stored the object)."),
     ] = None,
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
@@ -128,6 +161,14 @@ def scan(
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
     conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
+    storage_option: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            "--storage-option",
+            help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
+            "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
@@ -136,11 +177,17 @@ def scan(
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
 
+    storage_options = parse_storage_options(storage_option or [])
+    from kafka_audit.formats import storage
+
+    storage.configure(storage_options)
     _check_paths(paths)
     _check_output(output)
     spark_conf = parse_conf(conf or [])
     reference = parse_reference_time(reference_time) if reference_time is not None else None
-    discovery = discover([str(p) for p in paths], topics=topic or None, partitions=partition or None)
+    discovery = discover(
+        [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
+    )
     if not discovery.segment_count:
         for note in discovery.notes:
             print(f"kafka-audit: note: {note}", file=sys.stderr)

@@ -39,8 +39,15 @@ from kafka_audit.formats.checkpoints import (
 LIVE, DELETED, CLEANED, SWAP = "live", "deleted", "cleaned", "swap"
 _STATE_SUFFIXES = {".deleted": DELETED, ".cleaned": CLEANED, ".swap": SWAP}
 _SIDECAR_SUFFIXES = (".index", ".timeindex", ".txnindex")
-_BASE_OFFSET = re.compile(r"^(\d{20})(?:-[A-Za-z0-9_-]+)?$")
+# A tiered segment's leader-epoch checkpoint (RemoteLogSegmentFileset.LEADER_EPOCH_CHECKPOINT).
+_TIERED_LEADER_EPOCH_CHECKPOINT = ".leader_epoch_checkpoint"
+# A broker's 20-digit base offset (with a segment id after it in some remote stores' copies), or
+# the LocalTieredStorage plugin's "<start offset>-<22-character segment id>" (KIP-405,
+# RemoteLogSegmentFileset: startOffset + "-" + uuid, the offset not padded).
+_BASE_OFFSET = re.compile(r"^(?:(\d{20})(?:-[A-Za-z0-9_-]+)?|(\d{1,19})-[A-Za-z0-9_-]{22})$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# A tiered-storage partition folder (RemoteTopicPartitionDirectory): "<topic>-<partition>-<topic id>".
+_TIERED_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<uid>[A-Za-z0-9_-]{22})$")
 # UnifiedLog: "<topic>-<partition>.<uniqueId>-delete", "-future" and "-stray" folders.
 _SPECIAL_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<uid>[A-Za-z0-9_-]+)-(?P<kind>delete|future|stray)$")
 # KRaft snapshots of __cluster_metadata (org.apache.kafka.snapshot.Snapshots): <offset>-<epoch>.checkpoint,
@@ -119,6 +126,8 @@ class Discovery:
     paths: list[str]
     partitions: list[PartitionDir] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
+    storage_options: dict = field(default_factory=dict)
 
     @property
     def segment_count(self) -> int:
@@ -138,7 +147,7 @@ def parse_base_offset(name: str) -> int | None:
     match = _BASE_OFFSET.match(stem)
     if not match:
         return None
-    offset = int(match.group(1))
+    offset = int(match.group(1) or match.group(2))
     return offset if offset <= _LONG_MAX else None
 
 
@@ -147,11 +156,13 @@ def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
 
     UnifiedLog.parseTopicPartitionName reads the partition with ``toInt``: a number above
     Integer.MAX_VALUE makes the name no partition folder."""
-    special = _SPECIAL_DIR.match(name)
+    special = _SPECIAL_DIR.match(name) or _TIERED_DIR.match(name)
     number = (special or _PARTITION_DIR.match(name) or {"partition": ""})["partition"]
     if len(number) > 10:  # past Integer.MAX_VALUE (and int() refuses more than 4300 digits)
         return None
-    if special:
+    if special and special.re is _TIERED_DIR:
+        parsed = special.group("topic"), int(special.group("partition")), LIVE
+    elif special:
         parsed = special.group("topic"), int(special.group("partition")), special.group("kind")
     else:
         match = _PARTITION_DIR.match(name)
@@ -172,12 +183,16 @@ def segment_state(name: str) -> tuple[str, str] | None:
 
 
 def discover(
-    paths: Iterable[str], topics: Iterable[str] | None = None, partitions: Iterable[int] | None = None
+    paths: Iterable[str],
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[int] | None = None,
+    storage_options: dict | None = None,
 ) -> Discovery:
-    """Find every partition folder and segment under ``paths``, restricted to ``topics`` /
-    ``partitions`` when given."""
+    """Find every partition folder and segment under ``paths`` (local paths or URIs), restricted
+    to ``topics`` / ``partitions`` when given."""
+    storage.configure(storage_options)
     walker = _Walker(set(topics) if topics else None, set(partitions) if partitions is not None else None)
-    discovery = Discovery(paths=[str(p) for p in paths])
+    discovery = Discovery(paths=[str(p) for p in paths], storage_options=dict(storage_options or {}))
     for path in discovery.paths:
         walker.walk_root(path)
     _keep_replicas_apart(list(walker.partitions.values()))
@@ -312,6 +327,14 @@ class _Walker:
             return
         self.seen_files.add(real)
         display = self._display(path, root)
+        if snapshot and _is_tiered_name(name):
+            # RemoteLogManager copies the producer snapshot taken at the *next* segment's base
+            # offset (LogSegmentData.producerSnapshotIndex) under this segment's start offset.
+            self.note(
+                f"{display}: tiered-storage producer snapshot, named by its segment's start offset but "
+                f"holding the producer state at the segment's end: not compared with the replay"
+            )
+            return
         if snapshot:
             partition.snapshots.append(SnapshotFile(path, display, base_offset))
             return
@@ -343,7 +366,7 @@ class _Walker:
             base = base.removesuffix(suffix)
         return (
             name in _KNOWN_OTHER_FILES
-            or base.endswith(_SIDECAR_SUFFIXES + (".snapshot",))
+            or base.endswith(_SIDECAR_SUFFIXES + (".snapshot", _TIERED_LEADER_EPOCH_CHECKPOINT))
             or _KRAFT_SNAPSHOT.match(name) is not None
         )
 
@@ -394,6 +417,12 @@ class _Walker:
             starts = {(e.topic, e.partition): e.offset for e in parsed.entries}
         self.log_start_cache[log_dir] = starts
         return starts
+
+
+def _is_tiered_name(name: str) -> bool:
+    """A LocalTieredStorage file name: ``<start offset>-<22-character segment id>.<type>``."""
+    match = _BASE_OFFSET.match(name.split(".", 1)[0])
+    return match is not None and match.group(2) is not None
 
 
 def _mtime_ms(info) -> int | None:

@@ -66,7 +66,7 @@ class RangeBuffer:
                 self._high = end
                 continue
             if self._high < self._limit:
-                end = min(self._limit, max(stop, self._high + self.chunk))
+                end = max(stop, min(self._limit, self._high + self.chunk))
             else:
                 end = min(self.size, max(stop, self._high + _MIN_READ))
             self._fill(self._high, end)

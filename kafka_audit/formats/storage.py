@@ -124,21 +124,24 @@ def _filesystem(uri: str):
     return fs, key, prefix
 
 
-def _one_line(what: str, exc: BaseException) -> str:
+def _one_line(what: str | None, exc: BaseException) -> str:
+    """The library's exception as one line: its type, its first line, and what to do for HDFS."""
     text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     hint = ""
     if "libjvm" in text or "libhdfs" in text:
         hint = " (HDFS is read through libhdfs: set JAVA_HOME, HADOOP_HOME and CLASSPATH=$(hadoop classpath --glob))"
-    return f"{what}: {type(exc).__name__}: {text[:300]}{hint}"
+    cause = f"{type(exc).__name__}: {text[:300]}{hint}"
+    return f"{what}: {cause}" if what else cause
 
 
 def _os_error(uri: str, exc: BaseException) -> OSError:
-    """One OSError for any failure of a remote call (a missing object keeps ENOENT)."""
+    """One OSError for any failure of a remote call on ``uri`` (a missing object keeps ENOENT);
+    its text names the cause, the caller names the path."""
     if isinstance(exc, FileNotFoundError):
         return FileNotFoundError(errno.ENOENT, "No such file or directory")
     if isinstance(exc, PermissionError):
         return PermissionError(errno.EACCES, "Permission denied")
-    return OSError(errno.EIO, _one_line(uri, exc))
+    return OSError(errno.EIO, _one_line(None, exc))
 
 
 def _mtime_ns(info: Mapping[str, Any]) -> int | None:
@@ -401,5 +404,8 @@ def check_path(path: str) -> None:
     check_scheme(path)
     if not is_remote(path):
         return
-    view = RemoteTree(path)
-    view.stat(path)
+    fs, key, _ = _filesystem(path)
+    try:
+        fs.info(key)
+    except Exception as exc:  # noqa: BLE001
+        raise _os_error(path, exc) from None

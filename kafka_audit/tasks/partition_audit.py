@@ -15,6 +15,7 @@ from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, v
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_state import PartitionLog, replay_partition
 from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.offset_index import read_offset_index
 from kafka_audit.formats.producer_snapshot import read_producer_snapshot
@@ -46,9 +47,11 @@ class PartitionMeta:
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
+    # ``--storage-option`` settings to read URIs with.
+    storage_options: tuple = ()
 
     @classmethod
-    def from_discovery(cls, found, options) -> "PartitionMeta":
+    def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
         """Build from a discovered partition. The log start offset is the broker's
         ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
         else the first live segment's base offset."""
@@ -67,6 +70,7 @@ class PartitionMeta:
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
+            storage_options=storage_options,
         )
 
 
@@ -89,6 +93,7 @@ class PartitionTotals:
 
 def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
     """All partition-level findings for one partition, and its totals."""
+    storage.configure(meta.storage_options)
     findings: list[Finding] = []
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
@@ -128,7 +133,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
         for files in meta.segments.values()
         if (files.index or files.time_index or files.txn_index) and not _can_open(files.log)
     }
-    snapshots = [read_producer_snapshot(path) for path, _ in meta.snapshots]
+    snapshots = [_shown_as(read_producer_snapshot(path), display) for path, display in meta.snapshots]
     txn_indexes = {
         files.segment: read_transaction_index(files.txn_index)
         for files in meta.segments.values()
@@ -154,6 +159,13 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     findings.extend(replayed)
     totals.open = sum(1 for f in replayed if f.check in ("open_transaction", "hanging_transaction"))
     return findings, totals
+
+
+def _shown_as(parsed, display: str):
+    """A sidecar read from ``path`` but named in findings as the user's PATH shows it (the same
+    for a local copy and for its upload to a store)."""
+    parsed.path = display
+    return parsed
 
 
 def _can_open(path: str | None) -> bool:

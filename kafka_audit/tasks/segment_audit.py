@@ -21,6 +21,7 @@ from kafka_audit.rules.log_validator import (
     validate_records,
 )
 from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.default_record import RecordScreen
@@ -42,7 +43,9 @@ class SegmentTask:
     ``replica`` is the partition folder's display path (with topic and partition, the key of
     the partition step); ``segment`` is the path shown in findings (relative to the PATH that
     found it); ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the
-    file's modification time, the default reference time for timestamp checks.
+    file's modification time, the default reference time for timestamp checks (for an object
+    in a store: when the store last wrote it, None when it tells none). ``storage_options``
+    are the ``--storage-option`` settings the executor needs to read a URI.
     """
 
     topic: str
@@ -52,10 +55,11 @@ class SegmentTask:
     segment: str
     base_offset: int
     state: str = "live"
-    mtime_ms: int = 0
+    mtime_ms: int | None = 0
     size: int = 0
     start: int = 0
     stop: int | None = None
+    storage_options: tuple = ()
 
     @property
     def replica_key(self) -> tuple[str, int, str]:
@@ -99,9 +103,16 @@ class SegmentAuditor:
     def __init__(self, task: SegmentTask, config: ValidationConfig, reference_time: int | None = None) -> None:
         self.task = task
         self.config = config
+        storage.configure(task.storage_options)
         # SPEC: the reference time defaults to the segment file's modification time.
         self.reference_time = reference_time if reference_time is not None else task.mtime_ms
         self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
+        timestamp_checks = config.timestamp_before_max_ms is not None or config.timestamp_after_max_ms is not None
+        if self.reference_time is None and timestamp_checks and task.start == 0:
+            self.stats.notes.append(
+                f"{task.segment}: timestamp checks not run: its store tells no modification time "
+                f"(give --reference-time)"
+            )
         self.topic_partition = f"{task.topic}-{task.partition}"
         self.compacted = config.is_compacted(task.topic)
         # record_screen depends on the batch only through its format, control bit and timestamp
