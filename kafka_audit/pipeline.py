@@ -33,7 +33,7 @@ from kafka_audit.audit import (
 )
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.tasks.partition_audit import PartitionTotals, audit_partition
-from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
+from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.findings import Finding
 from kafka_audit.formats.log_dir import Discovery
 
@@ -75,7 +75,7 @@ def run_scan(
         (partitioning, cloudpickle's per-object hook for the NamedTuple, the sort), about a
         quarter of the job's time. Sorting tasks by (segment base offset, segment, start) and
         concatenating their lists gives the batches in log order, as sorting batches did."""
-        for task in chain.from_iterable(groups):
+        for task in with_read_ahead(chain.from_iterable(groups)):
             auditor = SegmentAuditor(task, validation, reference_time)
             key = task.replica_key
             summaries: list[tuple] = []

@@ -368,3 +368,39 @@ def test_tiered_storage_layout_is_recognised(s3, tmp_path):
     remote = _scan([f"s3://{BUCKET}/tiered"], ScanOptions(), s3.storage_options())
     assert _comparable(remote) == _comparable(tiered)
     assert folder.name == f"orders-3-{TOPIC_ID}"
+
+
+def test_a_segment_gone_after_listing_is_an_unreadable_segment_finding(s3):
+    """Listed, then deleted before its task reads it: the scan says what it could not read
+    instead of reporting the segment clean."""
+    case = "fixtures/healthy"
+    upload_tree(s3.filesystem(), CASES[case], f"{BUCKET}/vanishing")
+    found = discover([f"s3://{BUCKET}/vanishing"], storage_options=s3.storage_options())
+    victim = found.partitions[0].segments[0]
+    s3.filesystem().rm_file(victim.path)
+    result = audit_in_process(found, _options_of(CASES[case]))
+    unreadable = [f for f in result.findings if f.check == "unreadable_segment"]
+    assert [(f.segment, f.position, f.severity) for f in unreadable] == [(victim.display_path, 0, "error")]
+    assert "No such file or directory" in unreadable[0].message
+
+
+@pytest.mark.parametrize("bad", ["novalue", "=x"])
+def test_a_storage_option_without_a_key_and_value_is_a_usage_error(capsys, bad):
+    code, err = _run_cli(capsys, str(FIXTURES / "healthy"), "--storage-option", bad)
+    assert code == 2
+    assert err.strip().splitlines() == [f"kafka-audit: --storage-option {bad!r} is not KEY=VALUE"]
+
+
+def test_storage_option_values_are_typed():
+    assert storage.parse_option_value("true") is True
+    assert storage.parse_option_value("False") is False
+    assert storage.parse_option_value('{"region_name": "eu-west-1"}') == {"region_name": "eu-west-1"}
+    assert storage.parse_option_value("00123") == "00123"
+
+
+def test_file_uris_are_local_paths(tmp_path):
+    local = discover([str(FIXTURES / "faulty")])
+    as_uri = discover([(FIXTURES / "faulty").as_uri()])
+    assert [(p.key, [s.path for s in p.segments]) for p in as_uri.partitions] == [
+        (p.key, [s.path for s in p.segments]) for p in local.partitions
+    ]

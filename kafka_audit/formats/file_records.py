@@ -430,13 +430,14 @@ class FileRecords:
     batch. Pages already walked are released from the resident set as the walk goes on.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], size: int | None = None) -> None:
+        """``size``: a remote object's size as its listing gave it (saves a request)."""
         self.path = os.fspath(path)
         self._ranges: RangeBuffer | None = None
         self._file = None
         self._map: mmap.mmap | bytes
         if storage.is_remote(self.path):
-            self._ranges = RangeBuffer(storage.RangeReader(self.path))
+            self._ranges = RangeBuffer(storage.RangeReader(self.path, size))
             self.size = self._ranges.size
             self._map = self._ranges.buffer
             return

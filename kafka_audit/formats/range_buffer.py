@@ -16,12 +16,29 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
+from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD
+
 # Bytes per ranged read: large enough that a request's latency is small beside its transfer.
 CHUNK_BYTES = 16 * 1024 * 1024
 # Chunks read ahead of the walk.
 READ_AHEAD = 2
 # A read past the range a task walks (its last batch runs over its end) fetches at least this.
 _MIN_READ = 256 * 1024
+
+
+def _read_end(high: int, needed: int, limit: int, size: int, chunk: int) -> int:
+    """Where a read that must reach ``needed`` ends: a chunk within the walk's range, at least
+    :data:`_MIN_READ` past it."""
+    if high < limit:
+        return max(needed, min(limit, high + chunk))
+    return min(size, max(needed, high + _MIN_READ))
+
+
+def first_read(size: int, start: int, stop: int | None, chunk: int = CHUNK_BYTES) -> tuple[int, int]:
+    """The range the first read of a walk of ``[start, stop)`` asks for (a task's first batch
+    header and what follows it), so that it can be started ahead of the walk."""
+    limit = size if stop is None else min(size, stop)
+    return start, _read_end(start, min(size, start + V2_RECORD_BATCH_OVERHEAD), limit, size, chunk)
 
 
 class Ranges(Protocol):
@@ -65,10 +82,7 @@ class RangeBuffer:
                 future.result()  # the read's OSError surfaces here, in the walk
                 self._high = end
                 continue
-            if self._high < self._limit:
-                end = max(stop, min(self._limit, self._high + self.chunk))
-            else:
-                end = min(self.size, max(stop, self._high + _MIN_READ))
+            end = _read_end(self._high, stop, self._limit, self.size, self.chunk)
             self._fill(self._high, end)
             self._high = end
         self._read_ahead()

@@ -23,7 +23,9 @@ import os
 import posixpath
 import re
 import stat
+from collections import deque
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -91,9 +93,7 @@ def parse_option_value(text: str) -> Any:
 def configure(options: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> None:
     """Install the ``--storage-option`` settings for the remote filesystems of this process."""
     global _options
-    given = dict(options or {})
-    if given != _options:
-        _options = given
+    _options = dict(options or {})
 
 
 def options_tuple(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
@@ -364,24 +364,89 @@ def tree(root: str) -> LocalTree | RemoteTree:
 
 
 def read_bytes(path: str, limit: int) -> bytes:
-    """At most ``limit`` bytes from the start of a small file (a sidecar), local or remote."""
+    """At most ``limit`` bytes from the start of a small file (a sidecar), local or remote; one
+    request for a remote one (answered by :func:`prefetch` when it asked for it first)."""
     if not is_remote(path):
         with open(local_path(path), "rb") as handle:
             return handle.read(limit)
+    data = take_prefetched(path, 0, limit)
+    return _read_range(path, 0, limit) if data is None else data
+
+
+# Reads asked for ahead: (path, start, stop) -> Future of the bytes; at most _PREFETCH_DEPTH run
+# at once, and answers nobody took are dropped past _PREFETCH_KEPT.
+_PREFETCH_DEPTH = 16
+_PREFETCH_KEPT = 256
+_prefetched: dict[tuple[str, int, int], Future] = {}
+_to_prefetch: deque[tuple[str, int, int]] = deque()
+_queued: set[tuple[str, int, int]] = set()
+_pool: ThreadPoolExecutor | None = None
+
+
+def prefetch(paths: Iterable[str | None], limit: int) -> None:
+    """Start reading these small remote files now, a few at a time, so that the requests of a
+    partition's sidecars overlap instead of following one another; :func:`read_bytes` then
+    takes the answers. Local paths are left alone."""
+    for path in paths:
+        if path and is_remote(path):
+            prefetch_range(path, 0, limit)
+
+
+def prefetch_range(path: str, start: int, stop: int) -> None:
+    """Start reading ``[start, stop)`` of a remote object; :func:`take_prefetched` (the range
+    reader) or :func:`read_bytes` takes the answer."""
+    item = (path, start, stop)
+    if item not in _queued and item not in _prefetched:
+        _queued.add(item)
+        _to_prefetch.append(item)
+    _prefetch_more()
+
+
+def take_prefetched(path: str, start: int, stop: int) -> bytes | None:
+    """The bytes of a read :func:`prefetch_range` started, or None when none was started."""
+    pending = _prefetched.pop((path, start, stop), None)
+    _prefetch_more()
+    return None if pending is None else pending.result()
+
+
+def _prefetch_more() -> None:
+    global _pool
+    running = sum(1 for f in _prefetched.values() if not f.done())
+    while _to_prefetch and running < _PREFETCH_DEPTH:
+        item = _to_prefetch.popleft()
+        _queued.discard(item)
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_PREFETCH_DEPTH, thread_name_prefix="prefetch")
+        _prefetched[item] = _pool.submit(_read_range, *item)
+        running += 1
+    while len(_prefetched) > _PREFETCH_KEPT:
+        del _prefetched[next(iter(_prefetched))]
+
+
+def _read_range(path: str, start: int, stop: int) -> bytes:
     fs, key, _ = _filesystem(path)
     try:
-        with fs.open(key, "rb", block_size=min(limit, _SMALL_READ)) as handle:
-            return handle.read(limit)
+        return fs.cat_file(key, start=start, end=stop)
     except Exception as exc:  # noqa: BLE001
+        if start == 0 and isinstance(exc, OSError) and exc.errno == errno.EINVAL:  # an empty object
+            try:
+                if int(fs.info(key).get("size") or 0) == 0:
+                    return b""
+            except Exception:  # noqa: BLE001 - the first failure is the one to tell
+                pass
         raise _os_error(path, exc) from None
 
 
 class RangeReader:
-    """Byte ranges of one remote object (one request per :meth:`read`)."""
+    """Byte ranges of one remote object (one request per :meth:`read`). ``size``, when the
+    listing already told it, saves asking the store again."""
 
-    def __init__(self, uri: str) -> None:
+    def __init__(self, uri: str, size: int | None = None) -> None:
         self.uri = uri
         self.fs, self.key, _ = _filesystem(uri)
+        if size is not None:
+            self.size = size
+            return
         try:
             info = self.fs.info(self.key)
         except Exception as exc:  # noqa: BLE001
@@ -392,6 +457,9 @@ class RangeReader:
 
     def read(self, start: int, stop: int) -> bytes:
         """``[start, stop)`` of the object; fewer bytes only if the object is shorter."""
+        data = take_prefetched(self.uri, start, stop)
+        if data is not None:
+            return data
         try:
             return self.fs.cat_file(self.key, start=start, end=stop)
         except Exception as exc:  # noqa: BLE001

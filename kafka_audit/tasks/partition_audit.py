@@ -19,6 +19,7 @@ from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.offset_index import read_offset_index
 from kafka_audit.formats.producer_snapshot import read_producer_snapshot
+from kafka_audit.formats.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.formats.time_index import read_time_index
 from kafka_audit.formats.transaction_index import read_transaction_index
 
@@ -128,6 +129,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
             if segment not in verified and segment not in unreadable:
                 verify(segment, [])
 
+    storage.prefetch(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1)
     unreadable = {
         files.segment
         for files in meta.segments.values()
@@ -161,6 +163,15 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     return findings, totals
 
 
+def sidecar_paths(meta: PartitionMeta) -> list[str | None]:
+    """The partition's sidecars in the order the partition step reads them."""
+    files = list(meta.segments.values())
+    paths: list[str | None] = [path for path, _ in meta.snapshots] + [f.txn_index for f in files]
+    for f in files:
+        paths += [f.index, f.time_index]
+    return paths
+
+
 def _shown_as(parsed, display: str):
     """A sidecar read from ``path`` but named in findings as the user's PATH shows it (the same
     for a local copy and for its upload to a store)."""
@@ -170,7 +181,9 @@ def _shown_as(parsed, display: str):
 
 def _can_open(path: str | None) -> bool:
     """Whether the segment step could open the segment file (FileRecords)."""
-    if path is None:
+    if path is None or storage.is_remote(path):
+        # An object in a store was listed a moment ago; if it cannot be read now, the segment
+        # step says so (a note or an unreadable_segment finding) without a request more here.
         return True
     try:
         with FileRecords(path):

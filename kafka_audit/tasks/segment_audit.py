@@ -9,7 +9,7 @@ findings and summaries are yielded as they are found, counts are accumulated in 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -23,6 +23,7 @@ from kafka_audit.rules.log_validator import (
 from kafka_audit.findings import Finding, make_finding
 from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
+from kafka_audit.formats.range_buffer import first_read
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.default_record import RecordScreen
 from kafka_audit.formats.record_batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, RecordBatch
@@ -72,6 +73,21 @@ class SegmentTask:
     def byte_range(self, start: int, stop: int | None) -> "SegmentTask":
         """The same segment, restricted to the batches starting in ``[start, stop)``."""
         return replace(self, start=start, stop=stop)
+
+
+def with_read_ahead(tasks: Iterable[SegmentTask]) -> Iterator[SegmentTask]:
+    """The tasks in the same order; the first ranged read of each task on an object store starts
+    while the task before it is audited, so the store's latency overlaps the parsing."""
+    previous: SegmentTask | None = None
+    for task in tasks:
+        if task.size and storage.is_remote(task.path):
+            storage.configure(task.storage_options)
+            storage.prefetch_range(task.path, *first_read(task.size, task.start, task.stop))
+        if previous is not None:
+            yield previous
+        previous = task
+    if previous is not None:
+        yield previous
 
 
 @dataclass(slots=True)
@@ -138,7 +154,7 @@ class SegmentAuditor:
     def _walk(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
         try:
-            segment = FileRecords(task.path)
+            segment = FileRecords(task.path, task.size or None)
         except OSError as exc:
             self.stats.notes.append(f"skipped {task.segment}: cannot read ({exc.strerror or exc})")
             return
@@ -146,20 +162,34 @@ class SegmentAuditor:
             stop = segment.size if task.stop is None else min(task.stop, segment.size)
             self.stats.bytes += max(0, stop - task.start)
             pending: list[Problem] = []
-            for item in segment.batches(task.start, task.stop):
-                if isinstance(item, Problem):
-                    if item.check == "crc_mismatch":
-                        pending.append(item)  # its batch follows at once
-                    else:
-                        yield self._problem_finding(item, None)
-                    continue
-                for problem in pending:
-                    yield self._problem_finding(problem, item)
-                pending.clear()
-                findings, summary = self._audit_batch(segment, item)
-                if findings:
-                    yield from findings
-                yield summary
+            walked = task.start
+            try:
+                for item in segment.batches(task.start, task.stop):
+                    if isinstance(item, Problem):
+                        if item.check == "crc_mismatch":
+                            pending.append(item)  # its batch follows at once
+                        else:
+                            yield self._problem_finding(item, None)
+                        continue
+                    for problem in pending:
+                        yield self._problem_finding(problem, item)
+                    pending.clear()
+                    walked = item.position
+                    findings, summary = self._audit_batch(segment, item)
+                    if findings:
+                        yield from findings
+                    yield summary
+            except OSError as exc:
+                # A ranged read of an object in a store failed part way (network, object gone):
+                # what was read is audited, the rest is said to be unread (SPEC section 1).
+                yield self._finding(
+                    "unreadable_segment",
+                    f"Reading {task.segment} failed after byte {walked}: {exc.strerror or exc}; "
+                    f"the bytes from there to {stop} are not audited",
+                    None,
+                    position=walked,
+                    details={"unread_bytes": stop - walked},
+                )
 
     def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> tuple[list[Finding], BatchSummary]:
         """The findings of one batch (most have none) and its summary for the partition step."""
