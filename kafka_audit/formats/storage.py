@@ -448,6 +448,7 @@ class RangeReader:
             self.size = size
             return
         try:
+            self.fs.invalidate_cache(self.key)  # the object as it is now, not as listed
             info = self.fs.info(self.key)
         except Exception as exc:  # noqa: BLE001
             raise _os_error(uri, exc) from None

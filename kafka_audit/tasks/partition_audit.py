@@ -126,7 +126,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
         # segment file that cannot be opened at all (the segment step noted why) has no log to
         # verify its indexes against.
         for segment in meta.segments:
-            if segment not in verified and segment not in unreadable:
+            if segment not in verified and segment not in unreadable and _can_open(meta.segments[segment].log, True):
                 verify(segment, [])
 
     storage.prefetch(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1)
@@ -179,11 +179,11 @@ def _shown_as(parsed, display: str):
     return parsed
 
 
-def _can_open(path: str | None) -> bool:
-    """Whether the segment step could open the segment file (FileRecords)."""
-    if path is None or storage.is_remote(path):
-        # An object in a store was listed a moment ago; if it cannot be read now, the segment
-        # step says so (a note or an unreadable_segment finding) without a request more here.
+def _can_open(path: str | None, remote_too: bool = False) -> bool:
+    """Whether the segment step could open the segment file (FileRecords). An object in a store
+    is asked only with ``remote_too`` (a request each): it was listed a moment ago, and only a
+    segment that gave no batch needs the answer."""
+    if path is None or (storage.is_remote(path) and not remote_too):
         return True
     try:
         with FileRecords(path):
