@@ -16,6 +16,7 @@ import pytest
 
 from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks
 from kafka_audit.cli import main
+from kafka_audit.findings import Finding
 from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.log_dir import discover
@@ -410,3 +411,52 @@ def test_file_uris_are_local_paths(tmp_path):
     assert [(p.key, [s.path for s in p.segments]) for p in as_uri.partitions] == [
         (p.key, [s.path for s in p.segments]) for p in local.partitions
     ]
+
+
+class _FailingRanges(_CountingRanges):
+    """Serves the first ``good`` reads, then fails as a dropped connection does."""
+
+    def __init__(self, path: Path, good: int) -> None:
+        super().__init__(path)
+        self.good = good
+
+    def read(self, start: int, stop: int) -> bytes:
+        if len(self.reads) >= self.good:
+            raise OSError(104, "Connection reset by peer")
+        return super().read(start, stop)
+
+
+def test_a_read_failing_part_way_is_an_unreadable_segment_after_what_was_read(tmp_path, monkeypatch):
+    """Batches before the failure are audited; the rest of the segment is said to be unread."""
+    from kafka_audit.formats import file_records, range_buffer
+    from kafka_audit.tasks.segment_audit import SegmentAuditor
+
+    segment = _big_partition(tmp_path)
+    (task,) = plan_tasks(discover([str(tmp_path)]))
+    monkeypatch.setattr(file_records.storage, "is_remote", lambda path: True)
+    monkeypatch.setattr(file_records.storage, "RangeReader", lambda path, size=None: _FailingRanges(segment, 2))
+    monkeypatch.setattr(
+        file_records, "RangeBuffer", lambda ranges: range_buffer.RangeBuffer(ranges, chunk=64 * 1024, read_ahead=0)
+    )
+    auditor = SegmentAuditor(task, ValidationConfig())
+    items = list(auditor.run())
+    findings = [i for i in items if isinstance(i, Finding)]
+    batches = len(items) - len(findings)
+    (unreadable,) = findings
+    assert unreadable.check == "unreadable_segment" and "Connection reset by peer" in unreadable.message
+    assert 0 < batches < 400
+    assert unreadable.details["unread_bytes"] == segment.stat().st_size - unreadable.position
+    assert unreadable.position < 2 * 64 * 1024
+
+
+@pytest.mark.spark
+def test_a_remote_segment_split_by_its_index_on_spark(s3, spark, tmp_path):
+    from kafka_audit.pipeline import run_scan
+
+    _big_partition(tmp_path / "logs")
+    upload_tree(s3.filesystem(), tmp_path / "logs", f"{BUCKET}/split-spark")
+    remote = discover([f"s3://{BUCKET}/split-spark"], storage_options=s3.storage_options())
+    split = replace(ScanOptions(), split_bytes=16 * 1024)
+    assert len(plan_tasks(remote, split.split_bytes)) > 5
+    reference = audit_in_process(discover([str(tmp_path / "logs")]), ScanOptions())
+    assert _comparable(run_scan(spark, remote, split)) == _comparable(reference)
