@@ -20,7 +20,7 @@ from typing import Any
 
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.log_validator import ValidationConfig
-from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition, sidecar_paths
+from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.rules.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.findings import Finding
@@ -28,7 +28,6 @@ from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords, split_points
 from kafka_audit.formats.offset_index import read_offset_index
 from kafka_audit.formats.record_batch import RecordBatch
-from kafka_audit.formats.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.formats.log_dir import Discovery
 
 # Segments above 1.5x this size are split into byte ranges of about this size.
@@ -165,8 +164,6 @@ def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
                 findings.append(item)
         summaries[task.replica_key].append((log_order(task), batches))
         stats.merge(auditor.stats)
-    for meta in metas.values():  # every partition's sidecar reads start now, a few at a time
-        storage.prefetch(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1)
     for key, meta in metas.items():
         in_log_order = chain.from_iterable(batches for _, batches in sorted(summaries[key], key=lambda t: t[0]))
         partition_findings, partition_totals = audit_partition(meta, in_log_order)

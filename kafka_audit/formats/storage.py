@@ -24,7 +24,8 @@ import posixpath
 import re
 import stat
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -373,31 +374,34 @@ def read_bytes(path: str, limit: int) -> bytes:
     return _read_range(path, 0, limit) if data is None else data
 
 
-# Reads asked for ahead: (path, start, stop) -> Future of the bytes; at most _PREFETCH_DEPTH run
-# at once, and answers nobody took are dropped past _PREFETCH_KEPT.
+# Reads asked for ahead: (path, start, stop) -> Future of the bytes. At most _PREFETCH_DEPTH are
+# held, taken or not, so reading ahead never runs further ahead of the reader than that.
 _PREFETCH_DEPTH = 16
-_PREFETCH_KEPT = 256
 _prefetched: dict[tuple[str, int, int], Future] = {}
 _to_prefetch: deque[tuple[str, int, int]] = deque()
-_queued: set[tuple[str, int, int]] = set()
 _pool: ThreadPoolExecutor | None = None
 
 
-def prefetch(paths: Iterable[str | None], limit: int) -> None:
-    """Start reading these small remote files now, a few at a time, so that the requests of a
-    partition's sidecars overlap instead of following one another; :func:`read_bytes` then
-    takes the answers. Local paths are left alone."""
-    for path in paths:
-        if path and is_remote(path):
-            prefetch_range(path, 0, limit)
+@contextmanager
+def prefetching(paths: Iterable[str | None], limit: int) -> Iterator[None]:
+    """Within the block, the first ``limit`` bytes of these small remote files are read a few at
+    a time ahead of :func:`read_bytes` asking for them, so that the requests of a partition's
+    sidecars overlap instead of following one another. Local paths are left alone; reads nobody
+    took are dropped at the end."""
+    items = [(p, 0, limit) for p in paths if p and is_remote(p)]
+    for item in items:
+        prefetch_range(*item)
+    try:
+        yield
+    finally:
+        discard_prefetched(items)
 
 
 def prefetch_range(path: str, start: int, stop: int) -> None:
     """Start reading ``[start, stop)`` of a remote object; :func:`take_prefetched` (the range
     reader) or :func:`read_bytes` takes the answer."""
     item = (path, start, stop)
-    if item not in _queued and item not in _prefetched:
-        _queued.add(item)
+    if item not in _prefetched and item not in _to_prefetch:
         _to_prefetch.append(item)
     _prefetch_more()
 
@@ -409,18 +413,22 @@ def take_prefetched(path: str, start: int, stop: int) -> bytes | None:
     return None if pending is None else pending.result()
 
 
+def discard_prefetched(items: Iterable[tuple[str, int, int]]) -> None:
+    """Forget reads asked for ahead that nobody will take."""
+    for item in items:
+        _prefetched.pop(item, None)
+        if item in _to_prefetch:
+            _to_prefetch.remove(item)
+    _prefetch_more()
+
+
 def _prefetch_more() -> None:
     global _pool
-    running = sum(1 for f in _prefetched.values() if not f.done())
-    while _to_prefetch and running < _PREFETCH_DEPTH:
+    while _to_prefetch and len(_prefetched) < _PREFETCH_DEPTH:
         item = _to_prefetch.popleft()
-        _queued.discard(item)
         if _pool is None:
             _pool = ThreadPoolExecutor(max_workers=_PREFETCH_DEPTH, thread_name_prefix="prefetch")
         _prefetched[item] = _pool.submit(_read_range, *item)
-        running += 1
-    while len(_prefetched) > _PREFETCH_KEPT:
-        del _prefetched[next(iter(_prefetched))]
 
 
 def _read_range(path: str, start: int, stop: int) -> bytes:

@@ -93,8 +93,14 @@ class PartitionTotals:
 
 
 def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
-    """All partition-level findings for one partition, and its totals."""
+    """All partition-level findings for one partition, and its totals (its sidecars in a store
+    read a few at once, ahead of the checks that read them)."""
     storage.configure(meta.storage_options)
+    with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1):
+        return _audit_partition(meta, summaries)
+
+
+def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
     findings: list[Finding] = []
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
@@ -129,7 +135,6 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
             if segment not in verified and segment not in unreadable and _can_open(meta.segments[segment].log, True):
                 verify(segment, [])
 
-    storage.prefetch(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1)
     unreadable = {
         files.segment
         for files in meta.segments.values()

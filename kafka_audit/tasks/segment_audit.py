@@ -82,12 +82,24 @@ def with_read_ahead(tasks: Iterable[SegmentTask]) -> Iterator[SegmentTask]:
     for task in tasks:
         if task.size and storage.is_remote(task.path):
             storage.configure(task.storage_options)
-            storage.prefetch_range(task.path, *first_read(task.size, task.start, task.stop))
+            storage.prefetch_range(*_first_read(task))
         if previous is not None:
             yield previous
+            _forget_first_read(previous)
         previous = task
     if previous is not None:
         yield previous
+        _forget_first_read(previous)
+
+
+def _first_read(task: SegmentTask) -> tuple[str, int, int]:
+    return (task.path, *first_read(task.size, task.start, task.stop))
+
+
+def _forget_first_read(task: SegmentTask) -> None:
+    """A task done without taking its first read (it failed before): the bytes are dropped."""
+    if task.size and storage.is_remote(task.path):
+        storage.discard_prefetched([_first_read(task)])
 
 
 @dataclass(slots=True)
