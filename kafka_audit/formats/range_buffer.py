@@ -72,6 +72,8 @@ class RangeBuffer:
 
     def need(self, start: int, stop: int) -> None:
         """Make ``buffer[start:stop]`` hold the object's bytes."""
+        if self._low <= start and stop <= self._high:  # most calls: already read
+            return
         stop = min(stop, self.size)
         if start < self._low:
             self._fill(start, self._low)

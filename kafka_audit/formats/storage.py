@@ -43,10 +43,7 @@ _REMOTE = {
     "az": ("abfs", "azure"),
     "hdfs": ("hdfs", "hdfs"),
 }
-# What a sidecar read may return at most is decided by its caller; reads of this size or less
-# are one request.
-_SMALL_READ = 4 * 1024 * 1024
-
+# The --storage-option settings of this process (configure()).
 _options: dict[str, Any] = {}
 
 
