@@ -17,7 +17,12 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+from kafka_audit.rules.log_validator import (
+    ALWAYS_COMPACTED_TOPICS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEGMENT_BYTES,
+    ValidationConfig,
+)
 
 app = typer.Typer(
     add_completion=False,
@@ -143,6 +148,9 @@ def scan(
     max_message_bytes: Annotated[
         int, typer.Option("--max-message-bytes", min=1, help="Broker max.message.bytes.")
     ] = DEFAULT_MAX_MESSAGE_BYTES,
+    segment_bytes: Annotated[
+        int, typer.Option("--segment-bytes", min=1, help="Broker segment.bytes.")
+    ] = DEFAULT_SEGMENT_BYTES,
     timestamp_before_max_ms: Annotated[
         Optional[int], typer.Option("--timestamp-before-max-ms", min=0, help="Allowed age of CREATE_TIME timestamps.")
     ] = None,
@@ -196,6 +204,7 @@ def scan(
         validation=ValidationConfig(
             compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
             max_message_bytes=max_message_bytes,
+            segment_bytes=segment_bytes,
             timestamp_before_max_ms=timestamp_before_max_ms,
             timestamp_after_max_ms=timestamp_after_max_ms,
         ),

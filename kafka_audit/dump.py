@@ -57,6 +57,8 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> 
                 yield _problem_line(path, item.position, item.check, item.message, as_json)
                 continue
             decoded = segment.records(item, with_data=print_data or item.is_control) if records or item.magic < 2 else None
+            if decoded is not None and decoded.batch is not None:
+                item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
             if as_json:
                 yield json.dumps(_batch_json(path, item, decoded if records else None, print_data))
             else:

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_audit.errors import CHECKS, ERRORS, SEVERITY_RANK
+from kafka_audit.errors import CHECKS, ERRORS, SEVERITY_RANK, Check
 from kafka_audit.formats.record_batch import NO_TIMESTAMP, RecordBatch
 
 
@@ -75,12 +75,14 @@ def make_finding(
     details: dict[str, Any] | None = None,
     timestamp: int | None = None,
     error: str | None = None,
+    spec: Check | None = None,
 ) -> Finding:
     """Build a finding, taking severity, error and client outcome from the catalogue and the
     batch fields (base/last offset, producer id/epoch, base sequence, max timestamp) from
     ``batch``. ``error`` names another Kafka error than the catalogue's for checks whose error
-    depends on the case (record_too_large over segment.bytes, broker_rejection)."""
-    spec = CHECKS[check]
+    depends on the case (record_too_large over segment.bytes, broker_rejection). ``spec`` replaces
+    the check's catalogue entry by one of the catalogue's named variants (``errors.UNCOMPRESSED_OFFSET_DELTAS``)."""
+    spec = spec or CHECKS[check]
     kafka_error = ERRORS[error] if error else spec.error
     details = dict(details or {})
     if spec.client_exception:

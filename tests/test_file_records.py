@@ -87,7 +87,10 @@ def test_legacy_messages_from_kafka_python_decode_exactly(magic, codec):
         decoded = read_batch_records(buf, batches[0])
         assert decoded.problems == []
         records = decoded.records
-        assert (batches[0].base_offset, batches[0].last_offset, batches[0].record_count) == (50, 53, 4)
+        described = decoded.batch
+        assert (described.base_offset, described.last_offset, described.record_count) == (50, 53, 4)
+        # Decoding leaves the batch it was given as read (the wrapper's own offset, no count).
+        assert (batches[0].base_offset, batches[0].last_offset, batches[0].record_count) == (53, 53, None)
     assert [r.offset for r in records] == [50, 51, 52, 53]
     assert [r.key for r in records] == [b"k0", b"k1", b"k2", b"k3"]
     assert records[3].value == b"v3" * 50

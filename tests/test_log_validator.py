@@ -155,6 +155,9 @@ def test_crc_mismatch_near_miss_same_batches_intact(tmp_path):
 
 
 def test_crc_mismatch_v1_inner_message_is_reported_at_its_index(tmp_path):
+    # LogValidator.validateRecord: record.ensureValid() on an inner message of a compressed v0/v1
+    # set throws CorruptRecordException: the batch's answer names no record (no KIP-467
+    # record_errors), so the finding is batch-level with the inner index in its details.
     log = Log(tmp_path)
     w = log.partition()
     w.append(BatchSpec(records=keyed(0, 2), magic=1))
@@ -162,8 +165,9 @@ def test_crc_mismatch_v1_inner_message_is_reported_at_its_index(tmp_path):
     recs[2] = replace(recs[2], bad_crc=True)
     r = w.append(BatchSpec(records=tuple(recs), magic=1, codec=GZIP))
     findings = log.scan()
-    assert summary(findings) == [("crc_mismatch", r.base_offset + 2, 2)]
+    assert summary(findings) == [("crc_mismatch", r.base_offset, None)]
     (f,) = findings
+    assert f.details["record"] == 2
     assert f.position == r.position
     assert (f.batch_base_offset, f.batch_last_offset) == (r.base_offset, r.last_offset)
     assert (f.producer_id, f.producer_epoch, f.sequence) == (None, None, None)
@@ -416,14 +420,15 @@ def test_missing_key_v1_wrapper_record_index_is_the_inner_index(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_v2_offset_deltas_out_of_order_each_record_reported(tmp_path):
+@pytest.mark.parametrize("codec", [GZIP, ZSTD])
+def test_v2_offset_deltas_out_of_order_each_record_reported(tmp_path, codec):
     log = Log(tmp_path)
     w = log.partition()
     fill(w, 1)
     recs = list(keyed(w.next_offset, 4))
     recs[1] = replace(recs[1], offset_delta=2)
     recs[2] = replace(recs[2], offset_delta=1)
-    r = w.append(BatchSpec(records=tuple(recs), faults=Faults(last_offset_delta=3)))
+    r = w.append(BatchSpec(records=tuple(recs), codec=codec, faults=Faults(last_offset_delta=3)))
     fill(w, 1)
     findings = log.scan()
     assert sorted(summary(findings), key=lambda t: t[2]) == [
@@ -433,6 +438,23 @@ def test_v2_offset_deltas_out_of_order_each_record_reported(tmp_path):
     for f in findings:
         assert_error(f, INVALID_RECORD)
         assert f.position == r.position
+
+
+def test_v2_offset_deltas_out_of_order_in_an_uncompressed_batch_are_a_warning(tmp_path):
+    # LogValidator.assignOffsetsNonCompressed assigns an uncompressed batch's offsets in place
+    # (setLastOffset) and never reads its records' deltas: the broker accepts the batch and
+    # stores it as sent (probe offset-deltas-nonmonotonic: NONE). Not an error a producer saw.
+    log = Log(tmp_path)
+    w = log.partition()
+    fill(w, 1)
+    recs = list(keyed(w.next_offset, 5))
+    recs[2] = replace(recs[2], offset_delta=1)
+    r = w.append(BatchSpec(records=tuple(recs)))
+    fill(w, 1)
+    findings = log.scan()
+    assert summary(findings) == [("non_monotonic_offsets", r.base_offset + 1, 2)]
+    (f,) = findings
+    assert (f.severity, f.error_code, f.error_name, f.client_outcome) == ("warning", None, None, "none")
 
 
 def test_last_offset_delta_disagrees_with_record_count(tmp_path):
@@ -470,8 +492,10 @@ def test_record_count_field_above_the_records_present(tmp_path):
     r = w.append(BatchSpec(records=keyed(w.next_offset, 3), faults=Faults(record_count=4, last_offset_delta=3)))
     fill(w, 1)
     findings = log.scan()
-    assert summary(findings) == [("non_monotonic_offsets", r.base_offset + 3, 3)]
-    assert findings[0].details["record_count"] == 4
+    # DefaultRecordBatch's iterator: "Incorrect declared batch size, premature EOF reached"
+    # (InvalidRecordException, no record_errors): batch-level, the missing record in details.
+    assert summary(findings) == [("non_monotonic_offsets", r.base_offset, None)]
+    assert (findings[0].details["record_count"], findings[0].details["record"]) == (4, 3)
 
 
 def test_v1_inner_relative_offsets_not_from_zero(tmp_path):
@@ -547,10 +571,9 @@ def test_empty_control_batch_outside_a_compacted_topic(tmp_path):
     r = w.append(BatchSpec(is_control=True, records=()))
     fill(w, 1)
     findings = log.scan()
-    assert sorted(summary(findings)) == [
-        ("invalid_control_batch", r.base_offset, None),
-        ("non_monotonic_offsets", r.base_offset, None),
-    ]
+    # LogValidator.validateBatch checks the count (0: "Invalid reported count") before it looks
+    # at the control bit: the batch is answered by the first rule it breaks.
+    assert sorted(summary(findings)) == [("non_monotonic_offsets", r.base_offset, None)]
 
 
 def test_control_near_miss_commit_marker_and_kraft_records(tmp_path):
@@ -576,26 +599,52 @@ def test_control_near_miss_commit_marker_and_kraft_records(tmp_path):
     assert log.scan() == []
 
 
+def test_a_control_batch_without_the_transactional_bit_is_a_clients(tmp_path):
+    # LogValidator.validateBatch: "Clients are not allowed to write control records" (origin
+    # CLIENT). The broker writes transaction markers transactional (MemoryRecords.
+    # withEndTransactionMarker) and KRaft control records only in __cluster_metadata, so any other
+    # control batch can only have come from a client (probe producer-control-batch: 87).
+    log = Log(tmp_path)
+    w = log.partition("orders")
+    fill(w, 1)
+    commit = w.append(BatchSpec(control=ControlSpec(ControlRecordType.COMMIT), producer_id=43, producer_epoch=0))
+    leader = w.append(BatchSpec(control=ControlSpec(ControlRecordType.LEADER_CHANGE, value=b"\x00\x00")))
+    fill(w, 1)
+    k = log.partition("__cluster_metadata")
+    k.append(BatchSpec(control=ControlSpec(ControlRecordType.LEADER_CHANGE, value=b"\x00\x00")))
+    findings = log.scan()
+    assert summary(findings) == [
+        ("invalid_control_batch", commit.base_offset, None),
+        ("invalid_control_batch", leader.base_offset, None),
+    ]
+    for f in findings:
+        assert_error(f, INVALID_RECORD)
+        assert f.message == "Clients are not allowed to write control records in topic partition orders-0"
+
+
 # ---------------------------------------------------------------------------------------------
 # invalid_producer_fields
 # ---------------------------------------------------------------------------------------------
 
 
 def test_invalid_producer_fields(tmp_path):
+    # LogValidator.validateBatch (Kafka 3.6): only "batch.hasProducerId() && batch.baseSequence() < 0"
+    # is rejected; a transactional batch with producer id -1 and a producer id with epoch -1 are
+    # accepted (probes pid-seq-minus1: 87; the others answered NONE).
     log = Log(tmp_path)
     w = log.partition()
     fill(w, 1)
-    txn_no_pid = w.append(BatchSpec(records=keyed(w.next_offset, 2), transactional=True))
+    w.append(BatchSpec(records=keyed(w.next_offset, 2), transactional=True))
     no_seq = w.append(BatchSpec(records=keyed(w.next_offset, 2), producer_id=70, producer_epoch=0, base_sequence=-1))
-    no_epoch = w.append(BatchSpec(records=keyed(w.next_offset, 2), producer_id=71, producer_epoch=-1, base_sequence=0))
+    w.append(BatchSpec(records=keyed(w.next_offset, 2), producer_id=71, producer_epoch=-1, base_sequence=0))
     fill(w, 1)
     findings = of(log.scan(), "invalid_producer_fields")
-    assert [f.offset for f in findings] == [txn_no_pid.base_offset, no_seq.base_offset, no_epoch.base_offset]
-    for f in findings:
-        assert_error(f, INVALID_RECORD)
-        assert f.record_index is None
-    assert findings[1].message == "Invalid sequence number -1 in record batch with producerId 70 in topic partition t-0"
-    assert (findings[1].producer_id, findings[1].producer_epoch, findings[1].sequence) == (70, 0, -1)
+    assert [f.offset for f in findings] == [no_seq.base_offset]
+    (f,) = findings
+    assert_error(f, INVALID_RECORD)
+    assert f.record_index is None
+    assert f.message == "Invalid sequence number -1 in record batch with producerId 70 in topic partition t-0"
+    assert (f.producer_id, f.producer_epoch, f.sequence) == (70, 0, -1)
 
 
 @pytest.mark.parametrize(("epoch", "sequence"), [(-1, -1), (-1, 0)])
@@ -858,12 +907,41 @@ def test_cleaned_empty_batches_are_kept_headers(tmp_path):
     w.append(BatchSpec(is_control=True, records=(), producer_id=902, producer_epoch=0, transactional=True))
     p.send(w, keyed(w.next_offset, 2), sequence=3)
     assert log.scan(compacted=("users",)) == []
-    assert {f.check for f in log.scan()} == {"non_monotonic_offsets", "invalid_control_batch"}
+    # Outside a compacted topic both are client-append count errors (LogValidator.validateBatch).
+    assert {f.check for f in log.scan()} == {"non_monotonic_offsets"}
 
 
 # ---------------------------------------------------------------------------------------------
 # several bad records in one batch (KIP-467), positions, deleted segments
 # ---------------------------------------------------------------------------------------------
+
+
+def test_a_record_gets_the_first_rule_it_breaks_and_the_batch_one_answer(tmp_path):
+    # LogValidator.validateRecord: validateKey before validateTimestamp, one error per record;
+    # processRecordErrors: any INVALID_TIMESTAMP makes the batch's answer INVALID_TIMESTAMP, for
+    # every record in its record_errors (keyless ones included).
+    log = Log(tmp_path)
+    w = log.partition("users")
+    fill(w, 1, base_timestamp=TS_BASE)
+    recs = (
+        RecordSpec(key=None, value=b"old and keyless", timestamp=TS_BASE - 10 * HOUR),
+        RecordSpec(key=b"k", value=b"old", timestamp=TS_BASE - 10 * HOUR),
+        RecordSpec(key=None, value=b"keyless", timestamp=TS_BASE),
+        RecordSpec(key=b"k", value=b"fine", timestamp=TS_BASE),
+    )
+    r = w.append(BatchSpec(records=recs))
+    findings = log.scan(compacted=("users",), before=HOUR, reference_time=TS_BASE)
+    assert sorted((f.record_index, f.check) for f in findings) == [
+        (0, "missing_key_compacted"),
+        (1, "timestamp_out_of_range"),
+        (2, "missing_key_compacted"),
+    ]
+    for f in findings:
+        assert_error(f, INVALID_TIMESTAMP)
+        assert f.batch_base_offset == r.base_offset
+    # Without the timestamp culprit the same keyless records are INVALID_RECORD.
+    for f in log.scan(compacted=("users",)):
+        assert_error(f, INVALID_RECORD)
 
 
 def test_every_bad_record_of_a_batch_is_reported_with_its_index(tmp_path):

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 
 from kafka_audit.audit import ScanOptions, audit_in_process
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.formats import default_record
+from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_state import PartitionLog, replay_partition
 from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
@@ -37,7 +38,7 @@ from kafka_audit.errors import CHECKS
 from kafka_audit.formats.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
 from kafka_audit.formats.compression import DecompressionError, compress, decompress
 from kafka_audit.formats.control_record import parse_control_record
-from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records
+from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records, screen_records_py
 from kafka_audit.formats.file_records import iter_batches, read_batch_records
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.formats.offset_index import parse_offset_index
@@ -231,6 +232,53 @@ def test_the_record_screen_never_passes_what_the_decoder_rejects(data, count, ba
             assert record.stored_offset == record.index
             assert not require_key or record.key_size >= 0
             assert low is None or low <= record.timestamp <= high
+
+
+# Records as a producer or a damaged writer may hold them: any attributes byte (a v2 record's is
+# unused by every rule), headers with null values, out-of-line deltas, missing keys.
+_VARIED_RECORDS = st.lists(
+    st.builds(
+        RecordSpec,
+        key=st.one_of(st.none(), st.binary(max_size=12)),
+        value=st.one_of(st.none(), st.binary(max_size=40)),
+        headers=st.lists(
+            st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=6))), max_size=3
+        ).map(tuple),
+        timestamp=st.one_of(st.none(), st.integers(TS_BASE - 10**7, TS_BASE + 10**7)),
+        offset_delta=st.one_of(st.none(), st.integers(-1, 6)),
+        attributes=st.integers(0, 255),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@FAST
+@given(_VARIED_RECORDS, st.sampled_from([0, 1]), st.booleans(), st.booleans())
+def test_a_screened_batch_has_no_record_violation_and_both_screens_agree(recs, codec, compacted, bounded):
+    """The fast path's promise (segment_audit skips validate_records for a batch that passes its
+    record_screen): a batch the screen passes gets no record-level violation from the validator,
+    whatever its records' attributes and headers; and the compiled screen (_record_screen.c)
+    answers exactly as screen_records_py does."""
+    data = encode_batch(BatchSpec(records=tuple(recs), base_offset=100, codec=codec))
+    (batch,) = [item for item in iter_batches(data) if isinstance(item, RecordBatch)]
+    config = ValidationConfig(
+        compacted_topics=frozenset({"t"} if compacted else ()),
+        timestamp_before_max_ms=10**6 if bounded else None,
+        timestamp_after_max_ms=10**6 if bounded else None,
+    )
+    screen = record_screen(batch, "t", config, TS_BASE)
+    payload = decompress(codec, data[61:], 2, 1 << 20) if codec else data[61:]
+    python_answer = screen_records_py(payload, batch.base_timestamp, batch.record_count, screen)
+    if default_record._compiled_screen is not None:
+        assert screen_records(payload, batch.base_timestamp, batch.record_count, screen) == python_answer
+    decoded = read_batch_records(data, batch, with_data=False)
+    violations = validate_records(batch, decoded.records, "t", "t-0", config, TS_BASE)
+    if python_answer:
+        assert decoded.problems == [] and violations == []
+    # At most one violation per record (LogValidator.validateRecord stops at the first rule).
+    indexes = [v.record_index for v in violations]
+    assert len(indexes) == len(set(indexes))
 
 
 # -- (b) round trip -----------------------------------------------------------------------------

@@ -98,7 +98,8 @@ def decode_records(
             if pos >= end:
                 return DecodedRecords(
                     records,
-                    f"Record count {record_count} in the batch header, but only {index} records present",
+                    "Incorrect declared batch size, premature EOF reached: the header counts "
+                    f"{record_count} records, {index} are present",
                     index,
                 )
             # Each field: one-byte varints (the common case) inline, longer ones via read_varint.
@@ -112,8 +113,8 @@ def decode_records(
             record_end = pos + length
             if length <= 0 or record_end > end:
                 raise MalformedRecord(
-                    f"Invalid record size: record length {length} does not fit the "
-                    f"{end - start} bytes left in the batch"
+                    f"Invalid record size: expected {length} bytes in record payload, but instead the "
+                    f"buffer has only {end - start} remaining bytes."
                 )
             attributes = data[pos]
             pos += 1

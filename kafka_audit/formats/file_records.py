@@ -330,12 +330,15 @@ class BatchRecords:
 
     ``passed_screen``: the v2 records were only screened (:func:`screen_records`), not decoded;
     ``records`` is then empty and ``count`` records are well-formed and pass the screen.
+    ``batch``: the batch as its records describe it (a v0/v1 wrapper's base offset and record
+    count come from its inner set); None where it is the batch that was read.
     """
 
     records: list[Record]
     problems: list[Problem] = field(default_factory=list)
     passed_screen: bool = False
     screened: int = 0
+    batch: RecordBatch | None = None
 
     @property
     def count(self) -> int:
@@ -354,12 +357,15 @@ def read_batch_records(
 
     Problems: ``decompression_failed`` for an unknown codec or a payload that does not
     decompress (or inflates past :func:`max_decompressed_size`), ``non_monotonic_offsets``
-    when the records present disagree with the header's record count, ``truncated_batch``
+    when a record cannot be read or the records present disagree with the header's record
+    count (both InvalidRecordException in DefaultRecord.readFrom and DefaultRecordBatch's
+    iterator, INVALID_RECORD; the SPEC row of a count that disagrees with the records present),
+    ``truncated_batch``
     for a v0/v1 inner message set that ends early, ``crc_mismatch`` for bad inner messages.
     """
     if batch.magic in (MAGIC_VALUE_V0, MAGIC_VALUE_V1):
         legacy = decode_legacy_batch(buf, batch, with_data, max_decompressed_size(batch))
-        return BatchRecords(legacy.records, legacy.problems)
+        return BatchRecords(legacy.records, legacy.problems, batch=legacy.batch)
 
     payload = memoryview(buf)[batch.position + V2_RECORD_BATCH_OVERHEAD : batch.position + batch.size]
     if batch.codec:

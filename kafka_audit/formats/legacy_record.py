@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kafka_audit.formats.compression import DecompressionError, decompress
 from kafka_audit.formats.problem import Problem
@@ -120,10 +120,16 @@ def batch_from_message(message: LegacyMessage, position: int) -> RecordBatch:
 
 @dataclass(slots=True)
 class LegacyRecords:
-    """The inner records of one top-level message, and the problems met decoding them."""
+    """The inner records of one top-level message, and the problems met decoding them.
+
+    ``batch`` is the message's batch view as its inner set describes it: for a decoded wrapper
+    its base offset is the first inner offset and its record count the inner count
+    (AbstractLegacyRecordBatch.baseOffset / countOrNull); otherwise the batch as given.
+    """
 
     records: list[Record]
     problems: list[Problem] = field(default_factory=list)
+    batch: RecordBatch | None = None
 
 
 def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompressed: int) -> LegacyRecords:
@@ -132,27 +138,28 @@ def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompress
     A lone message is its own single record. A wrapper's value is decompressed (at most
     ``max_decompressed`` bytes) and its inner messages read; absolute offsets follow
     AbstractLegacyRecordBatch: v1 ``wrapperOffset - lastInnerRelativeOffset + innerOffset``,
-    v0 the stored offsets. Sets ``batch.base_offset`` and ``batch.record_count`` from the
-    inner set. Inner messages under a LOG_APPEND_TIME v1 wrapper take the wrapper's timestamp.
+    v0 the stored offsets. ``batch`` is left as it is; the result's ``batch`` is a copy with
+    the base offset and record count of the inner set. Inner messages under a LOG_APPEND_TIME
+    v1 wrapper take the wrapper's timestamp.
     """
     position = batch.position
     message = parse_message(buf, position, position + batch.size)
     assert not isinstance(message, str), "decode_legacy_batch needs a batch from the reader"
     if batch.codec == 0:
-        return LegacyRecords([_record(buf, message, 0, message.offset, with_data)])
+        return LegacyRecords([_record(buf, message, 0, message.offset, with_data)], batch=batch)
 
     problems: list[Problem] = []
     if message.value_span is None:
         problems.append(
             Problem("decompression_failed", position, "Found invalid compressed record set with null value")
         )
-        return LegacyRecords([], problems)
+        return LegacyRecords([], problems, batch)
     start, stop = message.value_span
     try:
         inner = decompress(batch.codec, buf[start:stop], batch.magic, max_decompressed)
     except DecompressionError as exc:
         problems.append(Problem("decompression_failed", position, str(exc), details={"codec": batch.compression}))
-        return LegacyRecords([], problems)
+        return LegacyRecords([], problems, batch)
 
     inner_messages: list[LegacyMessage] = []
     pos = 0
@@ -178,7 +185,7 @@ def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompress
     if not inner_messages:
         if not problems:
             problems.append(Problem("decompression_failed", position, "Compressed message set holds no message"))
-        return LegacyRecords([], problems)
+        return LegacyRecords([], problems, batch)
 
     if batch.magic == MAGIC_VALUE_V1:
         absolute_base = message.offset - inner_messages[-1].offset
@@ -202,9 +209,7 @@ def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompress
                     offset=offset,
                 )
             )
-    batch.base_offset = records[0].offset
-    batch.record_count = len(records)
-    return LegacyRecords(records, problems)
+    return LegacyRecords(records, problems, replace(batch, base_offset=records[0].offset, record_count=len(records)))
 
 
 def _record(buf, message: LegacyMessage, index: int, offset: int, with_data: bool) -> Record:

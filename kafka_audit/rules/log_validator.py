@@ -1,17 +1,24 @@
 """The broker's record validation, re-run offline on one decoded batch.
 
 Follows ``org.apache.kafka.storage.internals.log.LogValidator`` (validateBatch, validateRecord,
-validateKey, validateTimestamp, validateRecordCompression) and the batch checks of
-``UnifiedLog.analyzeAndValidateRecords`` (size against ``max.message.bytes``), adapted to data
-already on disk: what a broker rewrote on append (v1 inner offsets, LOG_APPEND_TIME) must now
-read as the broker left it, and control batches, which only clients may not write, are valid
-when well-formed. Every bad record is reported, not only the first (KIP-467's per-record list).
+validateKey, validateTimestamp, validateRecordCompression, processRecordErrors) and the batch
+checks of ``UnifiedLog.analyzeAndValidateRecords`` / ``UnifiedLog.append`` (size against
+``max.message.bytes`` and ``segment.bytes``), adapted to data already on disk: what a broker
+rewrote on append (v1 inner offsets, LOG_APPEND_TIME) must now read as the broker left it, and
+control batches, which clients may not write, are valid when the broker wrote them.
+
+As the broker does, a batch is answered by the first stage that rejects it: its size
+(MESSAGE_TOO_LARGE), its header (``validateBatch``: INVALID_RECORD), its records (each record
+at most once, the first rule it breaks; the batch's code is ``processRecordErrors``'s), then its
+size against ``segment.bytes`` (RECORD_LIST_TOO_LARGE). The segment audit runs the stages in
+that order (``tasks/segment_audit.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafka_audit.errors import CHECKS, UNCOMPRESSED_OFFSET_DELTAS, Check
 from kafka_audit.formats.control_record import ControlRecord, parse_control_record
 from kafka_audit.formats.default_record import RecordScreen
 from kafka_audit.formats.record_batch import (
@@ -29,8 +36,20 @@ from kafka_audit.formats.record_batch import (
 
 # Kafka's default max.message.bytes (TopicConfig): 1 MiB plus the 12-byte log overhead.
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
+# Kafka's default segment.bytes (LogConfig): 1 GiB.
+DEFAULT_SEGMENT_BYTES = 1073741824
 # Topics a broker always creates with cleanup.policy=compact.
 ALWAYS_COMPACTED_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# The KRaft metadata log, whose control records (LEADER_CHANGE, SNAPSHOT_*, KRAFT_*) the Raft
+# layer writes without the transactional bit.
+KRAFT_METADATA_TOPIC = "__cluster_metadata"
+_INVALID_TIMESTAMP = "INVALID_TIMESTAMP"
+_LONG_MAX = (1 << 63) - 1
+
+
+def _java_long(value: int) -> int:
+    """``value`` as a Java long computes it (two's complement, 64 bits)."""
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +64,7 @@ class ValidationConfig:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     timestamp_before_max_ms: int | None = None
     timestamp_after_max_ms: int | None = None
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
 
     def is_compacted(self, topic: str) -> bool:
         return topic in self.compacted_topics or topic in ALWAYS_COMPACTED_TOPICS
@@ -52,19 +72,29 @@ class ValidationConfig:
 
 @dataclass(slots=True)
 class Violation:
-    """One rule broken: a check id, Kafka's sentence, and the record index if record-level."""
+    """One rule broken: a check id, Kafka's sentence, and the record index if record-level.
+
+    ``error`` names the Kafka error when it is not the check's own (the batch's answer per
+    processRecordErrors, RECORD_LIST_TOO_LARGE); ``spec`` is a named catalogue variant.
+    """
 
     check: str
     message: str
     record_index: int | None = None
     offset: int | None = None
     details: dict = field(default_factory=dict)
+    error: str | None = None
+    spec: Check | None = None
 
 
 def validate_batch_header(
-    batch: RecordBatch, topic_partition: str, config: ValidationConfig, *, compacted: bool = False
+    batch: RecordBatch, topic_partition: str, config: ValidationConfig, *, compacted: bool = False, topic: str = ""
 ) -> list[Violation]:
-    """Batch-level rules: size, offset range against record count, producer fields.
+    """The batch-level rules that come before the records: at most one violation, the first.
+
+    ``UnifiedLog.analyzeAndValidateRecords`` checks the size against ``max.message.bytes``
+    (before the CRC); ``LogValidator.validateBatch`` then checks, for a v2 batch from a client,
+    the offset range, the record count, that it is no control batch, and the base sequence.
 
     ``compacted``: the topic is compacted, so the log cleaner may have rewritten the batch
     (``MemoryRecords.filterTo``): it keeps the batch's base and last offset
@@ -73,78 +103,90 @@ def validate_batch_header(
     ``DefaultRecordBatch.writeEmptyHeader``). LogValidator's count checks are for client appends
     only (``AppendOrigin.CLIENT``): there a count below the offset range, even 0, is valid.
     """
-    found: list[Violation] = []
     if batch.size > config.max_message_bytes:
         # UnifiedLog.analyzeAndValidateRecords; the poison pill of KAFKA-15259.
-        found.append(
+        return [
             Violation(
                 "record_too_large",
                 f"The record batch size in the append to {topic_partition} is {batch.size} bytes which "
                 f"exceeds the maximum configured value of {config.max_message_bytes}.",
                 details={"size": batch.size, "max_message_bytes": config.max_message_bytes},
             )
-        )
+        ]
     if batch.magic != MAGIC_VALUE_V2:
-        return found
+        return []
+    violation = _offset_range_violation(batch, topic_partition, compacted) or _origin_violation(
+        batch, topic_partition, topic
+    )
+    return [violation] if violation is not None else []
+
+
+def _offset_range_violation(batch: RecordBatch, topic_partition: str, compacted: bool) -> Violation | None:
+    """LogValidator.validateBatch's offset range and record count rules (the cleaner's output
+    of a compacted topic excepted)."""
     count = batch.record_count or 0
     count_from_offsets = batch.last_offset - batch.base_offset + 1
+    details = {"record_count": count, "last_offset_delta": batch.last_offset_delta}
     if count_from_offsets <= 0:
-        found.append(
-            Violation(
-                "non_monotonic_offsets",
-                f"Batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}] "
-                f"in topic partition {topic_partition}",
-                details={"record_count": count, "last_offset_delta": batch.last_offset_delta},
-            )
+        message = (
+            f"Batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}] "
+            f"in topic partition {topic_partition}"
         )
     elif count < 0 or (count == 0 and not compacted):
-        found.append(
-            Violation(
-                "non_monotonic_offsets",
-                f"Invalid reported count for record batch: {count} in topic partition {topic_partition}",
-                details={"record_count": count},
-            )
-        )
+        message = f"Invalid reported count for record batch: {count} in topic partition {topic_partition}"
     elif count > count_from_offsets or (count < count_from_offsets and not compacted):
-        found.append(
-            Violation(
-                "non_monotonic_offsets",
-                f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and count of "
-                f"records {count} in topic partition {topic_partition}",
-                details={"record_count": count, "last_offset_delta": batch.last_offset_delta},
-            )
+        message = (
+            f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and count of "
+            f"records {count} in topic partition {topic_partition}"
         )
-    found.extend(_producer_field_violations(batch, topic_partition))
-    return found
+    else:
+        return None
+    return Violation("non_monotonic_offsets", message, details=details)
 
 
-def _producer_field_violations(batch: RecordBatch, topic_partition: str) -> list[Violation]:
-    """LogValidator.validateBatch's sequence rule, plus the field combinations a producer
-    (MemoryRecordsBuilder) and a coordinator (EndTransactionMarker) can never write."""
-    pid, epoch, sequence = batch.producer_id, batch.producer_epoch, batch.base_sequence
-    details = {"producer_id": pid, "producer_epoch": epoch, "base_sequence": sequence}
-    if pid == NO_PRODUCER_ID:
-        # Brokers' own writers (e.g. the group coordinator) leave epoch/sequence at -1/0 here: not checked.
-        if batch.is_transactional:
-            return [Violation("invalid_producer_fields", "Transactional batch without a producer id", details=details)]
-        return []
-    if pid < 0:
-        return [Violation("invalid_producer_fields", f"Invalid producer id {pid}", details=details)]
-    if epoch < 0:
-        return [
-            Violation("invalid_producer_fields", f"Invalid producer epoch {epoch} for producerId {pid}", details=details)
-        ]
-    # Transaction markers carry the producer id and epoch but no sequence (RecordBatch.NO_SEQUENCE).
-    if not batch.is_control and sequence < 0:
-        return [
-            Violation(
-                "invalid_producer_fields",
-                f"Invalid sequence number {sequence} in record batch with producerId {pid} in topic "
-                f"partition {topic_partition}",
-                details=details,
-            )
-        ]
-    return []
+def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> Violation | None:
+    """LogValidator.validateBatch's client rules, exactly (Kafka 3.6): a client may not write a
+    control batch, and a batch with a producer id (``hasProducerId``: id > -1) needs a base
+    sequence >= 0. Nothing else: a transactional batch with producer id -1 and a producer id
+    with epoch -1 are accepted.
+
+    On disk a control batch is the broker's when it carries the transactional bit (transaction
+    markers, ``MemoryRecords.withEndTransactionMarker``) or lies in the KRaft metadata log; any
+    other can only have come from a client."""
+    if batch.is_control:
+        if batch.is_transactional or topic == KRAFT_METADATA_TOPIC:
+            return None
+        return Violation(
+            "invalid_control_batch",
+            f"Clients are not allowed to write control records in topic partition {topic_partition}",
+            details={"is_transactional": False},
+        )
+    if batch.producer_id >= 0 and batch.base_sequence < 0:
+        return Violation(
+            "invalid_producer_fields",
+            f"Invalid sequence number {batch.base_sequence} in record batch with producerId {batch.producer_id} "
+            f"in topic partition {topic_partition}",
+            details={
+                "producer_id": batch.producer_id,
+                "producer_epoch": batch.producer_epoch,
+                "base_sequence": batch.base_sequence,
+            },
+        )
+    return None
+
+
+def validate_appended_size(batch: RecordBatch, topic_partition: str, config: ValidationConfig) -> Violation | None:
+    """UnifiedLog.append, after validation: a batch larger than ``segment.bytes`` can never fit a
+    segment (RecordBatchTooLargeException, RECORD_LIST_TOO_LARGE)."""
+    if batch.size <= config.segment_bytes:
+        return None
+    return Violation(
+        "record_too_large",
+        f"Message batch size is {batch.size} bytes in append to partition {topic_partition}, which exceeds "
+        f"the maximum configured segment size of {config.segment_bytes}.",
+        details={"size": batch.size, "segment_bytes": config.segment_bytes},
+        error="RECORD_LIST_TOO_LARGE",
+    )
 
 
 def validate_control_batch(
@@ -190,13 +232,17 @@ def validate_records(
     config: ValidationConfig,
     reference_time: int | None,
 ) -> list[Violation]:
-    """LogValidator.validateRecord for every record, and the offset rules of the format.
+    """LogValidator's per-record rules: each record gets at most one violation, the first rule
+    it breaks in Kafka's order (validateRecordCompression, then validateRecord: magic, key,
+    timestamp), then the format's offset rule; the batch's error is processRecordErrors's.
 
-    v2: offset deltas read 0, 1, 2, ... . v1 wrapper: inner relative offsets read 0..n-1 (the
-    broker rewrites them on append). v0 wrapper: inner absolute offsets are consecutive and end
-    at the wrapper's offset. In a compacted topic the cleaner keeps each retained record's own
-    offset (MemoryRecords.buildRetainedRecordsInto appends them with their offsets), so there the
-    stored offsets need only rise strictly, within the batch's offset range.
+    Offsets: v2 deltas read 0, 1, 2, ...; v1 wrapper: inner relative offsets read 0..n-1 (the
+    broker rewrites them on append); v0 wrapper: inner absolute offsets are consecutive and end
+    at the wrapper's offset. In an uncompressed v2 batch a delta out of line is a warning only:
+    the broker assigns such a batch's offsets in place and never reads the deltas
+    (LogValidator.assignOffsetsNonCompressed). In a compacted topic the cleaner keeps each
+    retained record's own offset (MemoryRecords.buildRetainedRecordsInto), so there the stored
+    offsets need only rise strictly, within the batch's offset range.
 
     The segment audit skips this function for v2 data batches whose records pass
     :func:`record_screen`'s screen: a new or stricter per-record rule must be added there too.
@@ -204,102 +250,112 @@ def validate_records(
     found: list[Violation] = []
     compressed_legacy = batch.magic <= MAGIC_VALUE_V1 and batch.codec != 0
     cleaned = config.is_compacted(topic)
-    previous_stored: int | None = None
-    compacted = config.is_compacted(topic) and not batch.is_control
+    compacted = cleaned and not batch.is_control
     check_time = reference_time is not None and (
         config.timestamp_before_max_ms is not None or config.timestamp_after_max_ms is not None
     )
     create_time = batch.timestamp_type == TimestampType.CREATE_TIME
-    before = config.timestamp_before_max_ms
-    after = config.timestamp_after_max_ms
-
+    offsets_spec = UNCOMPRESSED_OFFSET_DELTAS if batch.magic == MAGIC_VALUE_V2 and batch.codec == 0 else None
+    previous_stored: int | None = None
     for record in records:
-        index = record.index
-        if compressed_legacy:
-            if record.magic != batch.magic:
-                found.append(
-                    Violation(
-                        "inner_magic_mismatch",
-                        f"Record at offset {record.offset}'s magic {record.magic} does not match outer magic "
-                        f"{batch.magic} in topic partition {topic_partition}",
-                        index,
-                        record.offset,
-                        {"inner_magic": record.magic, "outer_magic": batch.magic},
-                    )
-                )
-                continue
-            if record.attributes & COMPRESSION_CODEC_MASK:
-                found.append(
-                    Violation(
-                        "decompression_failed",
-                        "Compressed outer record should not have an inner record with a compression "
-                        "attribute set",
-                        index,
-                        record.offset,
-                    )
-                )
-                continue
+        violation = _record_rule_violation(
+            batch, record, topic_partition, config, reference_time,
+            compressed_legacy=compressed_legacy, compacted=compacted, check_time=check_time, create_time=create_time,
+        )
         if cleaned:
-            violation = _cleaned_offset_violation(batch, record, previous_stored, len(records), topic_partition)
+            offset_violation = _cleaned_offset_violation(batch, record, previous_stored, len(records), topic_partition)
             previous_stored = record.stored_offset
-            if violation is not None:
-                found.append(violation)
-            expected = None
         else:
-            expected = _expected_stored_offset(batch, index)
-        if expected is not None and record.stored_offset != expected:
-            found.append(
-                Violation(
-                    "non_monotonic_offsets",
-                    f"Record {index} of the batch at offset {batch.base_offset} has stored offset "
-                    f"{record.stored_offset}, expected {expected} in topic partition {topic_partition}",
-                    index,
-                    record.offset,
-                    {"stored_offset": record.stored_offset, "expected": expected},
-                )
+            offset_violation = _offset_violation(batch, record, topic_partition)
+        if violation is None and offset_violation is not None:
+            offset_violation.spec = offsets_spec
+            violation = offset_violation
+        if violation is not None:
+            found.append(violation)
+    return _process_record_errors(found)
+
+
+def _record_rule_violation(
+    batch: RecordBatch,
+    record: Record,
+    topic_partition: str,
+    config: ValidationConfig,
+    reference_time: int | None,
+    *,
+    compressed_legacy: bool,
+    compacted: bool,
+    check_time: bool,
+    create_time: bool,
+) -> Violation | None:
+    """The first of LogValidator's record rules that ``record`` breaks, in Kafka's order."""
+    index = record.index
+    if compressed_legacy:
+        # LogValidator.validateRecordCompression (AbstractLegacyRecordBatch: an inner message
+        # with a codec of its own is nested compression, which Kafka never reads).
+        if record.attributes & COMPRESSION_CODEC_MASK:
+            return Violation(
+                "nested_compression",
+                "Compressed outer record should not have an inner record with a compression attribute set",
+                index,
+                record.offset,
+                {"inner_codec": record.attributes & COMPRESSION_CODEC_MASK},
             )
-        if compacted and record.key_size < 0:
-            found.append(
-                Violation(
-                    "missing_key_compacted",
-                    f"Compacted topic cannot accept message without key in topic partition {topic_partition}",
-                    index,
-                    record.offset,
-                )
+        if record.magic != batch.magic:
+            return Violation(
+                "inner_magic_mismatch",
+                f"Record at offset {record.offset}'s magic {record.magic} does not match outer magic "
+                f"{batch.magic} in topic partition {topic_partition}",
+                index,
+                record.offset,
+                {"inner_magic": record.magic, "outer_magic": batch.magic},
             )
-        if record.magic == MAGIC_VALUE_V0 and record.attributes & TIMESTAMP_TYPE_MASK:
-            found.append(
-                Violation(
-                    "invalid_timestamp_type",
-                    "Timestamp type bit set in a magic v0 message, which has no timestamp",
-                    index,
-                    record.offset,
-                )
+    if compacted and record.key_size < 0:  # LogValidator.validateKey
+        return Violation(
+            "missing_key_compacted",
+            f"Compacted topic cannot accept message without key in topic partition {topic_partition}",
+            index,
+            record.offset,
+        )
+    # LogValidator.validateTimestamp, and the timestamp-type bits the formats forbid.
+    if record.magic == MAGIC_VALUE_V0 and record.attributes & TIMESTAMP_TYPE_MASK:
+        return Violation(
+            "invalid_timestamp_type",
+            "Timestamp type bit set in a magic v0 message, which has no timestamp",
+            index,
+            record.offset,
+        )
+    if compressed_legacy and create_time and record.attributes & TIMESTAMP_TYPE_MASK:
+        return Violation(
+            "invalid_timestamp_type",
+            "Inner message has timestamp type LogAppendTime under a CreateTime wrapper",
+            index,
+            record.offset,
+        )
+    if check_time and create_time and record.timestamp != NO_TIMESTAMP:
+        before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+        diff = reference_time - record.timestamp
+        if (before is not None and diff > before) or (after is not None and -diff > after):
+            # Kafka prints now -/+ the bound as Java longs: an unset bound (Long.MAX_VALUE) wraps.
+            low = _java_long(reference_time - (_LONG_MAX if before is None else before))
+            high = _java_long(reference_time + (_LONG_MAX if after is None else after))
+            return Violation(
+                "timestamp_out_of_range",
+                f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. "
+                f"The timestamp should be within [{low}, {high}]",
+                index,
+                record.offset,
+                {"timestamp": record.timestamp, "reference_time": reference_time},
             )
-        elif compressed_legacy and create_time and record.attributes & TIMESTAMP_TYPE_MASK:
-            found.append(
-                Violation(
-                    "invalid_timestamp_type",
-                    "Inner message has timestamp type LogAppendTime under a CreateTime wrapper",
-                    index,
-                    record.offset,
-                )
-            )
-        elif check_time and create_time and record.timestamp != NO_TIMESTAMP:
-            diff = reference_time - record.timestamp
-            if (before is not None and diff > before) or (after is not None and -diff > after):
-                low = "-inf" if before is None else reference_time - before
-                high = "+inf" if after is None else reference_time + after
-                found.append(
-                    Violation(
-                        "timestamp_out_of_range",
-                        f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. "
-                        f"The timestamp should be within [{low}, {high}]",
-                        index,
-                        record.offset,
-                        {"timestamp": record.timestamp, "reference_time": reference_time},
-                    )
-                )
+    return None
+
+
+def _process_record_errors(found: list[Violation]) -> list[Violation]:
+    """LogValidator.processRecordErrors: the batch is answered INVALID_TIMESTAMP when any record
+    error is one, else INVALID_RECORD; every culprit record carries the batch's answer."""
+    if any(CHECKS[v.check].error is not None and CHECKS[v.check].error.name == _INVALID_TIMESTAMP for v in found):
+        for v in found:
+            if v.spec is None:
+                v.error = _INVALID_TIMESTAMP
     return found
 
 
@@ -367,12 +423,23 @@ def _cleaned_offset_violation(
     )
 
 
-def _expected_stored_offset(batch: RecordBatch, index: int) -> int | None:
-    if batch.magic == MAGIC_VALUE_V2:
-        return index
-    if batch.codec == 0:
+def _offset_violation(batch: RecordBatch, record: Record, topic_partition: str) -> Violation | None:
+    """The stored offset a record of a non-compacted topic must have, against the one it has."""
+    index = record.index
+    if batch.magic == MAGIC_VALUE_V2 or (batch.codec != 0 and batch.magic == MAGIC_VALUE_V1):
+        expected = index
+    elif batch.codec == 0:
         return None
-    if batch.magic == MAGIC_VALUE_V1:
-        return index
-    # v0 inner offsets are absolute: consecutive from the first, ending at the wrapper's offset.
-    return batch.last_offset - (batch.record_count or 0) + 1 + index
+    else:
+        # v0 inner offsets are absolute: consecutive from the first, ending at the wrapper's offset.
+        expected = batch.last_offset - (batch.record_count or 0) + 1 + index
+    if record.stored_offset == expected:
+        return None
+    return Violation(
+        "non_monotonic_offsets",
+        f"Record {index} of the batch at offset {batch.base_offset} has stored offset "
+        f"{record.stored_offset}, expected {expected} in topic partition {topic_partition}",
+        index,
+        record.offset,
+        {"stored_offset": record.stored_offset, "expected": expected},
+    )

@@ -13,9 +13,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.errors import Check
+from kafka_audit.formats.control_record import ControlRecord
+from kafka_audit.formats.file_records import BatchRecords
 from kafka_audit.rules.log_validator import (
     ValidationConfig,
+    Violation,
     record_screen,
+    validate_appended_size,
     validate_batch_header,
     validate_control_batch,
     validate_records,
@@ -125,6 +130,10 @@ class SegmentStats:
         return self
 
 
+def _with_record(details: dict, record_index: int | None) -> dict:
+    return details if record_index is None else {**details, "record": record_index}
+
+
 class SegmentAuditor:
     """Iterate :meth:`run` for the findings and summaries of one task; read ``stats`` after."""
 
@@ -223,22 +232,14 @@ class SegmentAuditor:
                     batch, self.task.topic, self.config, self.reference_time
                 )
             decoded = segment.records(batch, with_data=is_control, screen=screen)
+            batch = decoded.batch or batch
             stats.records += decoded.count
-            for problem in decoded.problems:
-                findings.append(self._problem_finding(problem, batch))
-            compacted = self.compacted
-            violations = validate_batch_header(batch, self.topic_partition, self.config, compacted=compacted)
-            if is_control:
-                control_violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
-                violations += control_violations
-            if not decoded.passed_screen:  # a screened batch has no record-level violation
-                violations += validate_records(
-                    batch, decoded.records, self.task.topic, self.topic_partition, self.config, self.reference_time
-                )
+            violations, control = self._validate(batch, decoded)
             for v in violations:
                 findings.append(
                     self._finding(
-                        v.check, v.message, batch, offset=v.offset, record_index=v.record_index, details=v.details
+                        v.check, v.message, batch, offset=v.offset, record_index=v.record_index,
+                        details=v.details, error=v.error, spec=v.spec,
                     )
                 )
             # A batch whose records cannot be read back is not trusted for the replay either.
@@ -248,6 +249,40 @@ class SegmentAuditor:
         return findings, BatchSummary.of(
             task.topic, task.partition, task.segment, task.base_offset, batch, valid, control
         )
+
+    def _validate(self, batch: RecordBatch, decoded: BatchRecords) -> tuple[list[Violation], ControlRecord | None]:
+        """The broker's validation stages in its order; the first that rejects the batch answers
+        it (UnifiedLog.analyzeAndValidateRecords, LogValidator.validateBatch, the records, then
+        UnifiedLog.append's segment.bytes check). Record problems met decoding (DefaultRecordBatch's
+        iterator throws InvalidRecordException: DefaultRecord.readFrom's "Found invalid record
+        structure" / "Invalid record size" and the iterator's "Incorrect declared batch size", all
+        INVALID_RECORD, filed under non_monotonic_offsets, the SPEC row of a count that disagrees
+        with the records present; AbstractLegacyRecordBatch and validateRecord's ensureValid throw
+        CorruptRecordException) stop the record stage as the exception stops the broker's loop. Returns the violations and a well-formed control record."""
+        config, topic_partition, compacted = self.config, self.topic_partition, self.compacted
+        header = validate_batch_header(batch, topic_partition, config, compacted=compacted, topic=self.task.topic)
+        if header:
+            return header, None
+        control = None
+        violations: list[Violation] = []
+        if batch.is_control:
+            violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
+        if decoded.problems:
+            # An exception, not a RecordValidationException: the broker's answer names no record
+            # (KIP-467 record_errors empty), so neither does the finding; details say where it stopped.
+            violations += [
+                Violation(p.check, p.message, details=_with_record(p.details, p.record_index))
+                for p in decoded.problems
+            ]
+        elif not decoded.passed_screen:  # a screened batch has no record-level violation
+            violations += validate_records(
+                batch, decoded.records, self.task.topic, topic_partition, config, self.reference_time
+            )
+        if not any(v.spec is None for v in violations):
+            appended = validate_appended_size(batch, topic_partition, config)
+            if appended is not None:
+                violations.append(appended)
+        return violations, control
 
     def _finding(
         self,
@@ -259,6 +294,8 @@ class SegmentAuditor:
         offset: int | None = None,
         record_index: int | None = None,
         details: dict | None = None,
+        error: str | None = None,
+        spec: Check | None = None,
     ) -> Finding:
         """A finding in this task's segment (``details.segment_state`` for a non-live one)."""
         return make_finding(
@@ -272,6 +309,8 @@ class SegmentAuditor:
             batch=batch,
             record_index=record_index,
             details=self._details(details or {}),
+            error=error,
+            spec=spec,
         )
 
     def _problem_finding(self, problem: Problem, batch: RecordBatch | None) -> Finding:
