@@ -185,9 +185,9 @@ def scan(
     from kafka_audit.audit import ScanOptions
     from kafka_audit.formats.log_dir import discover
 
-    storage_options = parse_storage_options(storage_option or [])
     from kafka_audit.formats import storage
 
+    storage_options = parse_storage_options(storage_option or [])
     storage.configure(storage_options)
     _check_paths(paths)
     _check_output(output)
@@ -200,6 +200,14 @@ def scan(
         for note in discovery.notes:
             print(f"kafka-audit: note: {note}", file=sys.stderr)
         raise _fail("no Kafka segment (.log file) found under " + ", ".join(str(p) for p in paths))
+    timestamp_bounds = timestamp_before_max_ms is not None or timestamp_after_max_ms is not None
+    if timestamp_bounds and reference is None and any(storage.is_remote(p) for p in paths):
+        print(
+            "kafka-audit: note: objects in a store keep no broker modification time: their timestamp "
+            "checks take the time the store wrote each object (S3 LastModified...) as the broker's now; "
+            "give --reference-time",
+            file=sys.stderr,
+        )
     options = ScanOptions(
         validation=ValidationConfig(
             compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,

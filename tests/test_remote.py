@@ -165,6 +165,17 @@ def test_cli_scan_of_s3_with_the_endpoint_from_the_environment(s3, tmp_path):
     as_remote, as_local = json.loads(remote.stdout), json.loads(local.stdout)
     assert as_remote["findings"] == as_local["findings"] != []
     assert as_remote["summary"]["batches"] == as_local["summary"]["batches"]
+    assert "note" not in remote.stderr
+    # Timestamp bounds without --reference-time on objects in a store: said on stderr.
+    bounded = subprocess.run(
+        command + ["--timestamp-after-max-ms", "3600000", f"s3://{BUCKET}/{case}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**_env(), **env},
+    )
+    assert bounded.returncode == remote.returncode, bounded.stderr
+    assert "take the time the store wrote each object (S3 LastModified...)" in bounded.stderr
 
 
 def _env() -> dict:
