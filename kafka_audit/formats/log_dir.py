@@ -127,7 +127,7 @@ class Discovery:
     partitions: list[PartitionDir] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
-    storage_options: dict = field(default_factory=dict)
+    storage_options: dict = field(default_factory=dict, repr=False)
 
     @property
     def segment_count(self) -> int:

@@ -49,7 +49,7 @@ class PartitionMeta:
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
     # ``--storage-option`` settings to read URIs with.
-    storage_options: tuple = ()
+    storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
