@@ -42,7 +42,7 @@ def first_read(size: int, start: int, stop: int | None, chunk: int = CHUNK_BYTES
 
 
 class Ranges(Protocol):
-    """Where the bytes come from (:class:`kafka_audit.storage.RangeReader`)."""
+    """Where the bytes come from (:class:`kafka_audit.formats.storage.RangeReader`)."""
 
     size: int
 
@@ -80,7 +80,7 @@ class RangeBuffer:
             self._low = start
         while self._high < stop:
             if self._queue:
-                begin, end, future = self._queue.popleft()
+                _, end, future = self._queue.popleft()
                 future.result()  # the read's OSError surfaces here, in the walk
                 self._high = end
                 continue
