@@ -471,3 +471,23 @@ def test_a_remote_segment_split_by_its_index_on_spark(s3, spark, tmp_path):
     assert len(plan_tasks(remote, split.split_bytes)) > 5
     reference = audit_in_process(discover([str(tmp_path / "logs")]), ScanOptions())
     assert _comparable(run_scan(spark, remote, split)) == _comparable(reference)
+
+
+def test_walked_pages_of_a_remote_segment_are_freed(tmp_path, monkeypatch):
+    """Behind the walk the buffer's pages are given back (they read as zeros again), so a large
+    object costs a few chunks of memory, not its size."""
+    from kafka_audit.formats import file_records, range_buffer
+
+    segment = _big_partition(tmp_path)
+    monkeypatch.setattr(file_records, "_RELEASE_EVERY", 16 * 1024)
+    monkeypatch.setattr(file_records.storage, "is_remote", lambda path: True)
+    monkeypatch.setattr(file_records.storage, "RangeReader", lambda path, size=None: _CountingRanges(segment))
+    monkeypatch.setattr(
+        file_records, "RangeBuffer", lambda ranges: range_buffer.RangeBuffer(ranges, chunk=16 * 1024, read_ahead=2)
+    )
+    with FileRecords(str(segment)) as remote:
+        walked = [b for b in remote.batches() if isinstance(b, RecordBatch)]
+        first_page = bytes(remote.buffer[: 4096])
+        size = remote.size
+    assert len(walked) == 400 and size > 10 * 16 * 1024
+    assert first_page == bytes(4096)
