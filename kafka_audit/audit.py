@@ -15,13 +15,14 @@ import heapq
 import time
 from itertools import chain
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.events import Event
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
-from kafka_audit.rules.producer_state import DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.findings import Finding
 from kafka_audit.formats import storage
@@ -41,6 +42,9 @@ class ScanOptions:
     validation: ValidationConfig = field(default_factory=ValidationConfig)
     reference_time: int | None = None
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    # Collect the replay's timeline events (PartitionTotals.events); only `timeline` needs them.
+    timeline: bool = False
     split_bytes: int = DEFAULT_SPLIT_BYTES
     # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
     shuffle_partitions: int | None = None
@@ -48,11 +52,13 @@ class ScanOptions:
 
 @dataclass(slots=True)
 class ScanResult:
-    """What a scan found: findings in SPEC order and the summary counts of SPEC section 3."""
+    """What a scan found: findings in SPEC order and the summary counts of SPEC section 3;
+    ``events``: the replay's timeline events (``ScanOptions.timeline``), in log order per partition."""
 
     findings: list[Finding]
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
 
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
@@ -133,6 +139,19 @@ def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) 
     return points
 
 
+def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> ScanOptions:
+    """SPEC section 2: a topic is compacted when ``--compacted-topic`` names it, when it is
+    ``__consumer_offsets`` / ``__transaction_state`` (``ValidationConfig.is_compacted``), or when
+    its log dir's ``cleaner-offset-checkpoint`` lists a partition of it (``LogCleanerManager``
+    checkpoints only the logs the cleaner compacts; ``cleanup.policy`` is a topic setting). The
+    result's ``validation.compacted_topics`` is then the one answer for every step of the scan."""
+    listed = {p.topic for p in discovery.partitions if p.cleaner_checkpointed}
+    named = options.validation.compacted_topics
+    if listed <= named:
+        return options
+    return replace(options, validation=replace(options.validation, compacted_topics=named | listed))
+
+
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
     carried = storage.options_tuple(discovery.storage_options)
@@ -148,6 +167,7 @@ def log_order(task: SegmentTask) -> tuple[int, str, int]:
 def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
     """The whole audit in this process: the reference the Spark job must agree with."""
     started = time.monotonic()
+    options = with_inferred_compaction(options, discovery)
     metas = partition_metas(discovery, options)
     stats = SegmentStats()
     totals = PartitionTotals()
@@ -194,4 +214,4 @@ def finish_result(
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
     }
-    return ScanResult(findings, summary, list(discovery.notes) + stats.notes)
+    return ScanResult(findings, summary, list(discovery.notes) + stats.notes, totals.events)

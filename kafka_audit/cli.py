@@ -166,6 +166,11 @@ def scan(
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
     ] = 900_000,
+    producer_id_expiration_ms: Annotated[
+        int,
+        typer.Option("--producer-id-expiration-ms", min=0,
+                     help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
+    ] = 86_400_000,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
     conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
@@ -182,7 +187,7 @@ def scan(
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
     from kafka_audit import pipeline
     from kafka_audit.spark_session import spark_session
-    from kafka_audit.audit import ScanOptions
+    from kafka_audit.audit import ScanOptions, with_inferred_compaction
     from kafka_audit.formats.log_dir import discover
 
     from kafka_audit.formats import storage
@@ -218,7 +223,9 @@ def scan(
         ),
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
     )
+    options = with_inferred_compaction(options, discovery)
     err = Console(stderr=True)
     try:
         with spark_session(master, spark_conf) as spark:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -59,6 +59,8 @@ class Finding:
 
 
 FIELD_NAMES = tuple(f.name for f in fields(Finding))
+# make_finding's ``exception`` when the catalogue's client exception applies.
+CATALOGUE = object()
 
 
 def make_finding(
@@ -76,13 +78,19 @@ def make_finding(
     timestamp: int | None = None,
     error: str | None = None,
     spec: Check | None = None,
+    exception: str | None | object = CATALOGUE,
 ) -> Finding:
     """Build a finding, taking severity, error and client outcome from the catalogue and the
     batch fields (base/last offset, producer id/epoch, base sequence, max timestamp) from
     ``batch``. ``error`` names another Kafka error than the catalogue's for checks whose error
     depends on the case (record_too_large over segment.bytes, broker_rejection). ``spec`` replaces
-    the check's catalogue entry by one of the catalogue's named variants (``errors.UNCOMPRESSED_OFFSET_DELTAS``)."""
+    the check's catalogue entry by one of the catalogue's named variants (``errors.UNCOMPRESSED_OFFSET_DELTAS``).
+    ``exception`` names another client exception than the catalogue's (None: the client sees none)
+    for checks without an error code whose client outcome depends on the case (``epoch_bump``: only
+    a fenced instance gets ProducerFencedException)."""
     spec = spec or CHECKS[check]
+    if exception is not CATALOGUE:
+        spec = replace(spec, exception=exception)
     kafka_error = ERRORS[error] if error else spec.error
     details = dict(details or {})
     if spec.client_exception:

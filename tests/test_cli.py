@@ -196,6 +196,25 @@ def test_rule_options_reach_the_validation(cli):
 
 
 @pytest.mark.spark
+def test_producer_id_expiration_decides_whether_the_broker_forgot_the_producer(cli):
+    args = ("scan", FAULTY, "--format", "json", "--quiet", "--topic", "producer-expired")
+    default = json.loads(cli(*args).stdout)["summary"]["findings_by_check"]
+    assert default == {"producer_expired": 1}
+    longer = json.loads(cli(*args, "--producer-id-expiration-ms", "90000000").stdout)["summary"]["findings_by_check"]
+    assert longer == {}
+
+
+@pytest.mark.spark
+def test_compaction_inferred_from_the_cleaner_checkpoint_on_spark(cli):
+    # The Spark engine sees the same answer to "is this topic compacted" as the in-process audit.
+    from tests.support.audit_run import shared_corpus
+
+    data = shared_corpus("real-broker") / "compacted" / "data"
+    result = json.loads(cli("scan", data, "--format", "json", "--quiet", "--fail-on", "never").stdout)
+    assert result["summary"]["findings_by_check"] == {"orphan_marker": 2}
+
+
+@pytest.mark.spark
 def test_transaction_timeout_decides_hanging_or_open(cli):
     args = ("scan", FAULTY, "--format", "json", "--quiet", "--topic", "hanging-transaction")
     default = json.loads(cli(*args).stdout)["summary"]["findings_by_check"]
@@ -298,6 +317,7 @@ def test_unreadable_path_is_exit_2(capsys, tmp_path):
         (["scan", "--reference-time=--5", "PATH"], "--reference-time"),
         (["scan", "--conf", "novalue", "PATH"], "--conf"),
         (["scan", "--max-message-bytes", "0", "PATH"], "--max-message-bytes"),
+        (["scan", "--producer-id-expiration-ms", "-1", "PATH"], "--producer-id-expiration-ms"),
         (["scan", "--output", "/nonexistent-dir/x.json", "PATH"], "--output"),
         (["dump", "PATH"], "is a directory"),
     ],

@@ -10,7 +10,6 @@ from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
 from kafka_audit.rules.producer_state import (
     PartitionLog,
     ProducerStateReplay,
-    SequenceHistory,
     in_sequence,
     replay_partition,
 )
@@ -205,8 +204,10 @@ def test_epoch_bump_with_sequence_zero_is_info_only():
     assert f.offset == bump.base_offset
     assert f.details["previous_epoch"] == 0
     assert f.details["open_transaction_aborted"] is False
-    assert f.details["client_exception"] == "ProducerFencedException"
-    assert f.client_outcome == "fatal"
+    # SPEC section 2 (epoch_bump): an idempotent producer's own bump (KIP-360) is no error to it.
+    assert f.details["reason"] == "idempotent_bump"
+    assert "client_exception" not in f.details
+    assert f.client_outcome == "none"
 
 
 def test_fenced_epoch_write():
@@ -219,8 +220,9 @@ def test_fenced_epoch_write():
     f = only(findings, "fenced_epoch_write")
     assert f.offset == zombie.base_offset
     assert f.error_code == 47 and f.error_name == "INVALID_PRODUCER_EPOCH"
+    # ProducerAppendInfo.checkProducerEpoch: "... at offset <o> in <topicPartition> is ...".
     assert f.message == (
-        f"Epoch of producer 1 at offset {zombie.base_offset} in partition test-8 is 2, which is smaller "
+        f"Epoch of producer 1 at offset {zombie.base_offset} in test-8 is 2, which is smaller "
         f"than the last seen epoch 3"
     )
     assert f.producer_id == 1 and f.producer_epoch == 2 and f.sequence == 3
@@ -280,18 +282,32 @@ def test_sequence_wraps_around_int32_max():
 
 
 def test_duplicate_sequence_reported_instead_of_out_of_order():
+    # SPEC section 2 (duplicate_sequence): one of the producer's last 5 batches
+    # (ProducerStateEntry.NUM_BATCHES_TO_RETAIN) written again; no error code, original_offset.
     b = LogBuilder()
-    first = b.data(1, 0, 0, count=5)
-    for seq in range(5, 50, 5):
+    for seq in range(0, 45, 5):
         b.data(1, 0, seq, count=5)
-    dup = b.data(1, 0, 0, count=5)  # Kafka's 5-batch cache would have forgotten it; the audit has not
-    b.data(1, 0, 50)
+    fifth_newest = b.batches[-5]
+    dup = b.data(1, 0, fifth_newest.base_sequence, count=5)
+    b.data(1, 0, 45)
     findings = replay(b)
     f = only(findings, "duplicate_sequence")
     assert f.offset == dup.base_offset
-    assert f.details["earlier_offset"] == first.base_offset
-    assert f.error_name == "DUPLICATE_SEQUENCE_NUMBER" and f.client_outcome == "none"
+    assert f.details["original_offset"] == fifth_newest.base_offset
+    assert f.error_name is None and f.client_outcome == "none"
     assert len(findings) == 1
+
+
+def test_duplicate_older_than_the_5_batch_window_is_out_of_order():
+    # SPEC section 2: a range older than the last 5 batches fails checkSequence (45).
+    b = LogBuilder()
+    first = b.data(1, 0, 0, count=5)
+    for seq in range(5, 30, 5):
+        b.data(1, 0, seq, count=5)
+    old = b.data(1, 0, first.base_sequence, count=5)
+    f = only(replay(b), "out_of_order_sequence")
+    assert f.offset == old.base_offset and f.error_code == 45
+    assert f.details["expected_sequence"] == 30
 
 
 def test_same_first_sequence_other_range_is_out_of_order_not_duplicate():
@@ -307,15 +323,6 @@ def test_duplicate_needs_same_epoch():
     b.data(1, 0, 0, count=5)
     b.data(1, 1, 0, count=5)  # same range, new epoch: a bump, not a duplicate
     assert checks(replay(b)) == ["epoch_bump"]
-
-
-def test_history_falls_back_to_a_map_when_sequences_go_back():
-    h = SequenceHistory()
-    h.add(10, 12, 100)
-    h.add(13, 13, 103)
-    h.add(0, 4, 104)
-    h.add(14, 15, 109)
-    assert h.find(10, 12) == 100 and h.find(0, 4) == 104 and h.find(14, 15) == 109 and h.find(13, 14) is None
 
 
 def test_interleaved_producers_keep_separate_sequences():
@@ -350,13 +357,9 @@ def test_unknown_producer_id_when_log_starts_at_zero():
     bad = b.data(2, 0, 5, count=2)
     b.data(2, 0, 7)
     f = only(replay(b), "unknown_producer_id")
-    assert f.offset == bad.base_offset and f.severity == "error" and f.error_code == 59
-    assert f.details == {
-        "log_start_offset": 0,
-        "missing_sequences": [0, 4],
-        "in_snapshot": False,
-        "client_exception": "UnknownProducerIdException",
-    }
+    # SPEC section 2: brokers since 2.5 accept the batch: a warning without an error code.
+    assert f.offset == bad.base_offset and f.severity == "warning" and f.error_code is None
+    assert f.details == {"log_start_offset": 0, "missing_sequences": [0, 4], "in_snapshot": False}
 
 
 def test_retention_gap_when_log_start_above_zero():
@@ -401,12 +404,15 @@ def test_seed_is_newest_snapshot_at_or_before_first_batch():
     assert replay(b, log_start=500, snapshots=[seed, older]) == []
 
 
-def test_marker_only_state_then_nonzero_sequence_is_a_gap():
+def test_marker_only_state_then_nonzero_sequence_is_out_of_order():
+    # SPEC section 2 / ProducerStateManagerTest.testAppendTxnMarkerWithNoProducerState: a producer
+    # known only from a marker has an epoch and no sequence: a non-zero first sequence is 45.
     b = LogBuilder(start=200)
     b.commit(4, 0)  # the transaction's data was deleted
     b.data(4, 0, 12)
     findings = replay(b, log_start=200)
-    assert checks(findings) == ["orphan_marker", "retention_gap"]
+    assert checks(findings) == ["orphan_marker", "out_of_order_sequence"]
+    assert findings[1].details["expected_sequence"] == 0
 
 
 def test_compacted_topic_tolerates_forward_gaps():
@@ -416,6 +422,18 @@ def test_compacted_topic_tolerates_forward_gaps():
     b.data(1, 0, 4)  # going back is still wrong
     findings = replay(b, compacted=True)
     assert checks(findings) == ["out_of_order_sequence"]
+
+
+def test_compacted_topic_new_epoch_may_start_above_zero():
+    # SPEC section 2: the cleaner may have removed the new epoch's first batches (Kafka Streams
+    # exactly-once changelogs after cleaning); the same log in a plain topic is a 45.
+    b = LogBuilder(topic="changelog")
+    b.txn(1, 0, 0, count=2)
+    b.commit(1, 0)
+    b.txn(1, 1, 7)
+    b.commit(1, 1)
+    assert checks(replay(b, compacted=True)) == ["epoch_bump"]
+    assert sorted(checks(replay(b))) == ["epoch_bump", "new_epoch_nonzero_sequence"]
 
 
 # -- snapshots ------------------------------------------------------------------------------------
@@ -574,20 +592,38 @@ def test_transactional_write_under_another_epoch():
 
 
 def test_epoch_bump_by_abort_marker_ends_open_transaction():
+    # TransactionCoordinator.handleInitProducerId with an ongoing transaction: the epoch is bumped
+    # once for the abort marker (prepareFenceProducerEpoch) and once more for the new instance.
     b = LogBuilder()
     b.txn(1, 0, 0, count=2)
-    abort = b.abort(1, 1, coordinator_epoch=1)  # InitProducerId fenced the old instance
-    b.txn(1, 1, 0)
-    b.commit(1, 1, coordinator_epoch=1)
+    abort = b.abort(1, 1, coordinator_epoch=1)
+    new_instance = b.txn(1, 2, 0)
+    b.commit(1, 2, coordinator_epoch=1)
     findings = replay(b, aborted_txns={abort.segment: [Aborted(1, 0, abort.base_offset)]})
-    f = only(findings, "epoch_bump")
-    assert f.offset == abort.base_offset
+    assert checks(findings) == ["epoch_bump", "epoch_bump"]
+    f, g = findings
+    assert f.offset == abort.base_offset and g.offset == new_instance.base_offset
     assert f.details == {
         "previous_epoch": 0,
         "open_transaction_aborted": True,
+        "reason": "fenced",
         "client_exception": "ProducerFencedException",
     }
-    assert len(findings) == 1
+    assert g.details["reason"] == "fenced" and g.client_outcome == "fatal"
+
+
+def test_abort_marker_bump_followed_by_the_same_epoch_is_a_transaction_end():
+    # Transactions v2 (Kafka 4): the end marker bumps the epoch and the producer goes on with it.
+    b = LogBuilder()
+    b.txn(1, 0, 0, count=2)
+    abort = b.abort(1, 1)
+    b.txn(1, 1, 0)
+    b.commit(1, 2)
+    findings = replay(b, aborted_txns={abort.segment: [Aborted(1, 0, abort.base_offset)]})
+    assert [(f.check, f.details["reason"], f.client_outcome) for f in findings] == [
+        ("epoch_bump", "transaction_end", "none"),
+        ("epoch_bump", "transaction_end", "none"),
+    ]
 
 
 def test_orphan_marker():
@@ -693,3 +729,147 @@ def test_empty_partition(count):
     if count:
         b.plain()
     assert replay(b, snapshots=[Snapshot(0, [Entry(1, 0, 3, -5)])]) == []
+
+
+# -- invalid batches: no finding follows from their absence (SPEC section 2) ---------------------
+
+
+def test_sequence_after_an_invalid_batch_is_not_out_of_order():
+    # Kafka's recovery truncates at the first invalid batch (LogSegment.recover): the audit does
+    # not judge the next batch of any producer against a state the invalid batch may have moved.
+    b = LogBuilder()
+    b.data(1, 0, 0, count=2)
+    b.data(1, 0, 2, count=2, valid=False)
+    b.data(1, 0, 4, count=2)
+    b.data(1, 0, 7)  # the resync is one batch long: this gap is reported
+    assert [(f.check, f.details["expected_sequence"]) for f in replay(b)] == [("out_of_order_sequence", 6)]
+
+
+def test_new_epoch_after_an_invalid_batch_is_not_judged():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    b.data(1, 1, 0, valid=False)  # the new epoch's first batch is the one that cannot be read
+    b.data(1, 1, 1)
+    assert checks(replay(b)) == ["epoch_bump"]
+
+
+def test_producer_first_seen_after_an_invalid_batch_is_not_unknown():
+    b = LogBuilder()
+    b.data(1, 0, 0)
+    b.data(2, 0, 0, valid=False)
+    b.data(2, 0, 1)
+    assert replay(b) == []
+
+
+def test_transaction_open_across_an_invalid_batch():
+    # The invalid batch may be the transaction's end marker: a later non-transactional write is
+    # no violation, and a transaction left open is not judged hanging.
+    b = LogBuilder()
+    b.txn(1, 0, 0)
+    b.txn(2, 0, 0)
+    b.commit(1, 0, valid=False)
+    b.data(1, 0, 1)
+    b.plain(ts=10_000_000_000)
+    assert replay(b) == []
+
+
+def test_fenced_write_after_an_invalid_batch_is_still_reported():
+    b = LogBuilder()
+    b.data(1, 3, 0)
+    b.plain(valid=False)
+    b.data(1, 2, 0)
+    assert checks(replay(b)) == ["fenced_epoch_write"]
+
+
+# -- producer-id expiration ----------------------------------------------------------------------
+
+
+def test_producer_expired_then_any_sequence_is_accepted():
+    # ProducerStateManager.removeExpiredProducers: idle >= producer.id.expiration.ms, no open
+    # transaction: the broker forgot the producer and accepts its next batch at any sequence.
+    b = LogBuilder()
+    b.data(1, 0, 0, count=3, ts=1_000)
+    back = b.data(1, 0, 40, ts=1_000 + 5_000)
+    findings = replay(b, producer_id_expiration_ms=5_000)
+    f = only(findings, "producer_expired")
+    assert (f.offset, f.severity, f.error_code) == (back.base_offset, "info", None)
+    assert f.details == {"idle_ms": 5_000, "expected_sequence": 3}
+    assert len(findings) == 1
+    # 1 ms short of the expiration: the broker still knew it, sequence 40 is out of order.
+    assert checks(replay(b, producer_id_expiration_ms=5_001)) == ["out_of_order_sequence"]
+
+
+# -- transactions: the index below the log start, hanging by the reference time ------------------
+
+
+def test_txn_index_entry_below_the_log_start_is_correct():
+    # Retention deleted the transaction's first batches; the broker's entry keeps its first offset.
+    b = LogBuilder(start=100)
+    b.txn(1, 0, 5, count=2)  # 100..101: the rest of a transaction that began at 90
+    abort = b.abort(1, 0)
+    b.abort(2, 0)  # 103: only the marker of pid 2's transaction is left
+    index = {abort.segment: [Aborted(1, 90, abort.base_offset), Aborted(2, 95, abort.base_offset + 1)]}
+    findings = replay(b, log_start=100, aborted_txns=index)
+    assert [f.check for f in findings if f.check == "txn_index_mismatch"] == []
+
+
+def test_txn_index_entry_below_the_log_start_for_another_marker_is_reported():
+    b = LogBuilder(start=100)
+    abort = b.abort(2, 0)
+    index = {abort.segment: [Aborted(2, 95, abort.base_offset + 7)]}
+    f = only(replay(b, log_start=100, aborted_txns=index), "txn_index_mismatch")
+    assert f.details["reason"] == "unknown_index_entry"
+
+
+def test_hanging_transaction_judged_against_the_reference_time():
+    b = LogBuilder(ts=1_000_000)
+    first = b.txn(1, 0, 0, count=2, ts=1_000_000)
+    b.txn(1, 0, 2, ts=1_000_500)  # the producer's last batch
+    b.plain(count=4, ts=1_000_600)
+    # By the partition's newest timestamp it is young: open.
+    assert checks(replay(b)) == ["open_transaction"]
+    findings = replay(b, reference_time=1_000_500 + 900_001)
+    f = only(findings, "hanging_transaction")
+    assert f.offset == first.base_offset
+    assert f.details["age_ms"] == 900_001
+    assert (f.details["first_offset"], f.details["last_stable_offset"], f.details["log_end_offset"]) == (0, 0, 7)
+    assert f.details["records_blocked"] == 7
+    assert f.details["coordinator_state"] is None
+    assert f.details["remedy"] == (
+        "kafka-transactions.sh --bootstrap-server <broker> abort --topic test --partition 8 --start-offset 0"
+    )
+    assert checks(replay(b, reference_time=1_000_500 + 900_000)) == ["open_transaction"]
+
+
+# -- timeline events ------------------------------------------------------------------------------
+
+
+def test_replay_events_in_log_order():
+    b = LogBuilder(start=10)
+    b.txn(1, 0, 0)  # 10
+    b.commit(1, 0)  # 11
+    b.txn(1, 0, 1)  # 12
+    b.abort(1, 1)  # 13: bumped ABORT, no later batch: timeout_abort
+    b.data(2, 0, 0, ts=2_000_000)  # 14
+    b.data(2, 1, 0, ts=2_000_100)  # 15: idempotent bump
+    b.data(2, 1, 1, ts=2_000_100 + 86_400_000)  # 16: expired
+    log = PartitionLog(TOPIC, PART, 10, snapshots=[Snapshot(12, [Entry(1, 0, 0, 10, coordinator_epoch=0, current_txn_first_offset=-1)])])
+    r = ProducerStateReplay(log)
+    for batch in b.batches:
+        r.append(batch)
+    r.finish()
+    kinds = sorted((e.offset, str(e.kind)) for e in r.events)
+    assert kinds == [
+        (10, "log_start_moved"),
+        (10, "transaction_begin"),
+        (11, "transaction_commit"),
+        (12, "snapshot"),
+        (12, "transaction_begin"),
+        (13, "epoch_bump"),
+        (13, "transaction_abort"),
+        (15, "epoch_bump"),
+        (16, "producer_expired"),
+    ]
+    bumps = {e.offset: e for e in r.events if e.kind == "epoch_bump"}
+    assert "timeout abort" in bumps[13].message and "idempotent bump" in bumps[15].message
+    assert all(e.to_dict()["topic"] == TOPIC for e in r.events)

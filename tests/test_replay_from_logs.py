@@ -143,8 +143,9 @@ def test_epoch_bump_of_an_idempotent_producer_in_a_later_segment(tmp_path):
     assert (f.offset, f.segment, f.position) == (r.base_offset, segment(w, r.segment_base_offset), r.position)
     assert (f.producer_id, f.producer_epoch, f.sequence) == (21, 5, 0)
     assert f.details["previous_epoch"] == 4 and f.details["open_transaction_aborted"] is False
-    assert (f.severity, f.error_code, f.client_outcome) == ("info", None, "fatal")
-    assert f.details["client_exception"] == "ProducerFencedException"
+    # SPEC section 2: an idempotent producer's own bump (KIP-360) has client outcome none.
+    assert (f.severity, f.error_code, f.client_outcome) == ("info", None, "none")
+    assert f.details["reason"] == "idempotent_bump" and "client_exception" not in f.details
 
 
 def test_epoch_bump_near_miss_same_epoch_over_segments(tmp_path):
@@ -170,7 +171,9 @@ def test_coordinator_fences_an_open_transaction_with_a_bumped_abort(tmp_path):
     f = only(findings, "epoch_bump")
     assert findings == [f]  # the abort closes the transaction: no open/hanging one, index agrees
     assert f.offset == marker.base_offset
-    assert f.details == {"previous_epoch": 0, "open_transaction_aborted": True, "client_exception": "ProducerFencedException"}
+    # No later batch of the producer: the coordinator aborted it on timeout (SPEC: timeout_abort).
+    assert f.details == {"previous_epoch": 0, "open_transaction_aborted": True, "reason": "timeout_abort"}
+    assert f.client_outcome == "none"
     assert str(first.base_offset) in f.message
 
 
@@ -286,9 +289,10 @@ def test_duplicate_sequence_retried_into_the_next_segment(tmp_path):
     f = only(findings, "duplicate_sequence")
     assert findings == [f]
     assert (f.offset, f.segment) == (dup.base_offset, segment(w, dup.segment_base_offset))
-    assert f.details["earlier_offset"] == first.base_offset
+    assert f.details["original_offset"] == first.base_offset
     assert (f.details["first_sequence"], f.details["last_sequence"]) == (3, 5)
-    assert (f.error_code, f.error_name, f.client_outcome) == (46, "DUPLICATE_SEQUENCE_NUMBER", "none")
+    # SPEC section 2: the broker answers a retry NONE; the copy in the log carries no error code.
+    assert (f.error_code, f.error_name, f.client_outcome) == (None, None, "none")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -323,7 +327,8 @@ def test_retention_gap_log_start_from_the_first_segment(tmp_path):
     assert f.details["log_start_offset"] == start == w.segments[0].base_offset
     assert f.details["missing_sequences"] == [0, 1]
     assert f.details["in_snapshot"] is False
-    assert (f.severity, f.error_code, f.error_name, f.client_outcome) == ("warning", 59, "UNKNOWN_PRODUCER_ID", "abortable")
+    # SPEC section 2: no error code a producer would see (brokers since 2.5 accept the batch).
+    assert (f.severity, f.error_code, f.error_name, f.client_outcome) == ("warning", None, None, "none")
     # 82's first surviving batch (offset 5, sequence 1) comes after the snapshot taken at the roll
     # to offset 5, which still knows its deleted sequence 0: no gap for it.
     assert any(e.producer_id == 82 for e in w.snapshots[5])
@@ -354,18 +359,14 @@ def test_retention_gap_log_start_from_the_checkpoint_and_without_it(tmp_path):
     assert f.offset == r.base_offset
     assert f.details["log_start_offset"] == 7 and f.details["missing_sequences"] == [0, 3]
     assert f.details["in_snapshot"] is False
-    # Without the checkpoint the log starts at offset 0: a plain UnknownProducerId error.
+    # Without the checkpoint the log starts at offset 0: unknown_producer_id, a warning without
+    # an error code since brokers 2.5+ accept the batch (SPEC section 2).
     (log.root / "log-start-offset-checkpoint").write_text("0\n0\n")
     findings = log.scan()
     f = only(findings, "unknown_producer_id")
     assert checks(findings) == ["unknown_producer_id"]
-    assert f.details == {
-        "log_start_offset": 0,
-        "missing_sequences": [0, 3],
-        "in_snapshot": False,
-        "client_exception": "UnknownProducerIdException",
-    }
-    assert (f.severity, f.error_code, f.client_outcome) == ("error", 59, "abortable")
+    assert f.details == {"log_start_offset": 0, "missing_sequences": [0, 3], "in_snapshot": False}
+    assert (f.severity, f.error_code, f.client_outcome) == ("warning", None, "none")
 
 
 def test_first_batch_at_sequence_zero_is_no_gap(tmp_path):
@@ -673,6 +674,41 @@ def test_same_log_in_a_topic_that_is_not_compacted(tmp_path):
     assert [f.offset for f in of(findings, "out_of_order_sequence")] == [12]
 
 
+def test_a_torn_tail_is_no_sequence_gap_in_the_next_segment(tmp_path):
+    # The torn batch is a truncated_batch finding of the segment step; Kafka's recovery truncates
+    # there (LogSegment.recover) and the log goes on at its offset in a new segment. The
+    # producer's sequences 2..3 were in the torn batch: its next batch is no sequence error.
+    from tests.support.writer import Faults
+
+    def write(root, torn: bool):
+        log = Log(root, snapshots=False)
+        w = log.partition()
+        p = Producer(171, epoch=0)
+        p.send(w, recs(w.next_offset, 2))
+        if torn:
+            cut = p.send(w, recs(w.next_offset, 2), faults=Faults(truncate=10))
+            w.next_offset = cut.base_offset
+        else:
+            p.sequences[id(w)] = 4  # the same two records, simply missing
+        w.roll(w.next_offset)
+        p.send(w, recs(w.next_offset, 2))
+        return log
+
+    assert [f.check for f in write(tmp_path / "torn", True).scan()] == ["truncated_batch"]
+    assert [f.check for f in write(tmp_path / "missing", False).scan()] == ["out_of_order_sequence"]
+
+
+def test_compaction_is_inferred_from_the_cleaner_offset_checkpoint(tmp_path):
+    # SPEC section 2: a partition the log dir's cleaner-offset-checkpoint lists is compacted
+    # (LogCleanerManager checkpoints only the logs the cleaner compacts).
+    log = _cleaned_log(tmp_path, "users")
+    log.close()
+    (log.root / "cleaner-offset-checkpoint").write_text("0\n1\nusers 0 22\n")
+    assert log.scan() == []
+    (log.root / "cleaner-offset-checkpoint").write_text("0\n1\nother 0 22\n")
+    assert "out_of_order_sequence" in checks(log.scan())
+
+
 def test_consumer_offsets_transactional_offset_commits(tmp_path):
     # TxnOffsetCommit: the group coordinator writes the producer's id and epoch with sequence 0
     # every time (AppendOrigin.COORDINATOR: epochs checked, sequences not).
@@ -743,3 +779,18 @@ def test_transactions_v2_epoch_bump_on_every_marker(tmp_path):
     assert [(f.offset, f.details["open_transaction_aborted"]) for f in bumps] == markers
     assert [f.details["previous_epoch"] for f in bumps] == list(range(6))
     assert checks(findings) == ["epoch_bump"] * 6
+
+
+def test_timeline_events_reach_the_scan_result(tmp_path):
+    log = Log(tmp_path)
+    w = log.partition()
+    t = Producer(181, epoch=0, transactional=True)
+    t.begin()
+    t.send(w, recs(w.next_offset, 2))
+    t.commit()
+    log.close()
+    options = ScanOptions(timeline=True)
+    result = audit_in_process(discover([str(log.root)]), options)
+    kinds = [str(e.kind) for e in result.events if e.kind != "snapshot"]
+    assert kinds == ["transaction_begin", "transaction_commit"]
+    assert audit_in_process(discover([str(log.root)]), ScanOptions()).events == []

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 
 from kafka_audit.formats import storage
 from kafka_audit.formats.checkpoints import (
+    CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     OFFSET_CHECKPOINTS,
@@ -106,6 +107,8 @@ class PartitionDir:
     segments: list[SegmentFile] = field(default_factory=list)
     snapshots: list[SnapshotFile] = field(default_factory=list)
     checkpointed_log_start: int | None = None
+    # The log dir's cleaner-offset-checkpoint lists this partition: the log cleaner compacts it.
+    cleaner_checkpointed: bool = False
     leader_epoch_checkpoint: str | None = None
     # The PATH that found this folder, as given.
     root: str | None = None
@@ -213,7 +216,7 @@ class _Walker:
         self.notes: list[str] = []
         self.visited_dirs: set[tuple[int, int]] = set()
         self.seen_files: set[str] = set()
-        self.log_start_cache: dict[str, dict[tuple[str, int], int]] = {}
+        self.checkpoint_cache: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
         # The filesystem of the PATH being walked, and each walked PATH as the user gave it.
         self.fs: storage.LocalTree | storage.RemoteTree = storage.LocalTree()
         self.shown: dict[str, str] = {}
@@ -397,26 +400,28 @@ class _Walker:
             return None
         partition = PartitionDir(topic, number, real_folder, display, kind, root=self.shown.get(root, root))
         log_dir = self.fs.dirname(real_folder)
-        partition.checkpointed_log_start = self._log_starts(log_dir).get((topic, number))
+        partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
+        partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)
         epochs = self.fs.join(real_folder, LEADER_EPOCH_CHECKPOINT)
         partition.leader_epoch_checkpoint = epochs if self.fs.isfile(epochs) else None
         self.partitions[real_folder] = partition
         return partition
 
-    def _log_starts(self, log_dir: str) -> dict[tuple[str, int], int]:
-        """The log dir's ``log-start-offset-checkpoint`` (read once per log dir)."""
-        cached = self.log_start_cache.get(log_dir)
+    def _checkpoint(self, log_dir: str, name: str) -> dict[tuple[str, int], int]:
+        """An offset checkpoint file of the log dir (``log-start-offset-checkpoint``,
+        ``cleaner-offset-checkpoint``), read once per log dir."""
+        cached = self.checkpoint_cache.get((log_dir, name))
         if cached is not None:
             return cached
-        starts: dict[tuple[str, int], int] = {}
-        path = self.fs.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
+        offsets: dict[tuple[str, int], int] = {}
+        path = self.fs.join(log_dir, name)
         if self.fs.isfile(path):
             parsed = read_offset_checkpoint(path)
             for problem in parsed.problems:
                 self.note(f"{path}: {problem.message}")
-            starts = {(e.topic, e.partition): e.offset for e in parsed.entries}
-        self.log_start_cache[log_dir] = starts
-        return starts
+            offsets = {(e.topic, e.partition): e.offset for e in parsed.entries}
+        self.checkpoint_cache[(log_dir, name)] = offsets
+        return offsets
 
 
 def _is_tiered_name(name: str) -> bool:

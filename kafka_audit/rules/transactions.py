@@ -38,6 +38,7 @@ class Anchor(NamedTuple):
     producer_epoch: int
     base_sequence: int | None
     segment: str | None = None
+    max_timestamp: int = -1
 
 
 @dataclass(slots=True)
@@ -46,7 +47,9 @@ class OpenTxn:
 
     ``batch`` is the transaction's first batch (a BatchSummary), or an :class:`Anchor` when the
     transaction was already open in the snapshot that seeded the replay; ``first_timestamp`` is
-    then the snapshot entry's timestamp, the best age estimate there is.
+    then the snapshot entry's timestamp, the best age estimate there is. ``last_timestamp`` is the
+    producer's last batch's (``ProducerStateEntry.lastTimestamp``), by which
+    ``kafka-transactions.sh find-hanging`` ages a transaction.
     """
 
     producer_id: int
@@ -54,6 +57,7 @@ class OpenTxn:
     first_timestamp: int
     epoch: int
     batch: Any
+    last_timestamp: int = -1
 
 
 class DerivedAbortedTxn(NamedTuple):
@@ -82,6 +86,8 @@ def compare_txn_index(
     index: Mapping[str, Iterable[AbortedTxn]],
     empty_aborts: Iterable[tuple[str, int, int]] = (),
     compacted: bool = False,
+    log_start_offset: int = 0,
+    trusted_until: int | None = None,
 ) -> list[Finding]:
     """``txn_index_mismatch`` findings: aborted transactions of the log vs the ``.txnindex`` files.
 
@@ -99,14 +105,33 @@ def compare_txn_index(
     cleaned segment holding the transaction's remaining data (``Cleaner`` /
     ``CleanedTransactionMetadata``), and may remove the aborted data altogether; there only an
     aborted transaction missing from every ``.txnindex`` of the partition is reported.
+
+    An index entry whose first offset lies below ``log_start_offset`` is correct when the log holds
+    its ABORT marker: retention (or DeleteRecords) deleted the start of the transaction, and the
+    entry keeps the first offset the broker saw (``LogSegment.updateTxnIndex``); the replay then
+    saw the transaction from its first retained batch on, or not at all. ``trusted_until``: the
+    last offset before the partition's first invalid batch (None: none); an index entry ending
+    past it is not reported as unknown, since the invalid batch may be the data it names.
     """
     findings: list[Finding] = []
     tp = f"{topic}-{partition}"
+    derived = list(derived)
     by_segment: dict[str, list[DerivedAbortedTxn]] = defaultdict(list)
     for txn in derived:
         by_segment[txn.segment].append(txn)
-    index_keys = {segment: [aborted_txn_key(e) for e in entries] for segment, entries in index.items()}
     tolerated = set(empty_aborts)
+    index_keys = {segment: [aborted_txn_key(e) for e in entries] for segment, entries in index.items()}
+    if log_start_offset > 0:
+        by_marker = {(t.producer_id, t.last_offset): t for t in derived}
+        orphan_aborts = {(pid, offset) for _, pid, offset in tolerated}
+        index_keys = {
+            segment: [
+                kept
+                for key in keys
+                if (kept := _below_log_start(key, log_start_offset, by_marker, orphan_aborts)) is not None
+            ]
+            for segment, keys in index_keys.items()
+        }
 
     if compacted:
         everywhere = {key for keys in index_keys.values() for key in keys}
@@ -151,6 +176,8 @@ def compare_txn_index(
                 continue
             if first == last and (segment, pid, last) in tolerated:
                 continue
+            if trusted_until is not None and last > trusted_until:
+                continue
             findings.append(
                 make_finding(
                     "txn_index_mismatch",
@@ -169,6 +196,26 @@ def compare_txn_index(
                 )
             )
     return findings
+
+
+def _below_log_start(
+    key: tuple[int, int, int],
+    log_start_offset: int,
+    by_marker: Mapping[tuple[int, int], DerivedAbortedTxn],
+    orphan_aborts: set[tuple[int, int]],
+) -> tuple[int, int, int] | None:
+    """An index entry that starts below the log start offset, as the replay can know it: the
+    transaction the replay saw end at the same ABORT marker, or None (nothing to compare) when
+    the replay saw only that marker."""
+    pid, first, last = key
+    if first >= log_start_offset:
+        return key
+    seen = by_marker.get((pid, last))
+    if seen is not None:
+        return (seen.producer_id, seen.first_offset, seen.last_offset)
+    if (pid, last) in orphan_aborts:
+        return None
+    return key
 
 
 def _entry_details(txn: DerivedAbortedTxn) -> dict[str, int]:
@@ -193,32 +240,52 @@ def open_transaction_findings(
     topic: str,
     partition: int,
     open_txns: Iterable[OpenTxn],
-    newest_timestamp: int,
+    reference_time: int,
     transaction_timeout_ms: int,
+    log_end_offset: int,
+    stable_from: int,
 ) -> list[Finding]:
     """``hanging_transaction`` / ``open_transaction`` for the transactions open at the end of the log.
 
-    A transaction is hanging when the newest timestamp in the partition is more than
-    ``transaction_timeout_ms`` after its first batch (the coordinator would have aborted it by then;
-    ``ProducerStateManager.hasLateTransaction`` flags the same condition against the clock). Without
-    timestamps (-1) its age is unknown and it is reported as open.
+    As ``kafka-transactions.sh find-hanging`` (``FindHangingTransactions``) judges it: a
+    transaction is hanging when ``reference_time`` (``--reference-time``, else the partition's
+    newest timestamp) is more than ``transaction_timeout_ms`` after its producer's last batch
+    (``ProducerStateEntry.lastTimestamp``): the coordinator would have aborted it by then. Without
+    timestamps (-1) its age is unknown and it is reported as open. ``stable_from`` is the partition's
+    last stable offset (the first offset of its earliest open transaction), which the hanging
+    transaction pins: ``records_blocked`` offsets up to ``log_end_offset`` stay invisible to
+    read_committed consumers. ``coordinator_state`` stays null until ``__transaction_state`` is read.
     """
     tp = f"{topic}-{partition}"
     findings = []
     for txn in sorted(open_txns, key=lambda t: t.first_offset):
-        known = txn.first_timestamp >= 0 and newest_timestamp >= 0
-        age = newest_timestamp - txn.first_timestamp if known else None
+        last = txn.last_timestamp if txn.last_timestamp >= 0 else txn.first_timestamp
+        known = last >= 0 and reference_time >= 0
+        age = reference_time - last if known else None
         hanging = age is not None and age > transaction_timeout_ms
-        details = {"first_offset": txn.first_offset, "age_ms": age, "transaction_timeout_ms": transaction_timeout_ms}
+        details = {
+            "first_offset": txn.first_offset,
+            "age_ms": age,
+            "transaction_timeout_ms": transaction_timeout_ms,
+            "last_stable_offset": stable_from,
+            "log_end_offset": log_end_offset,
+            "records_blocked": log_end_offset - stable_from,
+        }
         segment = getattr(txn.batch, "segment", None)
         if hanging:
+            details["coordinator_state"] = None
+            details["remedy"] = (
+                f"kafka-transactions.sh --bootstrap-server <broker> abort --topic {topic} --partition {partition} "
+                f"--start-offset {txn.first_offset}"
+            )
             message = (
                 f"Transaction of producer {txn.producer_id} starting at offset {txn.first_offset} in "
-                f"partition {tp} is still open at the end of the log, {age} ms after its first batch "
-                f"(transaction timeout {transaction_timeout_ms} ms): it pins the last stable offset"
+                f"partition {tp} is still open at the end of the log, its producer's last batch {age} ms old "
+                f"(transaction timeout {transaction_timeout_ms} ms): it pins the last stable offset at "
+                f"{stable_from}"
             )
         else:
-            age_text = f"{age} ms old" if age is not None else "of unknown age"
+            age_text = f"its producer's last batch {age} ms old" if age is not None else "of unknown age"
             message = (
                 f"Transaction of producer {txn.producer_id} starting at offset {txn.first_offset} in "
                 f"partition {tp} is open at the end of the log ({age_text})"

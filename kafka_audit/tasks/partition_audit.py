@@ -3,6 +3,11 @@
 Runs after the shuffle, once per Kafka partition, in one pass over the batch summaries:
 each summary feeds the offset-continuity observer, is buffered per segment for the index
 verification of that segment, and flows on into the producer-state replay.
+
+:func:`audit_partition` returns the partition's findings and its :class:`PartitionTotals`; with
+``PartitionMeta.timeline`` the totals also carry the replay's timeline events
+(``PartitionTotals.events``: :class:`kafka_audit.rules.events.Event`, in log order per partition,
+merged across partitions by :meth:`PartitionTotals.merge`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from dataclasses import dataclass, field
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.rules.offset_continuity import OffsetContinuity
-from kafka_audit.rules.producer_state import PartitionLog, replay_partition
+from kafka_audit.rules.events import Event
+from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
 from kafka_audit.findings import Finding, make_finding
 from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
@@ -34,6 +40,8 @@ class SegmentFiles:
     time_index: str | None = None
     txn_index: str | None = None
     log: str | None = None
+    # The segment file's size at discovery (None: unknown).
+    size: int | None = None
 
 
 @dataclass(slots=True)
@@ -45,6 +53,9 @@ class PartitionMeta:
     compacted: bool
     log_start_offset: int
     transaction_timeout_ms: int
+    producer_id_expiration_ms: int = 86400000
+    reference_time: int | None = None
+    timeline: bool = False
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
@@ -66,8 +77,13 @@ class PartitionMeta:
             compacted=options.validation.is_compacted(found.topic),
             log_start_offset=log_start,
             transaction_timeout_ms=options.transaction_timeout_ms,
+            producer_id_expiration_ms=options.producer_id_expiration_ms,
+            reference_time=options.reference_time,
+            timeline=options.timeline,
             segments={
-                s.display_path: SegmentFiles(s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path)
+                s.display_path: SegmentFiles(
+                    s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size
+                )
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
@@ -83,12 +99,14 @@ class PartitionTotals:
     committed: int = 0
     aborted: int = 0
     open: int = 0
+    events: list[Event] = field(default_factory=list)
 
     def merge(self, other: "PartitionTotals") -> "PartitionTotals":
         self.producers |= other.producers
         self.committed += other.committed
         self.aborted += other.aborted
         self.open += other.open
+        self.events.extend(other.events)
         return self
 
 
@@ -161,10 +179,22 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         aborted_txns={segment: parsed.entries for segment, parsed in txn_indexes.items()},
         transaction_timeout_ms=meta.transaction_timeout_ms,
         compacted=meta.compacted,
+        producer_id_expiration_ms=meta.producer_id_expiration_ms,
+        reference_time=meta.reference_time,
     )
-    replayed = replay_partition(log, tap())
+    replay = ProducerStateReplay(log)
+    coverage = _Coverage(meta.segments)
+    for summary in tap():
+        if coverage.gap_before(summary):
+            replay.untrusted()
+        replay.append(summary)
+    if coverage.gap_at_end():
+        replay.untrusted()
+    replayed = replay.finish()
     findings.extend(replayed)
-    totals.open = sum(1 for f in replayed if f.check in ("open_transaction", "hanging_transaction"))
+    totals.open = replay.stats.transactions_open
+    if meta.timeline:
+        totals.events = replay.events
     return findings, totals
 
 
@@ -182,6 +212,44 @@ def _shown_as(parsed, display: str):
     for a local copy and for its upload to a store)."""
     parsed.path = display
     return parsed
+
+
+class _Coverage:
+    """Whether the batch summaries cover every byte of each live segment, in log order. Bytes the
+    segment step could not read as batches (a torn tail, a size field that cannot be framed, an
+    unknown magic, a file that cannot be opened) are, to the replay, batches it cannot trust
+    (``ProducerStateReplay.untrusted``); the segment step reports them itself."""
+
+    def __init__(self, segments: dict[str, SegmentFiles]) -> None:
+        self.order = sorted(segments.values(), key=lambda s: (s.base_offset, s.segment))
+        self.next = 0
+        self.current: SegmentFiles | None = None
+        self.end = 0
+
+    def gap_before(self, summary: BatchSummary) -> bool:
+        gap = False
+        if self.current is None or summary.segment != self.current.segment:
+            gap = self._close()
+            while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
+                gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
+                self.next += 1
+            self.current = self.order[self.next] if self.next < len(self.order) else None
+            self.next += 1
+            self.end = 0
+        gap |= summary.position != self.end
+        self.end = summary.position + summary.size
+        return gap
+
+    def gap_at_end(self) -> bool:
+        gap = self._close()
+        gap |= any(files.size for files in self.order[self.next :])
+        self.next = len(self.order)
+        return gap
+
+    def _close(self) -> bool:
+        """The current segment's bytes after its last batch were not read as batches."""
+        current, self.current = self.current, None
+        return current is not None and current.size is not None and self.end < current.size
 
 
 def _can_open(path: str | None, remote_too: bool = False) -> bool:

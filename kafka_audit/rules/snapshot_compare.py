@@ -1,0 +1,171 @@
+"""The replay's ``.snapshot`` files: seeding the state and ``snapshot_mismatch``.
+
+``ProducerStateManager.readSnapshot`` / ``loadProducerEntry``: a snapshot's file name is the
+offset after the state it captures. The replay starts from the newest usable snapshot at or before
+its first batch (state survives deleted data, KIP-360) and compares each later one, when the
+replay reaches its offset, with the state the broker rebuilt from the log as written
+(``AppendOrigin.REPLICATION``, the replay's ``written`` map): epoch, last sequence and last offset
+(``ProducerStateEntry.lastSeq`` / ``lastDataOffset``: the last *data* batch's, both -1 after an end
+marker changed the epoch, which clears the batch metadata), coordinator epoch and the current
+transaction's first offset.
+
+A producer missing from a snapshot is no mismatch (``removeExpiredProducers`` drops idle ones).
+A producer the snapshot knows and the replay does not (its data was deleted), or whose state the
+replay cannot vouch for (known only from a marker, re-synchronising after an invalid batch), is
+adopted from the snapshot instead of compared.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
+from kafka_audit.rules.events import EventKind
+from kafka_audit.rules.producer_entry import BatchMetadata, decrement_sequence
+from kafka_audit.rules.transactions import Anchor, OpenTxn
+
+if TYPE_CHECKING:
+    from kafka_audit.rules.producer_state import ProducerStateReplay
+
+
+def _usable(snapshot: ProducerSnapshot) -> bool:
+    """A snapshot the broker would load: an offset in its name and no read error
+    (CorruptSnapshotException)."""
+    return snapshot.offset is not None and snapshot.valid
+
+
+class SnapshotComparer:
+    def __init__(self, replay: "ProducerStateReplay") -> None:
+        self.replay = replay
+        self.snapshots = sorted((s for s in replay.log.snapshots if _usable(s)), key=lambda s: s.offset)
+        self._entries: dict[int, dict[int, ProducerSnapshotEntry]] = {}
+        self._pending: list[ProducerSnapshot] = []
+        self.anchors: dict[int, Anchor] = {}
+
+    def entries(self, snapshot: ProducerSnapshot) -> dict[int, ProducerSnapshotEntry]:
+        cached = self._entries.get(id(snapshot))
+        if cached is None:
+            cached = self._entries[id(snapshot)] = {e.producer_id: e for e in snapshot.entries}
+        return cached
+
+    def older_entry(self, pid: int, offset: int) -> ProducerSnapshotEntry | None:
+        """The producer's entry in the newest snapshot at or before ``offset`` that knows it."""
+        known = None
+        for snapshot in self.snapshots:
+            if snapshot.offset > offset:
+                break
+            known = self.entries(snapshot).get(pid, known)
+        return known
+
+    def start(self, first_offset: int | None) -> None:
+        """Seed from the newest snapshot at or before the first batch; queue the later ones."""
+        seed = None
+        later = []
+        for snapshot in self.snapshots:
+            if first_offset is None or snapshot.offset <= first_offset:
+                seed = snapshot
+            else:
+                later.append(snapshot)
+        self._pending = later[::-1]  # pop() from the end gives the lowest offset
+        if seed is not None:
+            for entry in self.entries(seed).values():
+                self._adopt(entry, seed.offset)
+
+    def compare_due(self, offset: int | None) -> None:
+        """Compare the snapshots whose offset is at most ``offset`` (all remaining when None)."""
+        pending = self._pending
+        replay = self.replay
+        while pending and (offset is None or pending[-1].offset <= offset):
+            snapshot = pending.pop()
+            if offset is None and replay.log_end_offset is not None and snapshot.offset > replay.log_end_offset:
+                # Beyond the end of the log (truncated tail): Kafka deletes such snapshots on load
+                # (ProducerStateManager.truncateAndReload); nothing to compare them with.
+                continue
+            self._compare(snapshot)
+
+    def _adopt(self, entry: ProducerSnapshotEntry, offset: int) -> None:
+        """loadProducerEntry into both maps; an open transaction becomes the replay's too."""
+        replay = self.replay
+        pid = entry.producer_id
+        replay.client.load(entry)
+        replay.written.load(entry)
+        replay.resync.discard(pid)
+        replay.expired.discard(pid)
+        anchor_offset = entry.last_offset if entry.last_offset >= 0 else offset
+        anchor = Anchor(
+            None,
+            anchor_offset,
+            anchor_offset,
+            2,
+            pid,
+            entry.producer_epoch,
+            decrement_sequence(entry.last_sequence, entry.offset_delta) if entry.last_sequence >= 0 else None,
+            None,
+            entry.timestamp,
+        )
+        self.anchors[pid] = anchor
+        if entry.current_txn_first_offset >= 0 and pid not in replay.open_txns:
+            txn_anchor = anchor._replace(base_offset=entry.current_txn_first_offset)
+            replay.open_txns[pid] = OpenTxn(
+                pid, entry.current_txn_first_offset, entry.timestamp, entry.producer_epoch, txn_anchor, entry.timestamp
+            )
+
+    def _compare(self, snapshot: ProducerSnapshot) -> None:
+        replay = self.replay
+        replay.stats.snapshots_compared += 1
+        offset = snapshot.offset
+        mismatched = 0
+        for pid, entry in sorted(self.entries(snapshot).items()):
+            written = replay.written.get(pid)
+            client = replay.client.get(pid)
+            if written is None or client is None or pid in replay.resync:
+                self._adopt(entry, offset)
+                continue
+            replayed = {
+                "epoch": written.producer_epoch,
+                "coordinator_epoch": written.coordinator_epoch,
+                "current_txn_first_offset": written.current_txn_first_offset,
+            }
+            stored = {
+                "epoch": entry.producer_epoch,
+                "coordinator_epoch": entry.coordinator_epoch,
+                "current_txn_first_offset": entry.current_txn_first_offset,
+            }
+            stored_seq = entry.last_sequence if entry.last_offset >= 0 else -1
+            if written.batch_metadata or stored_seq < 0 or entry.producer_epoch != written.producer_epoch:
+                replayed["last_sequence"] = written.last_seq
+                replayed["last_offset"] = written.last_data_offset
+                stored["last_sequence"] = stored_seq
+                stored["last_offset"] = entry.last_offset
+            else:
+                # Known only from a marker: the snapshot knows the sequences the log no longer shows.
+                for states in (replay.client, replay.written):
+                    state = states.get(pid)
+                    if state is not None and not state.batch_metadata and state.producer_epoch == entry.producer_epoch:
+                        state.batch_metadata.append(
+                            BatchMetadata(entry.last_sequence, entry.last_offset, entry.offset_delta, entry.timestamp)
+                        )
+            diffs = {k: {"snapshot": stored[k], "replayed": replayed[k]} for k in stored if stored[k] != replayed[k]}
+            if not diffs:
+                continue
+            mismatched += 1
+            parts = ", ".join(
+                f"{k.replace('_', ' ')} {v['snapshot']} (snapshot) vs {v['replayed']} (log)" for k, v in diffs.items()
+            )
+            anchor = replay.last_batches.get(pid) or self.anchors.get(pid)
+            replay.finding(
+                "snapshot_mismatch",
+                f"Producer state snapshot at offset {offset} of partition {replay.tp} disagrees with the log for "
+                f"producer {pid}: {parts}",
+                anchor,
+                {"snapshot_offset": offset, "snapshot": snapshot.path, "producer_id": pid, "fields": diffs},
+                offset=offset,
+            )
+        replay.event(
+            EventKind.SNAPSHOT,
+            None,
+            f"Producer state snapshot {snapshot.path} at offset {offset} of partition {replay.tp}: "
+            f"{len(snapshot.entries)} producer(s), {mismatched} disagreeing with the log",
+            offset=offset,
+        )
+

@@ -1,0 +1,58 @@
+"""Test helpers: where the shared corpora are, and an in-process scan with ``scan``'s options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafka_audit.audit import ScanOptions, ScanResult, audit_in_process
+from kafka_audit.formats.log_dir import discover
+from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+
+_REPO = Path(__file__).resolve().parent.parent.parent
+# /work/shared beside the main checkout, or two levels up from a worktree (/work/wt/<name>).
+_SHARED_CANDIDATES = (_REPO.parent / "shared", _REPO.parent.parent / "shared")
+
+
+def shared_corpus(name: str) -> Path:
+    """``shared/corpus/<name>``, or skip the test when the shared corpora are absent."""
+    for shared in _SHARED_CANDIDATES:
+        path = shared / "corpus" / name
+        if path.is_dir():
+            return path
+    pytest.skip(f"shared corpus {name!r} not found beside the repository")
+
+
+def scan_options(args: list[str] = ()) -> ScanOptions:
+    """The ScanOptions ``kafka-audit scan`` builds from these options (the subset the corpora use)."""
+    values: dict[str, list[str]] = {}
+    it = iter(args)
+    for name in it:
+        values.setdefault(name, []).append(next(it))
+    one = lambda name, default=None: int(values[name][-1]) if name in values else default  # noqa: E731
+    options = ScanOptions(
+        validation=ValidationConfig(
+            compacted_topics=frozenset(values.get("--compacted-topic", ())) | ALWAYS_COMPACTED_TOPICS,
+            max_message_bytes=one("--max-message-bytes", DEFAULT_MAX_MESSAGE_BYTES),
+            timestamp_before_max_ms=one("--timestamp-before-max-ms"),
+            timestamp_after_max_ms=one("--timestamp-after-max-ms"),
+        ),
+        reference_time=one("--reference-time"),
+    )
+    if "--producer-id-expiration-ms" in values:
+        options.producer_id_expiration_ms = one("--producer-id-expiration-ms")
+    if "--transaction-timeout-ms" in values:
+        options.transaction_timeout_ms = one("--transaction-timeout-ms")
+    unknown = set(values) - {
+        "--compacted-topic", "--max-message-bytes", "--timestamp-before-max-ms", "--timestamp-after-max-ms",
+        "--reference-time", "--producer-id-expiration-ms", "--transaction-timeout-ms",
+    }
+    assert not unknown, f"scan_options does not map {sorted(unknown)}"
+    return options
+
+
+def scan(path: Path | str, args: list[str] = ()) -> ScanResult:
+    """``kafka-audit scan PATH [args]`` in this process (the engine-independent audit core)."""
+    options = scan_options(list(args))
+    return audit_in_process(discover([str(path)]), options)
