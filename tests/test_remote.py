@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks
+from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks, with_inferred_compaction
 from kafka_audit.cli import main
 from kafka_audit.findings import Finding
 from kafka_audit.formats import storage
@@ -125,25 +125,29 @@ def test_remote_reference_time_is_the_objects_last_modified(s3):
     assert found.partitions[0].segments[0].mtime_ms == int(info["LastModified"].timestamp() * 1000)
 
 
+def _spark_scan(spark, discovery, options: ScanOptions):
+    """The Spark engine as the CLI runs it: compaction inferred from the discovery first
+    (``audit_in_process`` does that itself)."""
+    from kafka_audit.pipeline import run_scan
+
+    return run_scan(spark, discovery, with_inferred_compaction(options, discovery))
+
+
 @pytest.mark.spark
 @pytest.mark.parametrize("case", ["fixtures/faulty", "fixtures/producer-errors"])
 def test_s3_scan_on_spark_equals_the_local_scan(s3, spark, case):
-    from kafka_audit.pipeline import run_scan
-
     options = _options_of(CASES[case])
     local = _scan([str(CASES[case])], options)
-    on_spark = run_scan(spark, discover([f"s3://{BUCKET}/{case}"], storage_options=s3.storage_options()), options)
+    on_spark = _spark_scan(spark, discover([f"s3://{BUCKET}/{case}"], storage_options=s3.storage_options()), options)
     assert _comparable(on_spark) == _comparable(local)
 
 
 @pytest.mark.spark
 @pytest.mark.skipif(not REAL_BROKER_CASES, reason="real-broker corpus not found")
 def test_s3_real_broker_corpus_on_spark_equals_the_local_scan(s3, spark):
-    from kafka_audit.pipeline import run_scan
-
     paths = [c for c in CASES if c.startswith("real-broker/")]
     local = _scan([str(CASES[c]) for c in paths], ScanOptions())
-    remote = run_scan(
+    remote = _spark_scan(
         spark, discover([f"s3://{BUCKET}/{c}" for c in paths], storage_options=s3.storage_options()), ScanOptions()
     )
     assert remote.summary["batches"] == local.summary["batches"] > 0
@@ -462,15 +466,13 @@ def test_a_read_failing_part_way_is_an_unreadable_segment_after_what_was_read(tm
 
 @pytest.mark.spark
 def test_a_remote_segment_split_by_its_index_on_spark(s3, spark, tmp_path):
-    from kafka_audit.pipeline import run_scan
-
     _big_partition(tmp_path / "logs")
     upload_tree(s3.filesystem(), tmp_path / "logs", f"{BUCKET}/split-spark")
     remote = discover([f"s3://{BUCKET}/split-spark"], storage_options=s3.storage_options())
     split = replace(ScanOptions(), split_bytes=16 * 1024)
     assert len(plan_tasks(remote, split.split_bytes)) > 5
     reference = audit_in_process(discover([str(tmp_path / "logs")]), ScanOptions())
-    assert _comparable(run_scan(spark, remote, split)) == _comparable(reference)
+    assert _comparable(_spark_scan(spark, remote, split)) == _comparable(reference)
 
 
 def test_walked_pages_of_a_remote_segment_are_freed(tmp_path, monkeypatch):
