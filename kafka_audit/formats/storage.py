@@ -343,8 +343,10 @@ class RemoteTree:
         return posixpath.join(*parts)
 
     def dirname(self, path: str) -> str:
+        """The folder holding ``path``; a bucket (``s3://bucket``) is its own top."""
         key = self._key(path)
-        return self._uri(posixpath.dirname(key) if "/" in key.strip("/") else key)
+        parent = posixpath.dirname(key)
+        return self._uri(parent if parent else key)
 
     def basename(self, path: str) -> str:
         return posixpath.basename(path.rstrip("/"))
