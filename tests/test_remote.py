@@ -493,3 +493,20 @@ def test_walked_pages_of_a_remote_segment_are_freed(tmp_path, monkeypatch):
         size = remote.size
     assert len(walked) == 400 and size > 10 * 16 * 1024
     assert first_page == bytes(4096)
+
+
+def test_sidecar_read_ahead_holds_at_most_sixteen_reads_and_drops_leftovers(monkeypatch):
+    started: list[str] = []
+
+    def fake_read(path: str, start: int, stop: int) -> bytes:
+        started.append(path)
+        return path.encode()
+
+    monkeypatch.setattr(storage, "_read_range", fake_read)
+    paths = [f"s3://bucket/t-0/{i:020d}.index" for i in range(40)]
+    with storage.prefetching(paths + [None, "/local/file.index"], 100):
+        assert len(storage._prefetched) == 16
+        assert storage.read_bytes(paths[0], 100) == paths[0].encode()  # taken: one more may start
+        assert len(storage._prefetched) == 16
+    assert storage._prefetched == {} and not storage._to_prefetch
+    assert set(started) <= set(paths[:17])  # never more than the 16 held and the one taken

@@ -415,7 +415,9 @@ def take_prefetched(path: str, start: int, stop: int) -> bytes | None:
 def discard_prefetched(items: Iterable[tuple[str, int, int]]) -> None:
     """Forget reads asked for ahead that nobody will take."""
     for item in items:
-        _prefetched.pop(item, None)
+        pending = _prefetched.pop(item, None)
+        if pending is not None:
+            pending.cancel()  # not started yet: never sent
         if item in _to_prefetch:
             _to_prefetch.remove(item)
     _prefetch_more()
