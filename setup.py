@@ -1,15 +1,50 @@
-"""The one thing pyproject.toml cannot say without experimental settings: the optional C build of
-the record screen (kafka_audit/formats/_record_screen.c). ``optional=True``: without a compiler the
-install still succeeds and the pure-Python screen runs."""
+"""The one thing pyproject.toml cannot say without experimental settings: the optional C builds of
+the record screen (kafka_audit/formats/_record_screen.c) and of dump's record lines
+(kafka_audit/_record_text.c). ``optional=True``: without a compiler the install still succeeds and
+the pure-Python code runs. Both read records through kafka_audit/formats/_record_grammar.h, with
+the grammar's widths (varint lengths, the header bound) taken from
+kafka_audit/formats/default_record.py, their one home."""
+
+import ast
+from pathlib import Path
 
 from setuptools import Extension, setup
+
+_GRAMMAR = Path(__file__).resolve().parent / "kafka_audit" / "formats" / "default_record.py"
+_GRAMMAR_H = "kafka_audit/formats/_record_grammar.h"  # read_varint and skip_bytes, for both C files
+_SHARED = ("MAX_VARINT_BYTES", "MAX_VARLONG_BYTES", "MIN_HEADER_BYTES")
+
+
+def _grammar_macros() -> list[tuple[str, str]]:
+    """``NAME = <int>`` assignments of default_record.py for the names in _SHARED, as C macros."""
+    found = {
+        target.id: node.value.value
+        for node in ast.parse(_GRAMMAR.read_text()).body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name) and target.id in _SHARED
+    }
+    missing = [name for name in _SHARED if not isinstance(found.get(name), int)]
+    if missing:
+        raise SystemExit(f"setup.py: {_GRAMMAR} no longer defines {', '.join(missing)} as integers")
+    return [(name, str(found[name])) for name in _SHARED]
+
 
 setup(
     ext_modules=[
         Extension(
             "kafka_audit.formats._record_screen",
             sources=["kafka_audit/formats/_record_screen.c"],
+            depends=[_GRAMMAR_H],
+            define_macros=_grammar_macros(),
             optional=True,
-        )
+        ),
+        Extension(
+            "kafka_audit._record_text",
+            sources=["kafka_audit/_record_text.c"],
+            depends=[_GRAMMAR_H],
+            define_macros=_grammar_macros(),
+            optional=True,
+        ),
     ]
 )

@@ -170,3 +170,43 @@ def ensure(root: Path, size_mb: int, log=print) -> dict:
 
 def large_segment(root: Path) -> Path:
     return root / f"{LARGE_TOPIC}-0" / f"{0:020d}.log"
+
+
+# The dump benchmark's segments: one topic per codec, ~200-byte records (a 12-byte key and a
+# 188-byte value), batches of 1-64 records, one idempotent producer, one segment each.
+DUMP_VALUE_BYTES = 188
+DUMP_CODECS = {"none": NONE, "zstd": ZSTD}
+
+
+def ensure_dump_segment(data_dir: Path, codec: str, record_count: int, log=print) -> Path:
+    """The dump benchmark's segment of ``record_count`` records in ``codec`` (written once under
+    ``data_dir``, then reused): the ``.log`` file of partition ``bench.dump-<codec>-0``."""
+    root = data_dir / f"dump-{codec}-{record_count}"
+    segment = root / f"bench.dump-{codec}-0" / f"{0:020d}.log"
+    if (root / MARKER).is_file():
+        return segment
+    tmp = root.with_name(root.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    rng = random.Random(20240607)
+    pool = _value_pool(random.Random(2), 1 << 20)
+    top = len(pool) - DUMP_VALUE_BYTES
+    with LogDirWriter(tmp) as out:
+        writer = out.partition(f"bench.dump-{codec}", 0, segment_bytes=1 << 62)
+        producer = Producer(2000, codec=DUMP_CODECS[codec])
+        written = 0
+        while written < record_count:
+            count = min(rng.randint(*RECORDS_PER_BATCH), record_count - written)
+            recs = tuple(
+                RecordSpec(
+                    key=b"k-%010d" % (written + i),
+                    value=pool[(start := rng.randrange(top)) : start + DUMP_VALUE_BYTES],
+                )
+                for i in range(count)
+            )
+            producer.send(writer, recs)
+            written += count
+    (tmp / MARKER).write_text(json.dumps({"codec": codec, "records": record_count}) + "\n")
+    shutil.rmtree(root, ignore_errors=True)
+    os.replace(tmp, root)
+    log(f"  generated the dump segment {segment} ({segment.stat().st_size / 1e6:.1f} MB)")
+    return segment

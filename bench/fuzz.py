@@ -45,6 +45,30 @@ sys.path.insert(0, str(REPO))
 import crc32c  # noqa: E402
 
 from kafka_audit.formats.compression import DecompressionError, compress, decompress  # noqa: E402
+from kafka_audit.formats.record_batch import (  # noqa: E402
+    HEADER_SIZE_UP_TO_MAGIC,
+    LEGACY_CRC_OFFSET,
+    LEGACY_MAGIC_OFFSET,
+    LEGACY_RECORD_OVERHEAD_V0,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    SIZE_OFFSET,
+    MAGIC_VALUE_V2,
+    V2_ATTRIBUTES_OFFSET,
+    V2_BASE_SEQUENCE_OFFSET,
+    V2_BASE_TIMESTAMP_OFFSET,
+    V2_BATCH_LENGTH_OVERHEAD,
+    V2_CRC_OFFSET,
+    V2_LAST_OFFSET_DELTA_OFFSET,
+    V2_LENGTH_OFFSET,
+    V2_MAGIC_OFFSET,
+    V2_MAX_TIMESTAMP_OFFSET,
+    V2_PARTITION_LEADER_EPOCH_OFFSET,
+    V2_PRODUCER_EPOCH_OFFSET,
+    V2_PRODUCER_ID_OFFSET,
+    V2_RECORD_BATCH_OVERHEAD,
+    V2_RECORDS_COUNT_OFFSET,
+)
 
 FIXTURES = REPO / "fixtures"
 CORPUS = REPO.parent / "shared" / "corpus" / "real"
@@ -96,24 +120,26 @@ def batch_spans(data: bytes) -> list[tuple[int, int]]:
     """(start, end) of each batch/top-level message while the ``offset i64, size i32`` framing holds."""
     spans = []
     pos = 0
-    while pos + 17 <= len(data):
-        (size,) = struct.unpack_from(">i", data, pos + 8)
-        if size < 14 or pos + 12 + size > len(data):
+    while pos + HEADER_SIZE_UP_TO_MAGIC <= len(data):
+        (size,) = struct.unpack_from(">i", data, pos + SIZE_OFFSET)
+        if size < LEGACY_RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > len(data):
             break
-        spans.append((pos, pos + 12 + size))
-        pos += 12 + size
+        spans.append((pos, pos + LOG_OVERHEAD + size))
+        pos += LOG_OVERHEAD + size
     return spans
 
 
 def fix_crc(buf: bytearray, start: int, end: int) -> None:
     """Recompute the CRC of the batch/message at ``start`` (v2: CRC-32C, v0/v1: CRC-32)."""
-    if end - start < 17:
+    if end - start < HEADER_SIZE_UP_TO_MAGIC:
         return
-    magic = buf[start + 16]
-    if magic == 2 and end - start >= 61:
-        struct.pack_into(">I", buf, start + 17, crc32c.crc32c(bytes(buf[start + 21 : end])))
+    magic = buf[start + MAGIC_OFFSET]
+    if magic == MAGIC_VALUE_V2 and end - start >= V2_RECORD_BATCH_OVERHEAD:
+        crc = crc32c.crc32c(bytes(buf[start + V2_ATTRIBUTES_OFFSET : end]))
+        struct.pack_into(">I", buf, start + V2_CRC_OFFSET, crc)
     elif magic in (0, 1):
-        struct.pack_into(">I", buf, start + 12, zlib.crc32(bytes(buf[start + 16 : end])))
+        crc = zlib.crc32(bytes(buf[start + LEGACY_MAGIC_OFFSET : end]))
+        struct.pack_into(">I", buf, start + LEGACY_CRC_OFFSET, crc)
 
 
 # -- mutations ----------------------------------------------------------------------------------
@@ -171,7 +197,7 @@ def m_flip_fix_crc(case: Case) -> None:
     if not spans:
         return
     start, end = case.rng.choice(spans)
-    first = start + (21 if data[start + 16] == 2 else 16)
+    first = start + (V2_ATTRIBUTES_OFFSET if data[start + V2_MAGIC_OFFSET] == MAGIC_VALUE_V2 else 16)
     if first >= end:
         return
     for _ in range(case.rng.randint(1, 4)):
@@ -187,11 +213,15 @@ def m_ff_run(case: Case) -> None:
     path, data = case.pick_bytes(".log")
     if path is None:
         return
-    spans = [s for s in batch_spans(bytes(data)) if data[s[0] + 16] == 2 and s[1] - s[0] > 62]
+    spans = [
+        s
+        for s in batch_spans(bytes(data))
+        if data[s[0] + V2_MAGIC_OFFSET] == MAGIC_VALUE_V2 and s[1] - s[0] > V2_RECORD_BATCH_OVERHEAD + 1
+    ]
     if not spans:
         return
     start, end = case.rng.choice(spans)
-    at = case.rng.randrange(start + 61, end)
+    at = case.rng.randrange(start + V2_RECORD_BATCH_OVERHEAD, end)
     n = case.rng.randint(1, min(64, end - at))
     data[at : at + n] = b"\xff" * n
     fix_crc(data, start, end)
@@ -211,11 +241,11 @@ def m_recompress(case: Case) -> None:
     if not spans:
         return
     start, end = rng.choice(spans)
-    magic = data[start + 16]
-    if magic == 2 and end - start >= 61:
-        header = bytearray(data[start : start + 61])
-        codec = struct.unpack_from(">h", header, 21)[0] & 7
-        payload = data[start + 61 : end]
+    magic = data[start + V2_MAGIC_OFFSET]
+    if magic == MAGIC_VALUE_V2 and end - start >= V2_RECORD_BATCH_OVERHEAD:
+        header = bytearray(data[start : start + V2_RECORD_BATCH_OVERHEAD])
+        codec = struct.unpack_from(">h", header, V2_ATTRIBUTES_OFFSET)[0] & 7
+        payload = data[start + V2_RECORD_BATCH_OVERHEAD : end]
         try:
             raw = decompress(codec, payload, 2, 1 << 26) if codec else payload
         except DecompressionError:
@@ -229,9 +259,9 @@ def m_recompress(case: Case) -> None:
                 raw[rng.randrange(len(raw))] = rng.getrandbits(8)
         new_codec = rng.choice((1, 2, 3, 4)) if rng.random() < 0.7 else codec or 1
         packed = compress(new_codec, bytes(raw), 2)
-        attributes = (struct.unpack_from(">h", header, 21)[0] & ~7) | new_codec
-        struct.pack_into(">h", header, 21, attributes)
-        struct.pack_into(">i", header, 8, 49 + len(packed))
+        attributes = (struct.unpack_from(">h", header, V2_ATTRIBUTES_OFFSET)[0] & ~7) | new_codec
+        struct.pack_into(">h", header, V2_ATTRIBUTES_OFFSET, attributes)
+        struct.pack_into(">i", header, V2_LENGTH_OFFSET, V2_BATCH_LENGTH_OVERHEAD + len(packed))
         body = bytearray(header) + packed
         fix_crc(body, 0, len(body))
         new = data[:start] + bytes(body) + data[end:]
@@ -321,17 +351,17 @@ def m_zero_range(case: Case) -> None:
 # (offset in the batch, struct format, extremes, covered by the CRC)
 _V2_FIELDS = (
     (0, ">q", I64_EXTREMES, False),  # baseOffset
-    (8, ">i", I32_EXTREMES, False),  # batchLength
-    (12, ">i", I32_EXTREMES, False),  # partitionLeaderEpoch
-    (16, ">b", (0, 1, 2, 3, -1, 127), False),  # magic
-    (21, ">h", I16_EXTREMES, True),  # attributes
-    (23, ">i", I32_EXTREMES, True),  # lastOffsetDelta
-    (27, ">q", I64_EXTREMES, True),  # baseTimestamp
-    (35, ">q", I64_EXTREMES, True),  # maxTimestamp
-    (43, ">q", I64_EXTREMES, True),  # producerId
-    (51, ">h", I16_EXTREMES, True),  # producerEpoch
-    (53, ">i", I32_EXTREMES, True),  # baseSequence
-    (57, ">i", I32_EXTREMES, True),  # recordCount
+    (V2_LENGTH_OFFSET, ">i", I32_EXTREMES, False),
+    (V2_PARTITION_LEADER_EPOCH_OFFSET, ">i", I32_EXTREMES, False),
+    (V2_MAGIC_OFFSET, ">b", (0, 1, 2, 3, -1, 127), False),
+    (V2_ATTRIBUTES_OFFSET, ">h", I16_EXTREMES, True),
+    (V2_LAST_OFFSET_DELTA_OFFSET, ">i", I32_EXTREMES, True),
+    (V2_BASE_TIMESTAMP_OFFSET, ">q", I64_EXTREMES, True),
+    (V2_MAX_TIMESTAMP_OFFSET, ">q", I64_EXTREMES, True),
+    (V2_PRODUCER_ID_OFFSET, ">q", I64_EXTREMES, True),
+    (V2_PRODUCER_EPOCH_OFFSET, ">h", I16_EXTREMES, True),
+    (V2_BASE_SEQUENCE_OFFSET, ">i", I32_EXTREMES, True),
+    (V2_RECORDS_COUNT_OFFSET, ">i", I32_EXTREMES, True),
 )
 _LEGACY_FIELDS = (
     (0, ">q", I64_EXTREMES, False),
@@ -349,7 +379,8 @@ def m_extreme_field(case: Case) -> None:
     if not spans:
         return
     start, end = case.rng.choice(spans)
-    fields = _V2_FIELDS if data[start + 16] == 2 and end - start >= 61 else _LEGACY_FIELDS
+    v2 = data[start + V2_MAGIC_OFFSET] == MAGIC_VALUE_V2 and end - start >= V2_RECORD_BATCH_OVERHEAD
+    fields = _V2_FIELDS if v2 else _LEGACY_FIELDS
     at, fmt, values, covered = case.rng.choice(fields)
     value = case.rng.choice(values) if case.rng.random() < 0.85 else None
     size = struct.calcsize(fmt)

@@ -6,15 +6,20 @@ subprocesses: one JVM per Spark run, and a fresh interpreter whose high-water ma
 
     python bench/measure.py rss SEGMENT.log           # the RSS probe: prints one JSON object
     python bench/measure.py spark DIR MASTER REPEAT   # the Spark probe: prints one JSON object
+    python bench/measure.py startup DIR on|off        # the Spark start-up probe: one JSON object
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import resource
+import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,13 +30,18 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from kafka_audit.formats.record_batch import (  # noqa: E402
+    LOG_OVERHEAD,
+    V2_ATTRIBUTES_OFFSET,
+    V2_CRC_OFFSET,
+    V2_RECORD_BATCH_OVERHEAD,
+    V2_RECORDS_COUNT_OFFSET,
+)
+
 # baseOffset i64, batchLength i32 | partitionLeaderEpoch i32, magic i8, crc u32 (v2 layout).
 _LOG_OVERHEAD = struct.Struct(">qi")
 _CRC = struct.Struct(">I")
 _RECORD_COUNT = struct.Struct(">i")
-_V2_CRC_OFFSET = 17
-_V2_ATTRIBUTES_OFFSET = 21
-_V2_RECORD_COUNT_OFFSET = 57
 
 
 @dataclass
@@ -101,12 +111,12 @@ def limit(files: list[Path]):
                 view = memoryview(buffer)[:size]
                 f.readinto(view)
             pos = 0
-            while pos + 61 <= size:
+            while pos + V2_RECORD_BATCH_OVERHEAD <= size:
                 _, length = _LOG_OVERHEAD.unpack_from(view, pos)
-                end = pos + 12 + length
-                if crc32c.crc32c(view[pos + _V2_ATTRIBUTES_OFFSET : end]) != _CRC.unpack_from(view, pos + _V2_CRC_OFFSET)[0]:
+                end = pos + LOG_OVERHEAD + length
+                if crc32c.crc32c(view[pos + V2_ATTRIBUTES_OFFSET : end]) != _CRC.unpack_from(view, pos + V2_CRC_OFFSET)[0]:
                     raise SystemExit(f"bench: bad CRC in {path} at {pos}: the benchmark data is damaged")
-                records += _RECORD_COUNT.unpack_from(view, pos + _V2_RECORD_COUNT_OFFSET)[0]
+                records += _RECORD_COUNT.unpack_from(view, pos + V2_RECORDS_COUNT_OFFSET)[0]
                 pos = end
             view.release()
             total += size
@@ -230,6 +240,122 @@ def spark_scan(root: Path, master: str, repeat: int) -> tuple[Measurement, Measu
     return warm, cold
 
 
+# -- (f) the command end to end, and where a Spark scan's seconds go ---------------------------
+
+
+def command(args: list[str], repeat: int) -> float:
+    """The fastest of ``repeat`` runs of ``python -m kafka_audit ARGS`` (process start to exit),
+    output to /dev/null."""
+    return command_times(args, repeat)[0]
+
+
+def command_times(args: list[str], repeat: int) -> tuple[float, float]:
+    """(wall, CPU) seconds of the fastest of ``repeat`` runs of ``python -m kafka_audit ARGS``;
+    the CPU seconds are the process's own (user + system), not those of a JVM it starts."""
+    best = (math.inf, math.nan)
+    for _ in range(max(1, repeat)):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        began = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "kafka_audit", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO
+        )
+        took = time.perf_counter() - began
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode not in (0, 1):
+            raise SystemExit(f"bench: kafka-audit {' '.join(args)} failed:\n{done.stderr.decode()[-2000:]}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best = min(best, (took, cpu))
+    return best
+
+
+def import_time(module: str = "kafka_audit.cli") -> float:
+    """Seconds ``python -X importtime`` reports for importing ``module`` (cumulative), fastest of 5."""
+    best = math.inf
+    for _ in range(5):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True, cwd=REPO
+        )
+        for line in done.stderr.splitlines():
+            parts = [p.strip() for p in line.split("|")]
+            if len(parts) == 3 and parts[2] == module:
+                best = min(best, int(parts[1]) / 1e6)
+    return best
+
+
+def startup_probe(root: Path, sharing: bool) -> dict:
+    """Where the seconds of one Spark scan go, as ``kafka-audit scan`` runs it: imports, the
+    session's start (JVM, SparkContext, SparkSession), the job (its first one: the Python workers
+    start in it), the stop. ``sharing`` False starts the JVM without the class-data archive."""
+    began = time.perf_counter()
+    from kafka_audit import jvm_class_archive, spark_session
+    from kafka_audit.audit import ScanOptions
+    from kafka_audit.formats.log_dir import discover
+    from kafka_audit.pipeline import run_scan
+
+    import pyspark.sql  # noqa: F401
+
+    marks = {"imports_s": time.perf_counter() - began}
+    found = discover([str(root)])
+    scratch = tempfile.mkdtemp(prefix="kafka-audit-bench-")
+    at = time.perf_counter()
+    options = None if sharing else jvm_class_archive.ClassDataSharing("")
+    spark = spark_session.create_spark_session("local[*]", {}, scratch, options)
+    marks["session_s"] = time.perf_counter() - at
+    at = time.perf_counter()
+    run_scan(spark, found, ScanOptions())
+    marks["scan_s"] = time.perf_counter() - at
+    at = time.perf_counter()
+    spark_session._stop(spark)
+    marks["stop_s"] = time.perf_counter() - at
+    marks["total_s"] = time.perf_counter() - began
+    shutil.rmtree(scratch, ignore_errors=True)
+    marks["sharing"] = jvm_class_archive.class_data_sharing({}, record=False).java_options if sharing else ""
+    return marks
+
+
+def spark_startup(root: Path, sharing: bool, repeat: int) -> dict:
+    """:func:`startup_probe` in fresh processes: the run with the smallest total."""
+    runs = []
+    for _ in range(max(1, repeat)):
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "startup", str(root), "on" if sharing else "off"],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"bench: the start-up probe failed:\n{done.stderr[-2000:]}")
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return min(runs, key=lambda run: run["total_s"])
+
+
+# -- (g) dump ----------------------------------------------------------------------------------
+
+
+def dump_rate(segment: Path, records: int, repeat: int) -> Measurement:
+    """``kafka-audit dump --records --print-data SEGMENT > /dev/null``, process start to exit."""
+    wall, cpu = command_times(["dump", "--records", "--print-data", str(segment)], repeat)
+    return Measurement("", segment.stat().st_size, records, wall, cpu)
+
+
+def kafka_python_records(segment: Path):
+    """kafka-python decoding every record of ``segment`` with its key and value (CRCs checked)."""
+    from kafka.record import MemoryRecords
+
+    def run():
+        data = segment.read_bytes()
+        records = 0
+        for batch in MemoryRecords(data):
+            if not batch.validate_crc():
+                raise SystemExit(f"bench: kafka-python finds a bad CRC in {segment}")
+            for record in batch:
+                record.key, record.value  # noqa: B018 (decoded, as dump prints them)
+                records += 1
+        return len(data), records, ""
+
+    return run
+
+
 # -- peak RSS ----------------------------------------------------------------------------------
 
 
@@ -288,5 +414,9 @@ if __name__ == "__main__":
         print(json.dumps(rss_probe(Path(sys.argv[2]))))
     elif len(sys.argv) == 5 and sys.argv[1] == "spark":
         print(json.dumps(spark_probe(Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]))))
+    elif len(sys.argv) == 4 and sys.argv[1] == "startup":
+        print(json.dumps(startup_probe(Path(sys.argv[2]), sys.argv[3] == "on")))
     else:
-        raise SystemExit("usage: python bench/measure.py rss SEGMENT.log | spark DIR MASTER REPEAT")
+        raise SystemExit(
+            "usage: python bench/measure.py rss SEGMENT.log | spark DIR MASTER REPEAT | startup DIR on|off"
+        )

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import heapq
 import time
-from itertools import chain
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import chain, pairwise
 from typing import Any
 
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -59,6 +60,19 @@ class ScanResult:
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Progress:
+    """How far an audit is, for the progress display: segment tasks and their bytes audited,
+    then partition replicas replayed. Both engines update it and pass it to ``on_progress``."""
+
+    segments_total: int = 0
+    bytes_total: int = 0
+    partitions_total: int = 0
+    segments_done: int = 0
+    bytes_done: int = 0
+    partitions_done: int = 0
 
 
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
@@ -112,7 +126,7 @@ def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[Segme
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
     bounds = points + [None]
-    return [task.byte_range(start, stop) for start, stop in zip(bounds[:-1], bounds[1:])]
+    return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
 
 
 def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) -> list[int]:
@@ -164,17 +178,22 @@ def log_order(task: SegmentTask) -> tuple[int, str, int]:
     return (task.base_offset, task.segment, task.start)
 
 
-def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
-    """The whole audit in this process: the reference the Spark job must agree with."""
+def audit_in_process(
+    discovery: Discovery, options: ScanOptions, on_progress: Callable[[Progress], None] | None = None
+) -> ScanResult:
+    """The whole audit in this process (``scan --engine local``): the reference the Spark job
+    must agree with. ``on_progress`` is called after each segment task and partition replica."""
     started = time.monotonic()
     options = with_inferred_compaction(options, discovery)
     metas = partition_metas(discovery, options)
+    tasks = plan_tasks(discovery, options.split_bytes)
+    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(metas))
     stats = SegmentStats()
     totals = PartitionTotals()
     findings: list[Finding] = []
     # Per replica, each task's batch summaries with where the task stands in the log.
     summaries: dict[tuple, list[tuple[tuple, list[BatchSummary]]]] = {key: [] for key in metas}
-    for task in with_read_ahead(plan_tasks(discovery, options.split_bytes)):
+    for task in with_read_ahead(tasks):
         auditor = SegmentAuditor(task, options.validation, options.reference_time)
         batches: list[BatchSummary] = []
         for item in auditor.run():
@@ -184,11 +203,18 @@ def audit_in_process(discovery: Discovery, options: ScanOptions) -> ScanResult:
                 findings.append(item)
         summaries[task.replica_key].append((log_order(task), batches))
         stats.merge(auditor.stats)
+        progress.segments_done += 1
+        progress.bytes_done += task.byte_count
+        if on_progress is not None:
+            on_progress(progress)
     for key, meta in metas.items():
         in_log_order = chain.from_iterable(batches for _, batches in sorted(summaries[key], key=lambda t: t[0]))
         partition_findings, partition_totals = audit_partition(meta, in_log_order)
         findings.extend(partition_findings)
         totals.merge(partition_totals)
+        progress.partitions_done += 1
+        if on_progress is not None:
+            on_progress(progress)
     return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
 
 
@@ -209,9 +235,16 @@ def finish_result(
         "codecs": dict(sorted(stats.codecs.items())),
         "producers": len(totals.producers),
         "transactions": {"committed": totals.committed, "aborted": totals.aborted, "open": totals.open},
-        "wall_time_s": round(wall, 3),
-        "mb_per_s": round(stats.bytes / 1e6 / wall, 3) if wall > 0 else 0.0,
+        "wall_time_s": 0.0,
+        "mb_per_s": 0.0,
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
     }
+    set_wall_time(summary, wall)
     return ScanResult(findings, summary, list(discovery.notes) + stats.notes, totals.events)
+
+
+def set_wall_time(summary: dict[str, Any], wall: float) -> None:
+    """The summary's wall time and the MB/s it gives; the CLI sets the whole command's."""
+    summary["wall_time_s"] = round(wall, 3)
+    summary["mb_per_s"] = round(summary["bytes"] / 1e6 / wall, 3) if wall > 0 else 0.0

@@ -2,6 +2,28 @@
 
 Exit codes: 0 no finding at or above ``--fail-on``; 1 at least one; 2 a usage error, no
 segment under the paths, or a path that does not exist or cannot be read (one line on stderr).
+
+The options every command that audits PATHs takes (SPEC: ``producers`` and ``timeline`` take
+the same PATH, filter and engine options as ``scan``) are defined once, below, as annotated
+parameter types: :data:`PathsArgument`, :data:`TopicOption`, :data:`PartitionOption`,
+:data:`EngineOption`, :data:`MasterOption`, :data:`ConfOption`, :data:`QuietOption`,
+:data:`StorageOption`. A command
+declares its parameters with them and hands them to :func:`audit_paths`, which checks the paths,
+discovers the segments, runs the audit on the chosen engine with the progress display, and
+returns the :class:`~kafka_audit.audit.ScanResult` (wall time of the whole command, ``engine`` in
+the summary)::
+
+    @app.command()
+    def producers(paths: PathsArgument, topic: TopicOption = None, partition: PartitionOption = None,
+                  engine: EngineOption = Engine.spark, master: MasterOption = DEFAULT_MASTER,
+                  conf: ConfOption = None, storage_option: StorageOption = None,
+                  quiet: QuietOption = False) -> None:
+        result = audit_paths(paths, ScanOptions(), topic=topic, partition=partition,
+                             engine=engine, master=master, conf=conf, quiet=quiet,
+                             storage_option=storage_option)
+
+Start-up: ``kafka-audit --help`` imports typer and rich's console only; the audit's modules are
+imported inside the commands, pyspark only by the Spark engine.
 """
 
 from __future__ import annotations
@@ -9,20 +31,20 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
-from kafka_audit.rules.log_validator import (
-    ALWAYS_COMPACTED_TOPICS,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_SEGMENT_BYTES,
-    ValidationConfig,
-)
+from kafka_audit.engines import Engine
+from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
+
+if TYPE_CHECKING:
+    from kafka_audit.audit import ScanOptions, ScanResult
 
 app = typer.Typer(
     add_completion=False,
@@ -30,6 +52,16 @@ app = typer.Typer(
     help="Forensic auditor for Apache Kafka's on-disk logs.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+# When the command started: the summary's wall time covers the whole command (reset by _started).
+_command_started = time.monotonic()
+
+
+@app.callback()
+def _started() -> None:
+    global _command_started
+    _command_started = time.monotonic()
+
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # What a shell reports for a process ended by Ctrl-C (128 + SIGINT).
@@ -124,22 +156,114 @@ def _check_paths(paths: list[str] | list[Path]) -> None:
             raise _fail(f"{path}: permission denied")
 
 
+# -- the options of every command that audits PATHs (scan, producers, timeline) ----------------
+
+DEFAULT_MASTER = "local[*]"
+PathsArgument = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="PATH",
+        help="Log dirs, partition folders, .log files, or trees holding them; local paths or "
+        "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
+    ),
+]
+TopicOption = Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")]
+PartitionOption = Annotated[
+    Optional[list[int]], typer.Option("--partition", help="Audit only this partition number (repeatable).")
+]
+EngineOption = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        help="spark: the Spark job; local: the same audit in this process, no JVM "
+        "(quick answers on small local inputs).",
+    ),
+]
+MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
+ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")]
+QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
+StorageOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--storage-option",
+        help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
+        "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
+    ),
+]
+
+
+def audit_paths(
+    paths: list[str],
+    options: "ScanOptions",
+    *,
+    topic: Optional[list[str]] = None,
+    partition: Optional[list[int]] = None,
+    engine: Engine = Engine.spark,
+    master: str = DEFAULT_MASTER,
+    conf: Optional[list[str]] = None,
+    quiet: bool = False,
+    storage_option: Optional[list[str]] = None,
+) -> "ScanResult":
+    """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
+    segments (exit 2 with one line when there is none), audit them on ``engine`` with the
+    progress display on a terminal (unless ``quiet``), and return the result, whose summary has
+    the whole command's wall time and the ``engine`` that ran."""
+    from kafka_audit.audit import set_wall_time
+    from kafka_audit.engines import SparkFailure, run_audit
+    from kafka_audit.formats import storage
+    from kafka_audit.formats.log_dir import discover
+
+    storage_options = parse_storage_options(storage_option or [])
+    storage.configure(storage_options)
+    _check_paths(paths)
+    spark_conf = parse_conf(conf or [])
+    discovery = discover(
+        [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
+    )
+    if not discovery.segment_count:
+        for note in discovery.notes:
+            print(f"kafka-audit: note: {note}", file=sys.stderr)
+        raise _fail("no Kafka segment (.log file) found under " + ", ".join(str(p) for p in paths))
+    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
+    if bounds != (None, None) and options.reference_time is None and any(storage.is_remote(p) for p in paths):
+        print(
+            "kafka-audit: note: objects in a store keep no broker modification time: their timestamp "
+            "checks take the time the store wrote each object (S3 LastModified...) as the broker's now; "
+            "give --reference-time",
+            file=sys.stderr,
+        )
+    try:
+        display_console = None if quiet else _progress_console()
+        if display_console is None:
+            result = run_audit(discovery, options, engine, master, spark_conf)
+        else:
+            from kafka_audit.progress import PhaseDisplay
+
+            with PhaseDisplay(display_console) as display:
+                result = run_audit(discovery, options, engine, master, spark_conf, display)
+    except SparkFailure as failure:  # one line naming the cause, not a JVM trace
+        raise _fail(_spark_failure(failure.__cause__ or failure)) from None
+    set_wall_time(result.summary, time.monotonic() - _command_started)
+    return result
+
+
+def _progress_console() -> Optional[Console]:
+    """A console for the progress display when stderr is a terminal, else None. It writes to a
+    copy of file descriptor 2, which stays on the terminal while the JVM starts with fd 2 pointed
+    at its log (:func:`kafka_audit.spark_session.create_spark_session`)."""
+    if not Console(stderr=True).is_terminal:
+        return None
+    terminal = os.fdopen(os.dup(2), "w", encoding="utf-8", errors=_TEXT_ERRORS, closefd=True)
+    return Console(file=terminal, force_terminal=True)
+
+
 @app.command()
 def scan(
-    paths: Annotated[
-        list[str],
-        typer.Argument(
-            metavar="PATH",
-            help="Log dirs, partition folders, .log files, or trees holding them; local paths or "
-            "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
-        ),
-    ],
+    paths: PathsArgument,
     format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
-    topic: Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")] = None,
-    partition: Annotated[
-        Optional[list[int]], typer.Option("--partition", help="Audit only this partition number (repeatable).")
-    ] = None,
+    topic: TopicOption = None,
+    partition: PartitionOption = None,
     compacted_topic: Annotated[
         Optional[list[str]],
         typer.Option("--compacted-topic", help="Topic with cleanup.policy=compact (repeatable); "
@@ -172,47 +296,18 @@ def scan(
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
     ] = 86_400_000,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
-    master: Annotated[str, typer.Option("--master", help="Spark master URL.")] = "local[*]",
-    conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")] = None,
-    storage_option: Annotated[
-        Optional[list[str]],
-        typer.Option(
-            "--storage-option",
-            help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
-            "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
-        ),
-    ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", help="No progress display.")] = False,
+    engine: EngineOption = Engine.spark,
+    master: MasterOption = DEFAULT_MASTER,
+    conf: ConfOption = None,
+    storage_option: StorageOption = None,
+    quiet: QuietOption = False,
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
-    from kafka_audit import pipeline
-    from kafka_audit.spark_session import spark_session
-    from kafka_audit.audit import ScanOptions, with_inferred_compaction
-    from kafka_audit.formats.log_dir import discover
+    from kafka_audit.audit import ScanOptions
+    from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
-    from kafka_audit.formats import storage
-
-    storage_options = parse_storage_options(storage_option or [])
-    storage.configure(storage_options)
-    _check_paths(paths)
     _check_output(output)
-    spark_conf = parse_conf(conf or [])
     reference = parse_reference_time(reference_time) if reference_time is not None else None
-    discovery = discover(
-        [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
-    )
-    if not discovery.segment_count:
-        for note in discovery.notes:
-            print(f"kafka-audit: note: {note}", file=sys.stderr)
-        raise _fail("no Kafka segment (.log file) found under " + ", ".join(str(p) for p in paths))
-    timestamp_bounds = timestamp_before_max_ms is not None or timestamp_after_max_ms is not None
-    if timestamp_bounds and reference is None and any(storage.is_remote(p) for p in paths):
-        print(
-            "kafka-audit: note: objects in a store keep no broker modification time: their timestamp "
-            "checks take the time the store wrote each object (S3 LastModified...) as the broker's now; "
-            "give --reference-time",
-            file=sys.stderr,
-        )
     options = ScanOptions(
         validation=ValidationConfig(
             compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
@@ -225,16 +320,17 @@ def scan(
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
     )
-    options = with_inferred_compaction(options, discovery)
-    err = Console(stderr=True)
-    try:
-        with spark_session(master, spark_conf) as spark:
-            if not quiet and err.is_terminal:
-                result = _run_with_progress(spark, discovery, options, err)
-            else:
-                result = pipeline.run_scan(spark, discovery, options)
-    except Exception as exc:  # Spark failed to start or the job failed: one line, not a JVM trace
-        raise _fail(_spark_failure(exc)) from None
+    result = audit_paths(
+        paths,
+        options,
+        topic=topic,
+        partition=partition,
+        engine=engine,
+        master=master,
+        conf=conf,
+        quiet=quiet,
+        storage_option=storage_option,
+    )
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
@@ -281,33 +377,6 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
         sys.stdout.write(text)
 
 
-def _run_with_progress(spark, discovery, options, err: Console):
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from kafka_audit import pipeline
-
-    with Progress(
-        TextColumn("[bold blue]auditing"),
-        BarColumn(),
-        DownloadColumn(),
-        TextColumn("{task.fields[segments]}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("scan", total=None, segments="")
-
-        def update(progress: pipeline.Progress) -> None:
-            bar.update(
-                task,
-                total=progress.bytes_total,
-                completed=progress.bytes_done(),
-                segments=f"{progress.segments_done()}/{progress.segments_total} segment tasks",
-            )
-
-        return pipeline.run_scan(spark, discovery, options, on_progress=update)
-
-
 @app.command()
 def dump(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Segment (.log) or sidecar files to decode.")],
@@ -324,9 +393,10 @@ def dump(
             raise _fail(f"{path}: is a directory; dump takes files")
         if not path.is_file():
             raise _fail(f"{path}: not a regular file")
+    write = sys.stdout.write
     for path in files:
-        for line in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
-            sys.stdout.write(line + "\n")
+        for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
+            write(chunk)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,6 +4,12 @@ Text lines follow ``kafka.tools.DumpLogSegments`` (``kafka-dump-log --deep-itera
 --print-data-log``); ``--format json`` prints one object per batch (per top-level message for
 v0/v1) or per sidecar entry, with the fields of SPEC section 3. Problems found while decoding
 are printed in place, never raised.
+
+Output goes out a batch at a time: :func:`dump_file` yields one text chunk per batch. The record
+lines of a v2 data batch come from the compiled formatter (``_record_text.c``) when it is built:
+it reads the records and writes their lines in one call, without a :class:`Record` per record;
+anything it cannot format exactly as the Python path would (damaged records, control batches,
+v0/v1) goes through :func:`record_lines`, the Python record-printing loop.
 """
 
 from __future__ import annotations
@@ -17,14 +23,26 @@ from typing import Any
 
 from kafka_audit.formats import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
 from kafka_audit.formats.control_record import parse_control_record
-from kafka_audit.formats.file_records import FileRecords
+from kafka_audit.formats.compression import DecompressionError
+from kafka_audit.formats.file_records import FileRecords, v2_records_data
 from kafka_audit.formats.log_dir import parse_base_offset
 from kafka_audit.formats.problem import Problem
-from kafka_audit.formats.record_batch import Record, RecordBatch, TimestampType
+from kafka_audit.formats.record_batch import TIMESTAMP_TYPE_MASK, Record, RecordBatch, TimestampType
+
+try:
+    from kafka_audit._record_text import record_text as _compiled_record_text
+except ImportError:  # not built: the Python loop prints every record
+    _compiled_record_text = None
 
 
 def dump_file(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
-    """Lines describing ``path``, chosen by its name as DumpLogSegments does."""
+    """Text describing ``path``, chosen by its name as DumpLogSegments does: chunks of whole
+    lines, each line ending in a newline (a segment: one chunk per batch)."""
+    for chunk in _dump_chunks(path, as_json, records, print_data):
+        yield chunk if chunk.endswith("\n") else chunk + "\n"
+
+
+def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
     name = os.path.basename(path)
     stem = name.removesuffix(".deleted")
     if not as_json:
@@ -51,25 +69,68 @@ def dump_file(path: str, as_json: bool, records: bool, print_data: bool) -> Iter
 
 
 def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+    """One chunk per batch: its line (or JSON object), its problems, its records' lines."""
     with FileRecords(path) as segment:
         for item in segment.batches():
             if isinstance(item, Problem):
                 yield _problem_line(path, item.position, item.check, item.message, as_json)
                 continue
-            decoded = segment.records(item, with_data=print_data or item.is_control) if records or item.magic < 2 else None
-            if decoded is not None and decoded.batch is not None:
-                item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
             if as_json:
-                yield json.dumps(_batch_json(path, item, decoded if records else None, print_data))
-            else:
-                yield _batch_text(item)
-            if decoded is None:
+                decoded = segment.records(item, with_data=print_data or item.is_control) if records or item.magic < 2 else None
+                if decoded is not None and decoded.batch is not None:
+                    item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
+                lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data))]
+                problems = decoded.problems if decoded is not None else []
+                lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
+                yield "\n".join(lines)
                 continue
-            for problem in decoded.problems:
-                yield _problem_line(path, problem.position, problem.check, problem.message, as_json)
-            if records and not as_json:
-                for record in decoded.records:
-                    yield _record_text(item, record, print_data)
+            if records:
+                text = _compiled_lines(segment, item, print_data)
+                if text is not None:
+                    yield f"{_batch_text(item)}\n{text}"
+                    continue
+            elif item.magic >= 2:
+                yield _batch_text(item)
+                continue
+            decoded = segment.records(item, with_data=print_data or item.is_control)
+            if decoded.batch is not None:
+                item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
+            lines = [_batch_text(item)]
+            lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
+            if records:
+                lines.append(record_lines(item, decoded.records, print_data))
+            yield "\n".join(lines)
+
+
+def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) -> str | None:
+    """The record lines of a v2 data batch from the compiled formatter, or None where it does not
+    apply (not built, v0/v1, control batch) or cannot give exactly the Python path's text. It
+    prints keys and values as text: records whose values dump decodes otherwise (a decoder hooked
+    into :func:`record_lines`) must not come here."""
+    if _compiled_record_text is None or batch.magic < 2 or batch.is_control:
+        return None
+    try:
+        data = v2_records_data(segment.buffer, batch)
+    except DecompressionError:
+        return None  # the Python path reports it
+    log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
+    return _compiled_record_text(
+        data,
+        batch.base_offset,
+        batch.base_timestamp,
+        log_append_time,
+        _TIMESTAMP_TYPE_NAMES[batch.timestamp_type],
+        batch.base_sequence,
+        batch.record_count,
+        print_data,
+    )
+
+
+def record_lines(batch: RecordBatch, records: list[Record], print_data: bool) -> str:
+    """The Python record-printing loop: one :func:`_record_text` line per record, joined (no
+    newline after the last). What the compiled formatter prints for a v2 data batch, and the only
+    path for control batches, v0/v1 and records that need decoding of their own."""
+    return "\n".join([_record_text(batch, record, print_data) for record in records])
 
 
 def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool) -> dict[str, Any]:

@@ -34,7 +34,6 @@ class Severity(_StrEnum):
 
 _RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)
-SEVERITY_RANK = {str(s): s.rank for s in Severity}
 
 
 class ClientOutcome(_StrEnum):

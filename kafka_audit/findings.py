@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_audit.errors import CHECKS, ERRORS, SEVERITY_RANK, Check
-from kafka_audit.formats.record_batch import NO_TIMESTAMP, RecordBatch
+from kafka_audit.errors import CHECKS, ERRORS, Check, Severity
+from kafka_audit.formats.record_batch import MAGIC_VALUE_V2, NO_TIMESTAMP, RecordBatch
 
 
 @dataclass(slots=True)
@@ -55,7 +55,7 @@ class Finding:
         )
 
     def at_least(self, severity: str) -> bool:
-        return SEVERITY_RANK[self.severity] >= SEVERITY_RANK[severity]
+        return Severity(self.severity).rank >= Severity(severity).rank
 
 
 FIELD_NAMES = tuple(f.name for f in fields(Finding))
@@ -96,7 +96,7 @@ def make_finding(
     if spec.client_exception:
         details.setdefault("client_exception", spec.client_exception)
     has_batch = batch is not None
-    producer = has_batch and batch.magic >= 2
+    producer = has_batch and batch.magic >= MAGIC_VALUE_V2
     if timestamp is None and has_batch and batch.max_timestamp != NO_TIMESTAMP:
         timestamp = batch.max_timestamp
     return Finding(

@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain, groupby
-from dataclasses import dataclass
 
 from kafka_audit.audit import (
+    Progress,
     ScanOptions,
     ScanResult,
     finish_result,
@@ -41,16 +41,6 @@ from kafka_audit.formats.log_dir import Discovery
 _FINDING, _STATS, _SUMMARY = 0, 1, 2
 
 
-@dataclass(slots=True)
-class Progress:
-    """Counters the driver's progress display reads while the job runs."""
-
-    segments_total: int = 0
-    bytes_total: int = 0
-    segments_done: Callable[[], int] = lambda: 0
-    bytes_done: Callable[[], int] = lambda: 0
-
-
 def run_scan(
     spark,
     discovery: Discovery,
@@ -66,6 +56,7 @@ def run_scan(
     reference_time = options.reference_time
     segments_acc = sc.accumulator(0)
     bytes_acc = sc.accumulator(0)
+    partitions_acc = sc.accumulator(0)
 
     def parse(groups: Iterable[list[SegmentTask]]) -> Iterator[tuple]:
         """Executor side: audit each segment task, keyed for the shuffle by replica and log order.
@@ -105,13 +96,10 @@ def run_scan(
             for finding in findings:
                 yield (_FINDING, finding.to_dict())
             yield (_SUMMARY, totals)
+            partitions_acc.add(1)
 
-    progress = Progress(
-        segments_total=len(tasks),
-        bytes_total=sum(t.byte_count for t in tasks),
-        segments_done=lambda: segments_acc.value,
-        bytes_done=lambda: bytes_acc.value,
-    )
+    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
+    accumulators = (segments_acc, bytes_acc, partitions_acc)
     rows: list[tuple] = []
     if tasks:
         wanted = options.shuffle_partitions or sc.defaultParallelism * 2
@@ -128,7 +116,7 @@ def run_scan(
             numPartitions=shuffle_partitions,
             partitionFunc=lambda key: placement.get(key[:3]) if key[:3] in placement else _stable_hash(key[:3]),
         )
-        with _watch(progress, on_progress):
+        with _watch(progress, accumulators, on_progress):
             rows = shuffled.mapPartitions(check_partitions).collect()
 
     findings: list[Finding] = []
@@ -175,16 +163,21 @@ def _stable_hash(replica: tuple) -> int:
 
 
 @contextmanager
-def _watch(progress: Progress, on_progress: Callable[[Progress], None] | None) -> Iterator[None]:
-    """Call ``on_progress`` twice a second from a thread while the job runs."""
+def _watch(progress: Progress, accumulators: tuple, on_progress: Callable[[Progress], None] | None) -> Iterator[None]:
+    """Call ``on_progress`` twice a second from a thread while the job runs, with the segments,
+    bytes and partitions the finished Spark tasks counted in ``accumulators``."""
     if on_progress is None:
         yield
         return
     stop = threading.Event()
 
+    def report() -> None:
+        progress.segments_done, progress.bytes_done, progress.partitions_done = (a.value for a in accumulators)
+        on_progress(progress)
+
     def loop() -> None:
         while not stop.wait(0.5):
-            on_progress(progress)
+            report()
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
@@ -193,4 +186,4 @@ def _watch(progress: Progress, on_progress: Callable[[Progress], None] | None) -
     finally:
         stop.set()
         thread.join()
-        on_progress(progress)
+        report()

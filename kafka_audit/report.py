@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kafka_audit.audit import ScanResult
-from kafka_audit.errors import CHECKS, GROUPS, SEVERITIES
+from kafka_audit.errors import CHECKS, GROUPS, SEVERITIES, ClientOutcome, Severity
 from kafka_audit.findings import FIELD_NAMES, Finding
 
 DEFAULT_TABLE_LIMIT = 50
@@ -22,8 +22,13 @@ DEFAULT_TABLE_LIMIT = 50
 _NOTES_SHOWN = 20
 # Consoles at least this wide get a separate "where" column.
 _WIDE_CONSOLE = 140
-_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_OUTCOME_STYLE = {"fatal": "bold red", "abortable": "magenta", "retriable": "yellow", "none": "dim"}
+_SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_OUTCOME_STYLE = {
+    ClientOutcome.FATAL: "bold red",
+    ClientOutcome.ABORTABLE: "magenta",
+    ClientOutcome.RETRIABLE: "yellow",
+    ClientOutcome.NONE: "dim",
+}
 
 
 def to_json(result: ScanResult) -> str:
@@ -86,6 +91,7 @@ def _summary_panel(summary: dict[str, Any]) -> Panel:
             "transactions",
             f"{txn.get('committed', 0):,} committed, {txn.get('aborted', 0):,} aborted, {txn.get('open', 0):,} open",
         ),
+        ("engine", summary.get("engine", "-")),
         ("wall time", f"{summary.get('wall_time_s', 0):.1f} s ({summary.get('mb_per_s', 0):.1f} MB/s)"),
         ("findings", ", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none"),
         ("by check", _counts(summary.get("findings_by_check", {})) or "-"),

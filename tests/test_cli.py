@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafka_audit import pipeline, spark_session as spark_session_module
+from kafka_audit import spark_session as spark_session_module
 from kafka_audit.cli import app, main
 from kafka_audit.errors import CHECKS, UNCOMPRESSED_OFFSET_DELTAS
 from kafka_audit.findings import FIELD_NAMES
@@ -245,22 +245,6 @@ def test_the_real_broker_corpus_scans_clean_through_the_cli(cli, corpus):
     assert report["summary"]["batches"] == 11366 + 6387 + 98 + 873 + 19
     assert report["summary"]["notes"] == []
     assert [f for f in report["findings"] if f["severity"] != "info"] == []
-
-
-@pytest.mark.spark
-def test_the_progress_display_on_a_terminal_shows_bytes_and_segments(spark):
-    from rich.console import Console
-
-    from kafka_audit.audit import ScanOptions
-    from kafka_audit.cli import _run_with_progress
-    from kafka_audit.formats.log_dir import discover
-
-    screen = io.StringIO()
-    found = discover([str(HEALTHY)])
-    result = _run_with_progress(spark, found, ScanOptions(), Console(file=screen, force_terminal=True, width=120))
-    assert result.summary["batches"] == pipeline.run_scan(spark, found, ScanOptions()).summary["batches"]
-    shown = screen.getvalue()
-    assert "auditing" in shown and f"{found.segment_count}/{found.segment_count} segment tasks" in shown
 
 
 def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch):

@@ -168,6 +168,16 @@ def test_compiled_and_python_screens_agree_on_arbitrary_bytes(data, count, requi
 
 
 @compiled
+def test_the_compiled_screen_is_built_with_the_grammar_of_default_record():
+    """setup.py compiles the widths of default_record.py into the C screen: a build from other
+    widths (a stale .so) would screen another grammar."""
+    from kafka_audit.formats import _record_screen
+
+    for name in ("MAX_VARINT_BYTES", "MAX_VARLONG_BYTES", "MIN_HEADER_BYTES"):
+        assert getattr(_record_screen, name) == getattr(default_record, name), name
+
+
+@compiled
 def test_compiled_screen_takes_memoryviews_and_reads_long_varints():
     recs = [RecordSpec(key=b"k", value=b"v" * 20000, timestamp=TS_BASE + 10**12) for _ in range(3)]
     batch, data = _batch(recs)

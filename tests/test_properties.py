@@ -44,7 +44,7 @@ from kafka_audit.formats.log_dir import discover
 from kafka_audit.formats.offset_index import parse_offset_index
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.producer_snapshot import parse_producer_snapshot
-from kafka_audit.formats.record_batch import RecordBatch, increment_sequence
+from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch, increment_sequence
 from kafka_audit.formats.time_index import parse_time_index
 from kafka_audit.formats.transaction_index import parse_transaction_index
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
@@ -235,14 +235,17 @@ def test_the_record_screen_never_passes_what_the_decoder_rejects(data, count, ba
 
 
 # Records as a producer or a damaged writer may hold them: any attributes byte (a v2 record's is
-# unused by every rule), headers with null values, out-of-line deltas, missing keys.
+# unused by every rule), headers with null values and non-UTF-8 keys, out-of-line deltas, missing keys.
 _VARIED_RECORDS = st.lists(
     st.builds(
         RecordSpec,
         key=st.one_of(st.none(), st.binary(max_size=12)),
         value=st.one_of(st.none(), st.binary(max_size=40)),
         headers=st.lists(
-            st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=6))), max_size=3
+            st.tuples(
+                st.one_of(st.text(max_size=4), st.binary(max_size=4)), st.one_of(st.none(), st.binary(max_size=6))
+            ),
+            max_size=3,
         ).map(tuple),
         timestamp=st.one_of(st.none(), st.integers(TS_BASE - 10**7, TS_BASE + 10**7)),
         offset_delta=st.one_of(st.none(), st.integers(-1, 6)),
@@ -268,7 +271,8 @@ def test_a_screened_batch_has_no_record_violation_and_both_screens_agree(recs, c
         timestamp_after_max_ms=10**6 if bounded else None,
     )
     screen = record_screen(batch, "t", config, TS_BASE)
-    payload = decompress(codec, data[61:], 2, 1 << 20) if codec else data[61:]
+    records = data[V2_RECORD_BATCH_OVERHEAD:]
+    payload = decompress(codec, records, 2, 1 << 20) if codec else records
     python_answer = screen_records_py(payload, batch.base_timestamp, batch.record_count, screen)
     if default_record._compiled_screen is not None:
         assert screen_records(payload, batch.base_timestamp, batch.record_count, screen) == python_answer

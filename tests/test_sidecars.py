@@ -392,6 +392,7 @@ def test_checkpoint_with_wrong_version(version: bytes) -> None:
     assert parsed.entries == []
     assert checks(parsed.problems) == ["index_mismatch"]
     assert "version" in parsed.problems[0].message.lower()
+    assert parsed.problems[0].position is None and parsed.problems[0].details == {"line": 1}
 
 
 def test_wrong_version_is_a_problem_even_without_a_count_line() -> None:
@@ -406,12 +407,12 @@ def test_wrong_version_is_a_problem_even_without_a_count_line() -> None:
 )
 def test_malformed_checkpoint_line_is_a_problem_and_good_lines_are_kept(line: bytes) -> None:
     """CheckpointFile: "Malformed line in checkpoint file"; here the good lines survive and the
-    problem names the line number."""
+    problem names the line number (a line, not a byte position)."""
     text = b"0\n3\ngood 0 10\n" + line + b"\nother 1 20\n"
     parsed = checkpoints.parse_offset_checkpoint(text, "cp")
     assert parsed.entries == [TopicPartitionOffset("good", 0, 10), TopicPartitionOffset("other", 1, 20)]
     malformed = [p for p in parsed.problems if "Malformed" in p.message]
-    assert len(malformed) == 1 and malformed[0].position == 4
+    assert len(malformed) == 1 and malformed[0].position is None and malformed[0].details == {"line": 4}
 
 
 @pytest.mark.parametrize("count", [b"1", b"5", b"-2", b"two"])
@@ -421,6 +422,7 @@ def test_checkpoint_count_disagreeing_with_the_lines(count: bytes) -> None:
     assert len(parsed.entries) == 2
     assert checks(parsed.problems) == ["index_mismatch"]
     assert "Expected" in parsed.problems[0].message and "found 2" in parsed.problems[0].message
+    assert parsed.problems[0].position is None and parsed.problems[0].details == {"line": 2}
 
 
 def test_checkpoint_that_is_not_utf8_is_a_problem() -> None:
@@ -444,7 +446,8 @@ def test_leader_epoch_checkpoint_layout() -> None:
 def test_leader_epoch_checkpoint_with_three_fields_is_malformed() -> None:
     parsed = checkpoints.parse_leader_epoch_checkpoint(b"0\n2\n0 0\n1 5 7\n")
     assert parsed.entries == [EpochEntry(0, 0)]
-    assert sorted(p.position for p in parsed.problems) == [1, 4]  # the count, the bad line
+    assert [p.position for p in parsed.problems] == [None, None]
+    assert sorted(p.details["line"] for p in parsed.problems) == [2, 4]  # the count, the bad line
 
 
 def test_meta_properties_with_comments() -> None:
@@ -472,7 +475,8 @@ def test_partition_metadata_is_read_as_properties() -> None:
 def test_meta_properties_malformed_line() -> None:
     parsed = checkpoints.parse_properties(b"node.id=1\njust some words\n=nokey\n")
     assert parsed.entries == [Property("node.id", "1")]
-    assert sorted(p.position for p in parsed.problems) == [2, 3]
+    assert [p.position for p in parsed.problems] == [None, None]
+    assert sorted(p.details["line"] for p in parsed.problems) == [2, 3]
 
 
 # ---------------------------------------------------------------------------------------------

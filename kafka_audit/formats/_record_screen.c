@@ -10,39 +10,13 @@
  * [min_timestamp, max_timestamp] where those are not None. Bad data answers False, never an
  * exception: the caller then decodes the batch in Python, which says what is wrong.
  *
- * Varints follow org.apache.kafka.common.utils.ByteUtils: readVarint reads at most 5 bytes into a
- * Java int, readVarlong at most 10 into a long, then zig-zag decodes.
+ * Varints and fields: _record_grammar.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 
-#define MAX_VARINT_BYTES 5
-#define MAX_VARLONG_BYTES 10
-
-/* Reads a zig-zag varint of at most `max_bytes` bytes at *pos; 0 when it does not end in time. */
-static int read_varint(const uint8_t *data, Py_ssize_t end, Py_ssize_t *pos, int max_bytes, int64_t *out)
-{
-    uint64_t raw = 0;
-    int shift = 0;
-    for (int i = 0; i < max_bytes; i++) {
-        if (*pos >= end)
-            return 0;
-        uint8_t b = data[(*pos)++];
-        raw |= (uint64_t)(b & 0x7F) << shift;
-        if (b < 0x80) {
-            if (max_bytes == MAX_VARINT_BYTES) {
-                uint32_t raw32 = (uint32_t)raw; /* a Java int keeps the low 32 bits */
-                *out = (int64_t)(int32_t)((raw32 >> 1) ^ (uint32_t)(-(int32_t)(raw32 & 1)));
-            } else {
-                *out = (int64_t)((raw >> 1) ^ (uint64_t)(-(int64_t)(raw & 1)));
-            }
-            return 1;
-        }
-        shift += 7;
-    }
-    return 0;
-}
+#include "_record_grammar.h"
 
 /* Timestamps are compared as Python compares them, without overflow: base timestamp plus delta
  * (two longs) always fits 128 bits, and a bound beyond a long is clamped to +-2^100, past any
@@ -89,37 +63,16 @@ static int screen(const uint8_t *data, Py_ssize_t end, int64_t base_timestamp, l
         }
         if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v) || v != index)
             return 0;
-        /* key, then value: a size, -1 for null */
-        for (int field = 0; field < 2; field++) {
-            if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v))
-                return 0;
-            if (v >= 0) {
-                if (v > record_end - pos)
-                    return 0;
-                pos += (Py_ssize_t)v;
-            } else if (v != -1 || (field == 0 && require_key)) {
-                return 0;
-            }
-        }
+        if (!skip_bytes(data, record_end, &pos, !require_key) || !skip_bytes(data, record_end, &pos, 1))
+            return 0; /* key, value */
         int64_t header_count;
         if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &header_count))
             return 0;
-        /* The bound of decode_records: each header takes at least two bytes. */
-        if (header_count < 0 || 2 * header_count > record_end - pos)
+        if (header_count < 0 || MIN_HEADER_BYTES * header_count > record_end - pos)
             return 0;
         for (int64_t h = 0; h < header_count; h++) {
-            if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v) || v < 0 || v > record_end - pos)
-                return 0;
-            pos += (Py_ssize_t)v;
-            if (!read_varint(data, record_end, &pos, MAX_VARINT_BYTES, &v))
-                return 0;
-            if (v >= 0) {
-                if (v > record_end - pos)
-                    return 0;
-                pos += (Py_ssize_t)v;
-            } else if (v != -1) {
-                return 0;
-            }
+            if (!skip_bytes(data, record_end, &pos, 0) || !skip_bytes(data, record_end, &pos, 1))
+                return 0; /* header key (never null), header value */
         }
         if (pos != record_end)
             return 0;
@@ -161,4 +114,16 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_record_screen", "The compiled record screen.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__record_screen(void) { return PyModule_Create(&module); }
+/* The module carries the widths it was built with, so that a stale build can be told apart. */
+PyMODINIT_FUNC PyInit__record_screen(void)
+{
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    if (PyModule_AddIntMacro(m, MAX_VARINT_BYTES) < 0 || PyModule_AddIntMacro(m, MAX_VARLONG_BYTES) < 0
+        || PyModule_AddIntMacro(m, MIN_HEADER_BYTES) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

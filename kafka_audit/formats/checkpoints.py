@@ -16,6 +16,7 @@ each problem is reported.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar
@@ -34,7 +35,8 @@ OFFSET_CHECKPOINTS = (
     REPLICATION_OFFSET_CHECKPOINT,
     CLEANER_OFFSET_CHECKPOINT,
 )
-# A problem in these files is a note of the scan, reported under no check of its own.
+# The check a problem of these files carries (a sidecar that cannot be trusted): a scan reports
+# such problems as notes, ``dump`` under this check. They have a line, not a byte position.
 _CHECK = "index_mismatch"
 
 
@@ -57,6 +59,27 @@ class Property:
     value: str
 
 
+def _encode_checkpoint(lines: list[str]) -> bytes:
+    """CheckpointFile.write: the version, the count, one line per entry."""
+    return ("\n".join([str(CHECKPOINT_VERSION), str(len(lines)), *lines]) + "\n").encode()
+
+
+def encode_offset_checkpoint(entries: Iterable[TopicPartitionOffset]) -> bytes:
+    """OffsetCheckpointFile: ``topic partition offset`` lines."""
+    return _encode_checkpoint([f"{e.topic} {e.partition} {e.offset}" for e in entries])
+
+
+def encode_leader_epoch_checkpoint(entries: Iterable[EpochEntry]) -> bytes:
+    """LeaderEpochCheckpointFile: ``epoch startOffset`` lines."""
+    return _encode_checkpoint([f"{e.epoch} {e.start_offset}" for e in entries])
+
+
+def encode_properties(properties: Iterable[Property], comments: Iterable[str] = ()) -> bytes:
+    """Properties.store: ``#`` comment lines, then ``key=value`` lines."""
+    lines = [f"#{c}" for c in comments] + [f"{p.key}={p.value}" for p in properties]
+    return ("\n".join(lines) + "\n").encode()
+
+
 def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries) -> list[list[str]]:
     """The entry lines of a CheckpointFile, each split into ``fields`` fields.
 
@@ -68,7 +91,7 @@ def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries)
         return []
     version = lines[0].strip()
     if version != str(CHECKPOINT_VERSION):
-        result.add_problem(_CHECK, 0, f"Unrecognized version of the checkpoint file {name}: {_clip(version)}")
+        result.add_line_problem(_CHECK, 1, f"Unrecognized version of the checkpoint file {name}: {_clip(version)}")
         return []
     if len(lines) < 2:
         return []
@@ -79,12 +102,12 @@ def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries)
         # The last two fields are a partition or leader epoch (Integer.parseInt) and an offset
         # (Long.parseLong): a number past their range makes the line malformed, as in Kafka.
         if len(parts) != fields or not (_fits(parts[-2], 32) and _fits(parts[-1], 64)):
-            result.add_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {_clip(line)!r}")
+            result.add_line_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {_clip(line)!r}")
             continue
         entries.append(parts)
     if not _fits(count, 32) or int(count) != len(entries):
-        result.add_problem(
-            _CHECK, 1, f"Expected {_clip(count)} entries in checkpoint file {name}, but found {len(entries)}"
+        result.add_line_problem(
+            _CHECK, 2, f"Expected {_clip(count)} entries in checkpoint file {name}, but found {len(entries)}"
         )
     return entries
 
@@ -110,7 +133,7 @@ def _fits(text: str, bits: int) -> bool:
 def _decode(data: bytes, name: str, result: SidecarEntries) -> str:
     text = data.decode("utf-8", errors="replace")
     if "\ufffd" in text:
-        result.add_problem(_CHECK, 0, f"{name} is not UTF-8 text")
+        result.add_line_problem(_CHECK, None, f"{name} is not UTF-8 text")
     return text
 
 
@@ -137,7 +160,7 @@ def parse_properties(data: bytes, name: str = META_PROPERTIES) -> SidecarEntries
             continue
         cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
         if cut <= 0:
-            result.add_problem(_CHECK, number, f"Malformed line {number} in {name}: {_clip(raw)!r}")
+            result.add_line_problem(_CHECK, number, f"Malformed line {number} in {name}: {_clip(raw)!r}")
             continue
         result.entries.append(Property(line[:cut].strip(), line[cut + 1 :].strip()))
     return result

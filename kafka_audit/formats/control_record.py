@@ -32,6 +32,16 @@ class ControlRecord:
         return self.error is None and self.type in (ControlRecordType.ABORT, ControlRecordType.COMMIT)
 
 
+def encode_control_key(type_id: int, version: int = CURRENT_CONTROL_KEY_VERSION) -> bytes:
+    """ControlRecordType.recordKey: ``version i16, type i16``."""
+    return _KEY.pack(version, type_id)
+
+
+def encode_end_transaction_marker(coordinator_epoch: int, version: int = 0) -> bytes:
+    """EndTransactionMarker's value: ``version i16, coordinatorEpoch i32``."""
+    return _MARKER.pack(version, coordinator_epoch)
+
+
 def parse_control_record(record: Record) -> ControlRecord:
     """ControlRecordType.parse and EndTransactionMarker.deserialize, without raising."""
     key = record.key

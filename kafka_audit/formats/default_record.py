@@ -12,6 +12,7 @@ record's index (KIP-467), in DefaultRecord's own wording.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.formats.record_batch import Header, MAGIC_VALUE_V2, Record
@@ -21,22 +22,82 @@ try:  # the optional C build of screen_records_py (see screen_records)
 except ImportError:  # not built: the pure-Python screen runs
     _compiled_screen = None
 
-# ByteUtils.readVarint reads at most 5 bytes, readVarlong at most 10.
-_MAX_VARINT_BYTES = 5
-_MAX_VARLONG_BYTES = 10
+# The record grammar's varint widths, here for the decoder, the Python screen and the encoder,
+# and compiled into the C screen (setup.py reads them from this file): ByteUtils.readVarint reads
+# at most 5 bytes, readVarlong at most 10.
+MAX_VARINT_BYTES = 5
+MAX_VARLONG_BYTES = 10
+# The fewest bytes a header takes (a key length and a value length of one byte each): a bound
+# that stops an absurd header count at once.
+MIN_HEADER_BYTES = 2
+# A varint of one or two bytes carries 7 or 14 payload bits: the values the tables below hold.
+TWO_BYTE_VARINT_VALUES = 1 << 14
 
 # The zig-zag value of every varint of one or two bytes, indexed by its 14 payload bits
 # ``(b0 & 0x7F) | (b1 << 7)`` (a one-byte varint is its own index). In CPython one tuple lookup
 # is cheaper than the shift, and, negate and xor of a zig-zag decode; :func:`screen_records`
 # reads every length, delta and size of a batch through it.
-_ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(1 << 14))
+_ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(TWO_BYTE_VARINT_VALUES))
+
+
+# ByteUtils.writeVarlong of the zig-zag values of one and two bytes, built once: an encoder
+# writes such lengths and deltas for almost every field.
+def _raw_varint(raw: int) -> bytes:
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+_VARINT_BYTES = tuple(_raw_varint(raw) for raw in range(TWO_BYTE_VARINT_VALUES))
+_MASK64 = (1 << 64) - 1
+
+
+def encode_varint(value: int) -> bytes:
+    """ByteUtils.writeVarlong: the zig-zag varint of ``value`` (a varint field writes the same bytes)."""
+    raw = ((value << 1) ^ (value >> 63)) & _MASK64
+    if raw < TWO_BYTE_VARINT_VALUES:
+        return _VARINT_BYTES[raw]
+    return _raw_varint(raw)
+
+
+def _encode_bytes(data: bytes | None) -> bytes:
+    """A varint length and the bytes, or the length -1 for null."""
+    return b"\x01" if data is None else encode_varint(len(data)) + data
+
+
+def encode_record(
+    attributes: int,
+    timestamp_delta: int,
+    offset_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Iterable[tuple[str | bytes, bytes | None]] = (),
+) -> bytes:
+    """DefaultRecord.writeTo: one record, length first; header keys given as str are UTF-8."""
+    headers = tuple(headers)
+    parts = [
+        bytes((attributes & 0xFF,)),
+        encode_varint(timestamp_delta),
+        encode_varint(offset_delta),
+        _encode_bytes(key),
+        _encode_bytes(value),
+        encode_varint(len(headers)),
+    ]
+    for header_key, header_value in headers:
+        parts.append(_encode_bytes(header_key.encode() if isinstance(header_key, str) else header_key))
+        parts.append(_encode_bytes(header_value))
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
 
 
 class MalformedRecord(Exception):
     """Internal signal that the bytes of one record cannot be decoded; never leaves this package."""
 
 
-def read_varint(data: bytes, pos: int, max_bytes: int = _MAX_VARLONG_BYTES) -> tuple[int, int]:
+def read_varint(data: bytes, pos: int, max_bytes: int = MAX_VARLONG_BYTES) -> tuple[int, int]:
     """ByteUtils.readVarlong: a zig-zag varint at ``pos``; returns (value, next position).
 
     At most ``max_bytes`` bytes are read, so a varint that never ends cannot hang the reader.
@@ -45,7 +106,7 @@ def read_varint(data: bytes, pos: int, max_bytes: int = _MAX_VARLONG_BYTES) -> t
     shift = 0
     # ByteUtils shifts the last byte into a Java int (readVarint, 5 bytes) or long (readVarlong,
     # 10 bytes): its bits past 32 / 64 are lost, so the value always fits the field's type.
-    mask = 0xFFFFFFFF if max_bytes <= _MAX_VARINT_BYTES else 0xFFFFFFFFFFFFFFFF
+    mask = 0xFFFFFFFF if max_bytes <= MAX_VARINT_BYTES else 0xFFFFFFFFFFFFFFFF
     for at in range(pos, min(len(data), pos + max_bytes)):
         b = data[at]
         raw |= (b & 0x7F) << shift
@@ -108,7 +169,7 @@ def decode_records(
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                length, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                length, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             start = pos
             record_end = pos + length
             if length <= 0 or record_end > end:
@@ -123,19 +184,19 @@ def decode_records(
                 timestamp_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                timestamp_delta, pos = read_varint(data, pos, _MAX_VARLONG_BYTES)
+                timestamp_delta, pos = read_varint(data, pos, MAX_VARLONG_BYTES)
             b = data[pos]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                offset_delta, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                offset_delta, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             b = data[pos]
             if b < 0x80:
                 key_size = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                key_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             key = None
             if key_size >= 0:
                 if pos + key_size > record_end:
@@ -150,7 +211,7 @@ def decode_records(
                 value_size = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                value_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             value = None
             if value_size >= 0:
                 if pos + value_size > record_end:
@@ -165,11 +226,10 @@ def decode_records(
                 header_count = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                header_count, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                header_count, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             headers: tuple[Header, ...] = ()
             if header_count:
-                # Each header takes at least two bytes: a bound that stops absurd counts at once.
-                if header_count < 0 or 2 * header_count > record_end - pos:
+                if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
                     raise MalformedRecord(f"Found invalid number of record headers {header_count}")
                 pos, headers = _read_headers(data, pos, record_end, header_count, with_data)
             if pos != record_end:
@@ -213,14 +273,14 @@ def _read_headers(
     """DefaultRecord.readHeaders: ``count`` (key, value) pairs; a null header key is invalid."""
     headers = []
     for _ in range(count):
-        key_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+        key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
         if key_size < 0:
             raise MalformedRecord(f"Invalid negative header key size {key_size}")
         if pos + key_size > record_end:
             raise MalformedRecord(f"Invalid header key size {key_size}: past the end of the record")
         key_bytes = data[pos : pos + key_size]
         pos += key_size
-        value_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+        value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
         value = None
         if value_size >= 0:
             if pos + value_size > record_end:
@@ -296,7 +356,7 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                 length = zigzag[(b & 0x7F) | (b1 << 7)]
                 pos += 2
             else:
-                length, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                length, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             record_end = pos + length
             if length <= 0 or record_end > end:
                 return False
@@ -309,7 +369,7 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                 timestamp_delta = zigzag[(b & 0x7F) | (b1 << 7)]
                 pos += 2
             else:
-                timestamp_delta, pos = read_varint(data, pos, _MAX_VARLONG_BYTES)
+                timestamp_delta, pos = read_varint(data, pos, MAX_VARLONG_BYTES)
             if check_time:
                 timestamp = base_timestamp + timestamp_delta
                 if (low is not None and timestamp < low) or (high is not None and timestamp > high):
@@ -322,7 +382,7 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                 offset_delta = zigzag[(b & 0x7F) | (b1 << 7)]
                 pos += 2
             else:
-                offset_delta, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                offset_delta, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             if offset_delta != index:
                 return False
             b = data[pos]
@@ -333,7 +393,7 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                 key_size = zigzag[(b & 0x7F) | (b1 << 7)]
                 pos += 2
             else:
-                key_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             if key_size >= 0:
                 pos += key_size
             elif key_size != -1 or require_key:
@@ -346,7 +406,7 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                 value_size = zigzag[(b & 0x7F) | (b1 << 7)]
                 pos += 2
             else:
-                value_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
             if value_size >= 0:
                 pos += value_size
             elif value_size != -1:
@@ -359,9 +419,8 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                     header_count = zigzag[b]
                     pos += 1
                 else:
-                    header_count, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
-                # The bound of decode_records: each header takes at least two bytes.
-                if header_count < 0 or 2 * header_count > record_end - pos:
+                    header_count, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+                if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
                     return False
                 for _ in range(header_count):
                     b = data[pos]
@@ -369,7 +428,7 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                         header_key_size = zigzag[b]
                         pos += 1
                     else:
-                        header_key_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                        header_key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
                     if header_key_size < 0:
                         return False
                     pos += header_key_size
@@ -378,7 +437,7 @@ def screen_records_py(data: bytes, base_timestamp: int, record_count: int, scree
                         header_value_size = zigzag[b]
                         pos += 1
                     else:
-                        header_value_size, pos = read_varint(data, pos, _MAX_VARINT_BYTES)
+                        header_value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
                     if header_value_size >= 0:
                         pos += header_value_size
                     elif header_value_size != -1:

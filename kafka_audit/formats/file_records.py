@@ -42,14 +42,12 @@ from kafka_audit.formats.record_batch import (
     MAGIC_VALUE_V2,
     TIMESTAMP_TYPE_MASK,
     V2_ATTRIBUTES_OFFSET,
+    V2_HEADER,
     V2_RECORD_BATCH_OVERHEAD,
     Record,
     RecordBatch,
 )
 
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
-# baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordCount.
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 _OFFSET_SIZE = struct.Struct(">qi")
 
 # Drop walked pages from the resident set this often (bytes).
@@ -188,7 +186,7 @@ def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
         producer_epoch,
         base_sequence,
         record_count,
-    ) = _V2_HEADER.unpack_from(buf, pos)
+    ) = V2_HEADER.unpack_from(buf, pos)
     end = pos + LOG_OVERHEAD + size
     crc_valid = crc32c.crc32c(memoryview(buf)[pos + V2_ATTRIBUTES_OFFSET : end]) == crc
     # Positional, in RecordBatch's field order: keyword arguments made this call a sixth of the
@@ -346,6 +344,15 @@ class BatchRecords:
         return self.screened if self.passed_screen else len(self.records)
 
 
+def v2_records_data(buf, batch: RecordBatch):
+    """A v2 batch's records, decompressed (in place when uncompressed); raises
+    :class:`DecompressionError` as :func:`read_batch_records` reports it."""
+    payload = memoryview(buf)[batch.position + V2_RECORD_BATCH_OVERHEAD : batch.position + batch.size]
+    if batch.codec:
+        return decompress(batch.codec, payload, MAGIC_VALUE_V2, max_decompressed_size(batch))
+    return payload
+
+
 def read_batch_records(
     buf, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None
 ) -> BatchRecords:
@@ -367,29 +374,25 @@ def read_batch_records(
         legacy = decode_legacy_batch(buf, batch, with_data, max_decompressed_size(batch))
         return BatchRecords(legacy.records, legacy.problems, batch=legacy.batch)
 
-    payload = memoryview(buf)[batch.position + V2_RECORD_BATCH_OVERHEAD : batch.position + batch.size]
-    if batch.codec:
-        try:
-            data = decompress(batch.codec, payload, MAGIC_VALUE_V2, max_decompressed_size(batch))
-        except DecompressionError as exc:
-            return BatchRecords(
-                [],
-                [
-                    Problem(
-                        "decompression_failed",
-                        batch.position,
-                        str(exc),
-                        offset=batch.base_offset,
-                        details={"codec": batch.compression},
-                    )
-                ],
-            )
-    else:
-        data = payload  # screened in place; copied below only when it has to be decoded
+    try:
+        data = v2_records_data(buf, batch)  # screened in place; copied below only when it has to be decoded
+    except DecompressionError as exc:
+        return BatchRecords(
+            [],
+            [
+                Problem(
+                    "decompression_failed",
+                    batch.position,
+                    str(exc),
+                    offset=batch.base_offset,
+                    details={"codec": batch.compression},
+                )
+            ],
+        )
     if screen is not None and screen_records(data, batch.base_timestamp, batch.record_count or 0, screen):
         return BatchRecords([], passed_screen=True, screened=batch.record_count or 0)
     if not batch.codec:
-        data = bytes(payload)
+        data = bytes(data)
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     decoded = decode_records(
         data, batch.base_offset, batch.base_timestamp, batch.record_count or 0, log_append_time, with_data

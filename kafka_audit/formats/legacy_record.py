@@ -14,7 +14,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field, replace
 
-from kafka_audit.formats.compression import DecompressionError, decompress
+from kafka_audit.formats.compression import DecompressionError, compress, decompress
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
@@ -25,6 +25,7 @@ from kafka_audit.formats.record_batch import (
     MAGIC_VALUE_V1,
     TIMESTAMP_TYPE_MASK,
     NO_TIMESTAMP,
+    CompressionType,
     Record,
     RecordBatch,
 )
@@ -33,6 +34,8 @@ _OFFSET_SIZE = struct.Struct(">qi")
 _CRC_MAGIC_ATTRIBUTES = struct.Struct(">IbB")
 _TIMESTAMP = struct.Struct(">q")
 _LENGTH = struct.Struct(">i")
+_CRC = struct.Struct(">I")
+_NULL_LENGTH = _LENGTH.pack(-1)
 
 
 def record_overhead(magic: int) -> int:
@@ -145,7 +148,7 @@ def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompress
     position = batch.position
     message = parse_message(buf, position, position + batch.size)
     assert not isinstance(message, str), "decode_legacy_batch needs a batch from the reader"
-    if batch.codec == 0:
+    if batch.codec == CompressionType.NONE:
         return LegacyRecords([_record(buf, message, 0, message.offset, with_data)], batch=batch)
 
     problems: list[Problem] = []
@@ -234,6 +237,27 @@ def _record(buf, message: LegacyMessage, index: int, offset: int, with_data: boo
         attributes=message.attributes,
         crc_valid=message.crc_valid,
     )
+
+
+def encode_message(
+    offset: int, magic: int, attributes: int, timestamp: int | None, key: bytes | None, value: bytes | None
+) -> bytes:
+    """LegacyRecord.write after the log overhead: offset, size, crc (CRC-32 of magic..end), magic,
+    attributes, [timestamp (v1; None is NO_TIMESTAMP)], key, value (length -1 for null)."""
+    parts = [bytes((magic & 0xFF, attributes & 0xFF))]
+    if magic >= MAGIC_VALUE_V1:
+        parts.append(_TIMESTAMP.pack(NO_TIMESTAMP if timestamp is None else timestamp))
+    for data in (key, value):
+        parts.append(_NULL_LENGTH if data is None else _LENGTH.pack(len(data)) + data)
+    body = b"".join(parts)
+    return _OFFSET_SIZE.pack(offset, 4 + len(body)) + _CRC.pack(zlib.crc32(body)) + body
+
+
+def encode_wrapper(offset: int, magic: int, attributes: int, timestamp: int | None, inner: bytes, codec: int) -> bytes:
+    """A compressed wrapper message: ``inner`` (a message set) compressed with ``codec`` as the
+    value of one keyless message at ``offset`` (v1: the last inner offset; AbstractLegacyRecordBatch).
+    ``attributes`` carries the codec bits as they are to be written."""
+    return encode_message(offset, magic, attributes, timestamp, None, compress(codec, inner, magic))
 
 
 def _inner_truncated(position: int, index: int, remaining: int) -> Problem:

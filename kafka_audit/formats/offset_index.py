@@ -11,6 +11,7 @@ index whose first entry is all zero has no entry at all (a broker never indexes 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.formats.sidecar_file import SidecarEntries, parse_index, read_sidecar
@@ -24,6 +25,11 @@ class OffsetPosition:
 
     offset: int
     position: int
+
+
+def encode_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) -> bytes:
+    """OffsetIndex.append: (absolute offset, position) entries, the offset made relative."""
+    return b"".join(_ENTRY.pack(offset - base_offset, position) for offset, position in entries)
 
 
 def parse_offset_index(

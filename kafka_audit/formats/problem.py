@@ -17,12 +17,13 @@ class Problem:
     """One decoding problem.
 
     ``position`` is the byte position in the segment of the batch (or top-level legacy
-    message) concerned. ``record_index`` is the record's index inside its batch (the
+    message) concerned, or in the sidecar file; None for a problem of a text file (a checkpoint,
+    ``meta.properties``), which names its line in ``details`` instead. ``record_index`` is the record's index inside its batch (the
     KIP-467 ``error_records`` index) for record-level problems, else None.
     """
 
     check: str
-    position: int
+    position: int | None
     message: str
     record_index: int | None = None
     offset: int | None = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import crc32c
@@ -46,6 +47,25 @@ class ProducerSnapshot:
     entries: list[ProducerSnapshotEntry]
     problems: list
     valid: bool
+
+
+def encode_producer_snapshot(entries: Iterable[ProducerSnapshotEntry]) -> bytes:
+    """ProducerStateManager.writeSnapshot: version 1, the CRC-32C of the rest, then the entries."""
+    entries = list(entries)
+    body = _COUNT.pack(len(entries)) + b"".join(
+        _ENTRY.pack(
+            e.producer_id,
+            e.producer_epoch,
+            e.last_sequence,
+            e.last_offset,
+            e.offset_delta,
+            e.timestamp,
+            e.coordinator_epoch,
+            e.current_txn_first_offset,
+        )
+        for e in entries
+    )
+    return _HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(body)) + body
 
 
 def parse_producer_snapshot(data: bytes, name: str = ".snapshot") -> SidecarEntries:

@@ -3,13 +3,17 @@
 Follows ``org.apache.kafka.common.record.RecordBatch`` / ``Record``: for magic v2 a
 :class:`RecordBatch` is one DefaultRecordBatch; for magic v0/v1 it is one top-level
 legacy message (a compressed wrapper, or a lone uncompressed message), the unit that
-``AbstractLegacyRecordBatch`` presents as a batch.
+``AbstractLegacyRecordBatch`` presents as a batch. The v2 header layout (``V2_*_OFFSET``) and its
+encoder (:func:`encode_v2_batch`) live here too, for the reader, the encoder and ``bench/`` alike.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from enum import IntEnum
+
+import crc32c
 
 # org.apache.kafka.common.record.RecordBatch
 MAGIC_VALUE_V0 = 0
@@ -21,15 +25,60 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
-# org.apache.kafka.common.record.Records: offset i64 + size i32 before every batch/message.
-LOG_OVERHEAD = 12
+# org.apache.kafka.common.record.Records: offset i64 + size i32 before every batch/message, the
+# magic byte at the same place in every format.
+OFFSET_OFFSET = 0
+OFFSET_LENGTH = 8
+SIZE_OFFSET = OFFSET_OFFSET + OFFSET_LENGTH
+SIZE_LENGTH = 4
+LOG_OVERHEAD = SIZE_OFFSET + SIZE_LENGTH
+MAGIC_OFFSET = 16
+MAGIC_LENGTH = 1
 # Records.HEADER_SIZE_UP_TO_MAGIC: offset, size, and (v2: partitionLeaderEpoch / v0,v1: crc) + magic.
-HEADER_SIZE_UP_TO_MAGIC = 17
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_OFFSET + MAGIC_LENGTH
 
-# DefaultRecordBatch layout (SPEC section 4).
-V2_RECORD_BATCH_OVERHEAD = 61
-V2_CRC_OFFSET = 17
-V2_ATTRIBUTES_OFFSET = 21
+# LegacyRecord after the log overhead: crc u32 (CRC-32 of magic..end), magic i8, attributes i8.
+LEGACY_CRC_OFFSET = LOG_OVERHEAD
+LEGACY_CRC_LENGTH = 4
+LEGACY_MAGIC_OFFSET = LEGACY_CRC_OFFSET + LEGACY_CRC_LENGTH
+LEGACY_ATTRIBUTES_OFFSET = LEGACY_MAGIC_OFFSET + MAGIC_LENGTH
+
+# DefaultRecordBatch header layout (SPEC section 4), each field's offset derived from the one
+# before it as DefaultRecordBatch's *_OFFSET chain does: the reader, the encoder below and bench/
+# all take their positions from here.
+V2_BASE_OFFSET_OFFSET = 0
+V2_BASE_OFFSET_LENGTH = 8
+V2_LENGTH_OFFSET = V2_BASE_OFFSET_OFFSET + V2_BASE_OFFSET_LENGTH
+V2_LENGTH_LENGTH = 4
+V2_PARTITION_LEADER_EPOCH_OFFSET = V2_LENGTH_OFFSET + V2_LENGTH_LENGTH
+V2_PARTITION_LEADER_EPOCH_LENGTH = 4
+V2_MAGIC_OFFSET = V2_PARTITION_LEADER_EPOCH_OFFSET + V2_PARTITION_LEADER_EPOCH_LENGTH
+V2_MAGIC_LENGTH = MAGIC_LENGTH
+V2_CRC_OFFSET = V2_MAGIC_OFFSET + V2_MAGIC_LENGTH
+V2_CRC_LENGTH = 4
+V2_ATTRIBUTES_OFFSET = V2_CRC_OFFSET + V2_CRC_LENGTH
+V2_ATTRIBUTE_LENGTH = 2
+V2_LAST_OFFSET_DELTA_OFFSET = V2_ATTRIBUTES_OFFSET + V2_ATTRIBUTE_LENGTH
+V2_LAST_OFFSET_DELTA_LENGTH = 4
+V2_BASE_TIMESTAMP_OFFSET = V2_LAST_OFFSET_DELTA_OFFSET + V2_LAST_OFFSET_DELTA_LENGTH
+V2_BASE_TIMESTAMP_LENGTH = 8
+V2_MAX_TIMESTAMP_OFFSET = V2_BASE_TIMESTAMP_OFFSET + V2_BASE_TIMESTAMP_LENGTH
+V2_MAX_TIMESTAMP_LENGTH = 8
+V2_PRODUCER_ID_OFFSET = V2_MAX_TIMESTAMP_OFFSET + V2_MAX_TIMESTAMP_LENGTH
+V2_PRODUCER_ID_LENGTH = 8
+V2_PRODUCER_EPOCH_OFFSET = V2_PRODUCER_ID_OFFSET + V2_PRODUCER_ID_LENGTH
+V2_PRODUCER_EPOCH_LENGTH = 2
+V2_BASE_SEQUENCE_OFFSET = V2_PRODUCER_EPOCH_OFFSET + V2_PRODUCER_EPOCH_LENGTH
+V2_BASE_SEQUENCE_LENGTH = 4
+V2_RECORDS_COUNT_OFFSET = V2_BASE_SEQUENCE_OFFSET + V2_BASE_SEQUENCE_LENGTH
+V2_RECORDS_COUNT_LENGTH = 4
+V2_RECORDS_OFFSET = V2_RECORDS_COUNT_OFFSET + V2_RECORDS_COUNT_LENGTH
+V2_RECORD_BATCH_OVERHEAD = V2_RECORDS_OFFSET
+# batchLength counts the bytes after the length field.
+V2_BATCH_LENGTH_OVERHEAD = V2_RECORD_BATCH_OVERHEAD - V2_PARTITION_LEADER_EPOCH_OFFSET
+# The whole header in the chain's field order (the crc unsigned, the attributes a signed i16).
+V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+assert V2_HEADER.size == V2_RECORD_BATCH_OVERHEAD and V2_MAGIC_OFFSET == MAGIC_OFFSET
 
 # LegacyRecord layout: crc u32, magic i8, attributes i8, [timestamp i64], key len i32, value len i32.
 LEGACY_RECORD_OVERHEAD_V0 = 14
@@ -193,3 +242,46 @@ def increment_sequence(sequence: int, increment: int) -> int:
     if sequence > 0x7FFFFFFF - increment:
         return increment - (0x7FFFFFFF - sequence) - 1
     return sequence + increment
+
+
+def encode_v2_batch(
+    records: bytes,
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    record_count: int,
+    magic: int = MAGIC_VALUE_V2,
+    size_in_bytes: int | None = None,
+) -> bytes:
+    """DefaultRecordBatch.writeHeader: the 61-byte header before ``records`` (the encoded, possibly
+    compressed, records), with the CRC-32C over attributes..end. ``size_in_bytes`` is the
+    batchLength field (by default the bytes after it); ``magic`` the byte written (writeHeader
+    takes both as given)."""
+    length = V2_BATCH_LENGTH_OVERHEAD + len(records) if size_in_bytes is None else size_in_bytes
+    header = bytearray(
+        V2_HEADER.pack(
+            base_offset,
+            length,
+            partition_leader_epoch,
+            magic,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+        )
+    )
+    crc = crc32c.crc32c(records, crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:])))
+    struct.pack_into(">I", header, V2_CRC_OFFSET, crc)
+    return bytes(header) + records

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_audit.formats import storage
@@ -26,10 +26,14 @@ class SidecarEntries:
     problems: list[Problem]
     preallocated_bytes: int = 0
     path: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def add_problem(self, check: str, position: int | None, message: str, details: dict | None = None) -> None:
+        """A problem at a byte ``position`` of the file; None (the file could not be read) is 0."""
         self.problems.append(Problem(check, position if position is not None else 0, message, details=details or {}))
+
+    def add_line_problem(self, check: str, line: int | None, message: str) -> None:
+        """A problem of a text file: no byte position, the 1-based ``line`` (if any) in the details."""
+        self.problems.append(Problem(check, None, message, details={} if line is None else {"line": line}))
 
 
 def parse_index(

@@ -9,6 +9,7 @@ timeIndex.baseOffset() && i > 0``).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.formats.sidecar_file import SidecarEntries, parse_index, read_sidecar
@@ -22,6 +23,11 @@ class TimestampOffset:
 
     timestamp: int
     offset: int
+
+
+def encode_time_index(entries: Iterable[tuple[int, int]], base_offset: int) -> bytes:
+    """TimeIndex.maybeAppend: (timestamp, absolute offset) entries, the offset made relative."""
+    return b"".join(_ENTRY.pack(timestamp, offset - base_offset) for timestamp, offset in entries)
 
 
 def parse_time_index(

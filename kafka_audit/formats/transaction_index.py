@@ -7,6 +7,7 @@ lastStableOffset i64`` (34 bytes): one aborted transaction whose ABORT marker is
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.formats.sidecar_file import SidecarEntries, read_sidecar
@@ -24,6 +25,13 @@ class AbortedTxn:
     first_offset: int
     last_offset: int
     last_stable_offset: int
+
+
+def encode_transaction_index(entries: Iterable[AbortedTxn]) -> bytes:
+    """TransactionIndex.append: one 34-byte entry per aborted transaction, in order."""
+    return b"".join(
+        _ENTRY.pack(e.version, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in entries
+    )
 
 
 def parse_transaction_index(data: bytes, name: str = ".txnindex") -> SidecarEntries:

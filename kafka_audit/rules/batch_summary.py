@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from kafka_audit.formats.control_record import ControlRecord
-from kafka_audit.formats.record_batch import RecordBatch
+from kafka_audit.formats.record_batch import ControlRecordType, RecordBatch
 
 NO_CONTROL_TYPE = -1
 
@@ -40,7 +40,7 @@ class BatchSummary(NamedTuple):
 
     @property
     def is_transaction_marker(self) -> bool:
-        return self.is_control and self.control_type in (0, 1)
+        return self.is_control and self.control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT)
 
     @classmethod
     def of(

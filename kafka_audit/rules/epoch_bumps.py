@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kafka_audit.formats.record_batch import ControlRecordType
 from kafka_audit.rules.events import EventKind
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 FENCED, TIMEOUT_ABORT, TRANSACTION_END, IDEMPOTENT_BUMP = "fenced", "timeout_abort", "transaction_end", "idempotent_bump"
 _FENCED_EXCEPTION = "ProducerFencedException"
-_MARKERS = {0: "ABORT", 1: "COMMIT"}
 
 
 class EpochBumps:
@@ -49,8 +49,8 @@ class EpochBumps:
 
     def marker_bump(self, batch, previous: int, txn: "OpenTxn | None") -> None:
         self.next_batch(batch)
-        aborted = txn if batch.control_type == 0 else None
-        if batch.control_type == 1:
+        aborted = txn if batch.control_type == ControlRecordType.ABORT else None
+        if batch.control_type == ControlRecordType.COMMIT:
             self._report(batch, previous, None, TRANSACTION_END)
         else:
             self.pending[batch.producer_id] = (batch, previous, aborted)
@@ -76,7 +76,7 @@ class EpochBumps:
             f"{batch.base_offset} in partition {replay.tp}"
         )
         if batch.is_control:
-            message += f" with its {_MARKERS[batch.control_type]} marker"
+            message += f" with its {ControlRecordType(batch.control_type).name} marker"
         if aborted is not None:
             message += f", aborting its open transaction that started at offset {aborted.first_offset}"
         message += f" ({reason.replace('_', ' ')})"

@@ -23,6 +23,7 @@ from kafka_audit.formats.control_record import ControlRecord, parse_control_reco
 from kafka_audit.formats.default_record import RecordScreen
 from kafka_audit.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
+    CompressionType,
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
     MAGIC_VALUE_V2,
@@ -248,14 +249,14 @@ def validate_records(
     :func:`record_screen`'s screen: a new or stricter per-record rule must be added there too.
     """
     found: list[Violation] = []
-    compressed_legacy = batch.magic <= MAGIC_VALUE_V1 and batch.codec != 0
+    compressed_legacy = batch.magic <= MAGIC_VALUE_V1 and batch.codec != CompressionType.NONE
     cleaned = config.is_compacted(topic)
     compacted = cleaned and not batch.is_control
     check_time = reference_time is not None and (
         config.timestamp_before_max_ms is not None or config.timestamp_after_max_ms is not None
     )
     create_time = batch.timestamp_type == TimestampType.CREATE_TIME
-    offsets_spec = UNCOMPRESSED_OFFSET_DELTAS if batch.magic == MAGIC_VALUE_V2 and batch.codec == 0 else None
+    offsets_spec = UNCOMPRESSED_OFFSET_DELTAS if batch.magic == MAGIC_VALUE_V2 and batch.codec == CompressionType.NONE else None
     previous_stored: int | None = None
     for record in records:
         violation = _record_rule_violation(
@@ -395,7 +396,7 @@ def _cleaned_offset_violation(
     end at the wrapper's offset (the wrapper carries the last inner offset)."""
     if batch.magic == MAGIC_VALUE_V2:
         low, high = 0, batch.last_offset_delta
-    elif batch.codec == 0:
+    elif batch.codec == CompressionType.NONE:
         return None
     elif batch.magic == MAGIC_VALUE_V1:
         low, high = 0, None
@@ -426,9 +427,9 @@ def _cleaned_offset_violation(
 def _offset_violation(batch: RecordBatch, record: Record, topic_partition: str) -> Violation | None:
     """The stored offset a record of a non-compacted topic must have, against the one it has."""
     index = record.index
-    if batch.magic == MAGIC_VALUE_V2 or (batch.codec != 0 and batch.magic == MAGIC_VALUE_V1):
+    if batch.magic == MAGIC_VALUE_V2 or (batch.codec != CompressionType.NONE and batch.magic == MAGIC_VALUE_V1):
         expected = index
-    elif batch.codec == 0:
+    elif batch.codec == CompressionType.NONE:
         return None
     else:
         # v0 inner offsets are absolute: consecutive from the first, ending at the wrapper's offset.

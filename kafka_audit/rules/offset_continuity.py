@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats.record_batch import MAGIC_VALUE_V2
 
 
 class OffsetContinuity:
@@ -32,7 +33,7 @@ class OffsetContinuity:
 
     def observe(self, batch: BatchSummary) -> list[Finding]:
         if not batch.valid:
-            if batch.magic >= 2:
+            if batch.magic >= MAGIC_VALUE_V2:
                 if batch.last_offset >= batch.base_offset:
                     self.unreadable.append((batch.base_offset, batch.last_offset))
             else:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.errors import Check
+from kafka_audit.errors import Check, CheckId
 from kafka_audit.formats.control_record import ControlRecord
 from kafka_audit.formats.file_records import BatchRecords
 from kafka_audit.rules.log_validator import (
@@ -187,7 +187,7 @@ class SegmentAuditor:
             try:
                 for item in segment.batches(task.start, task.stop):
                     if isinstance(item, Problem):
-                        if item.check == "crc_mismatch":
+                        if item.check == CheckId.CRC_MISMATCH:
                             pending.append(item)  # its batch follows at once
                         else:
                             yield self._problem_finding(item, None)
@@ -204,7 +204,7 @@ class SegmentAuditor:
                 # A ranged read of an object in a store failed part way (network, object gone):
                 # what was read is audited, the rest is said to be unread (SPEC section 1).
                 yield self._finding(
-                    "unreadable_segment",
+                    CheckId.UNREADABLE_SEGMENT,
                     f"Reading {task.segment} failed after byte {walked}: {exc.strerror or exc}; "
                     f"the bytes from there to {stop} are not audited",
                     None,
@@ -244,7 +244,7 @@ class SegmentAuditor:
                 )
             # A batch whose records cannot be read back is not trusted for the replay either.
             if decoded.problems:
-                valid = not any(p.check == "decompression_failed" for p in decoded.problems)
+                valid = not any(p.check == CheckId.DECOMPRESSION_FAILED for p in decoded.problems)
         task = self.task
         return findings, BatchSummary.of(
             task.topic, task.partition, task.segment, task.base_offset, batch, valid, control

@@ -7,11 +7,13 @@ after they are built.
 
 Three layers:
 
-- :func:`encode_batch` / :func:`build_batch`: one :class:`BatchSpec` to bytes. Magic v2 gives one
-  DefaultRecordBatch (61-byte header, zig-zag varint records, CRC-32C over attributes..end).
-  Magic v0/v1 gives the concatenated lone messages when uncompressed, or one wrapper message whose
-  value is the compressed inner message set (v1 inner offsets relative 0..n-1 and the wrapper at the
-  last absolute offset; v0 inner offsets absolute), CRC-32 over magic..end.
+- :func:`encode_batch` / :func:`build_batch`: one :class:`BatchSpec` to bytes, through the
+  encoders beside the decoders in ``kafka_audit.formats`` (``record_batch.encode_v2_batch``,
+  ``default_record.encode_record``, ``legacy_record.encode_message`` / ``encode_wrapper``), the
+  faults applied on top. Magic v2 gives one DefaultRecordBatch. Magic v0/v1 gives the
+  concatenated lone messages when uncompressed, or one wrapper message whose value is the
+  compressed inner message set (v1 inner offsets relative 0..n-1 and the wrapper at the last
+  absolute offset; v0 inner offsets absolute).
 - :class:`PartitionWriter`: appends batches to a partition folder, assigning offsets, rolling
   segments at ``segment_bytes``, and keeping ``.index``/``.timeindex`` entries exactly as
   ``LogSegment.append`` does, ``.txnindex`` entries for aborted transactions, producer state as
@@ -35,22 +37,35 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import crc32c
-
+from kafka_audit.formats import checkpoints, transaction_index
+from kafka_audit.formats.checkpoints import EpochEntry, Property, TopicPartitionOffset
+from kafka_audit.formats.compression import compress
+from kafka_audit.formats.control_record import encode_control_key, encode_end_transaction_marker
+from kafka_audit.formats.default_record import encode_record
+from kafka_audit.formats.default_record import encode_varint as varint  # noqa: F401 (tests encode with it)
+from kafka_audit.formats.legacy_record import encode_message, encode_wrapper
+from kafka_audit.formats.offset_index import encode_offset_index
+from kafka_audit.formats.producer_snapshot import ProducerSnapshotEntry, encode_producer_snapshot
 from kafka_audit.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
+    LEGACY_CRC_OFFSET,
+    LEGACY_MAGIC_OFFSET,
     MAGIC_VALUE_V1,
     MAGIC_VALUE_V2,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     NO_TIMESTAMP,
+    SIZE_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
+    V2_CRC_OFFSET,
     ControlRecordType,
+    encode_v2_batch,
     increment_sequence,
 )
+from kafka_audit.formats.time_index import encode_time_index
 
 #: First timestamp of every fixture (2023-11-14T22:13:20Z): no wall clock is ever read.
 TS_BASE = 1_700_000_000_000
@@ -62,16 +77,8 @@ LOG_APPEND_TIME = 1
 DEFAULT_SEGMENT_BYTES = 1 << 30
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
-_V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # 61 bytes
-_V2_AFTER_LENGTH = 49  # batchLength counts the bytes after the length field: 61 - 12
-_V2_ATTRIBUTES_OFFSET = 21
-_V2_CRC_OFFSET = 17
-_LEGACY_HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_CONTROL_KEY = struct.Struct(">hh")
-_MARKER_VALUE = struct.Struct(">hi")
-_NULL_LEN = _I32.pack(-1)
+# What a bad_crc fault XORs into the right CRC.
+_CRC_DAMAGE = 0xDEADBEEF
 
 
 # ---------------------------------------------------------------------------------------------
@@ -229,11 +236,11 @@ class EncodedBatch:
 
 def control_record(control: ControlSpec, timestamp: int | None = None) -> RecordSpec:
     """The control record of ``control`` as a plain record spec (key and value bytes)."""
-    key = _CONTROL_KEY.pack(control.version, control.type)
+    key = encode_control_key(control.type, control.version)
     if control.value is not None:
         value = control.value
     elif control.type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-        value = _MARKER_VALUE.pack(control.marker_version, control.coordinator_epoch)
+        value = encode_end_transaction_marker(control.coordinator_epoch, control.marker_version)
     else:
         value = b""
     return RecordSpec(key=key, value=value, timestamp=timestamp)
@@ -255,66 +262,8 @@ def _bytes(value) -> bytes | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Varints (ByteUtils.writeVarint / writeVarlong), table-driven for the common small values
-# ---------------------------------------------------------------------------------------------
-
-
-def _raw_varint(raw: int) -> bytes:
-    out = bytearray()
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
-    return bytes(out)
-
-
-_VARINT_TABLE = [_raw_varint(raw) for raw in range(1 << 14)]
-_MASK64 = (1 << 64) - 1
-
-
-def varint(value: int) -> bytes:
-    """Zig-zag varint/varlong of ``value``."""
-    raw = ((value << 1) ^ (value >> 63)) & _MASK64
-    if raw < 16384:
-        return _VARINT_TABLE[raw]
-    return _raw_varint(raw)
-
-
-def _v2_record(attributes: int, ts_delta: int, offset_delta: int, key, value, headers) -> bytes:
-    parts = [bytes((attributes & 0xFF,)), varint(ts_delta), varint(offset_delta)]
-    if key is None:
-        parts.append(b"\x01")
-    else:
-        parts.append(varint(len(key)))
-        parts.append(key)
-    if value is None:
-        parts.append(b"\x01")
-    else:
-        parts.append(varint(len(value)))
-        parts.append(value)
-    parts.append(varint(len(headers)))
-    for h_key, h_value in headers:
-        h_key = h_key.encode() if isinstance(h_key, str) else h_key
-        parts.append(varint(len(h_key)))
-        parts.append(h_key)
-        if h_value is None:
-            parts.append(b"\x01")
-        else:
-            parts.append(varint(len(h_value)))
-            parts.append(h_value)
-    body = b"".join(parts)
-    return varint(len(body)) + body
-
-
-# ---------------------------------------------------------------------------------------------
 # Batches
 # ---------------------------------------------------------------------------------------------
-
-
-def _compress(codec: int, data: bytes, magic: int) -> bytes:
-    from kafka_audit.formats.compression import compress
-
-    return compress(codec, data, magic)
 
 
 def encode_batch(spec: BatchSpec) -> bytes:
@@ -364,7 +313,7 @@ def _build_v2(spec: BatchSpec) -> tuple[bytes, BatchInfo]:
 
     body = b"".join(
         [
-            _v2_record(
+            encode_record(
                 r.attributes,
                 stamps[i] - first_ts,
                 i if r.offset_delta is None else r.offset_delta,
@@ -378,7 +327,7 @@ def _build_v2(spec: BatchSpec) -> tuple[bytes, BatchInfo]:
     if faults.payload is not None:
         payload = faults.payload
     elif spec.codec:
-        payload = _compress(spec.codec, body, MAGIC_VALUE_V2)
+        payload = compress(spec.codec, body, MAGIC_VALUE_V2)
     else:
         payload = body
 
@@ -397,29 +346,26 @@ def _build_v2(spec: BatchSpec) -> tuple[bytes, BatchInfo]:
         last_delta = len(recs) - 1 if recs[-1].offset_delta is None else recs[-1].offset_delta
     else:
         last_delta = 0
-    length = _V2_AFTER_LENGTH + len(payload) if faults.size is None else faults.size
-    header = bytearray(
-        _V2_HEADER.pack(
-            base_offset,
-            length,
-            spec.partition_leader_epoch,
-            MAGIC_VALUE_V2 if faults.magic is None else faults.magic,
-            0,
-            attributes,
-            last_delta,
-            first_ts,
-            max_ts,
-            spec.producer_id,
-            spec.producer_epoch,
-            spec.base_sequence,
-            count,
-        )
+    data = encode_v2_batch(
+        payload,
+        base_offset=base_offset,
+        partition_leader_epoch=spec.partition_leader_epoch,
+        attributes=attributes,
+        last_offset_delta=last_delta,
+        base_timestamp=first_ts,
+        max_timestamp=max_ts,
+        producer_id=spec.producer_id,
+        producer_epoch=spec.producer_epoch,
+        base_sequence=spec.base_sequence,
+        record_count=count,
+        magic=MAGIC_VALUE_V2 if faults.magic is None else faults.magic,
+        size_in_bytes=faults.size,
     )
-    crc = crc32c.crc32c(payload, crc32c.crc32c(bytes(header[_V2_ATTRIBUTES_OFFSET:])))
     if faults.bad_crc:
-        crc ^= 0xDEADBEEF
-    struct.pack_into(">I", header, _V2_CRC_OFFSET, crc)
-    data = bytes(header) + payload
+        data = bytearray(data)
+        (crc,) = struct.unpack_from(">I", data, V2_CRC_OFFSET)
+        struct.pack_into(">I", data, V2_CRC_OFFSET, crc ^ _CRC_DAMAGE)
+        data = bytes(data)
 
     control_type = coordinator_epoch = None
     if spec.control_batch and spec.control is not None and len(recs) == 1 and not spec.records:
@@ -459,27 +405,26 @@ def legacy_message(
     size: int | None = None,
     stored_magic: int | None = None,
 ) -> bytes:
-    """One v0/v1 message (LegacyRecord.write): offset, size, crc, magic, attributes,
-    [timestamp], key, value. ``magic`` picks the layout; ``stored_magic`` is the byte written."""
-    parts = [bytes(((magic if stored_magic is None else stored_magic) & 0xFF, attributes & 0xFF))]
-    if magic >= MAGIC_VALUE_V1:
-        parts.append(_I64.pack(NO_TIMESTAMP if timestamp is None else timestamp))
-    if key is None:
-        parts.append(_NULL_LEN)
-    else:
-        parts.append(_I32.pack(len(key)))
-        parts.append(key)
-    if value is None:
-        parts.append(_NULL_LEN)
-    else:
-        parts.append(_I32.pack(len(value)))
-        parts.append(value)
-    body = b"".join(parts)
-    crc = zlib.crc32(body)
-    if bad_crc:
-        crc ^= 0xDEADBEEF
-    message_size = 4 + len(body) if size is None else size
-    return struct.pack(">qiI", offset, message_size, crc) + body
+    """One v0/v1 message (:func:`encode_message`), damaged as asked: ``magic`` picks the layout,
+    ``stored_magic`` is the byte written (the CRC covers it), ``size`` the size field written,
+    ``bad_crc`` a wrong CRC."""
+    data = encode_message(offset, magic, attributes, timestamp, key, value)
+    if not bad_crc and size is None and stored_magic is None:
+        return data
+    return _damage_message(data, bad_crc, size, stored_magic)
+
+
+def _damage_message(data: bytes, bad_crc: bool, size: int | None, stored_magic: int | None) -> bytes:
+    """An encoded v0/v1 message with another magic byte (CRC recomputed over it), a wrong CRC or
+    another size field."""
+    damaged = bytearray(data)
+    if stored_magic is not None:
+        damaged[LEGACY_MAGIC_OFFSET] = stored_magic & 0xFF
+    crc = zlib.crc32(damaged[LEGACY_MAGIC_OFFSET:])
+    struct.pack_into(">I", damaged, LEGACY_CRC_OFFSET, crc ^ _CRC_DAMAGE if bad_crc else crc)
+    if size is not None:
+        struct.pack_into(">i", damaged, SIZE_OFFSET, size)
+    return bytes(damaged)
 
 
 def _build_legacy(spec: BatchSpec) -> tuple[bytes, BatchInfo]:
@@ -537,24 +482,15 @@ def _build_legacy(spec: BatchSpec) -> tuple[bytes, BatchInfo]:
                 )
             )
         inner_set = b"".join(inner)
-        if faults.payload is not None:
-            value = faults.payload
-        else:
-            value = _compress(spec.codec, inner_set, magic)
         last_delta = n - 1 if faults.last_offset_delta is None else faults.last_offset_delta
         codec_bits = spec.codec if faults.codec_id is None else faults.codec_id
         attrs = (codec_bits & COMPRESSION_CODEC_MASK) | (TIMESTAMP_TYPE_MASK if lat else 0) | spec.attributes_extra
-        data = legacy_message(
-            base_offset + last_delta,
-            magic,
-            attrs,
-            max_ts,
-            None,
-            value,
-            bad_crc=faults.bad_crc,
-            size=faults.size,
-            stored_magic=faults.magic,
-        )
+        if faults.payload is not None:
+            data = encode_message(base_offset + last_delta, magic, attrs, max_ts, None, faults.payload)
+        else:
+            data = encode_wrapper(base_offset + last_delta, magic, attrs, max_ts, inner_set, spec.codec)
+        if faults.bad_crc or faults.size is not None or faults.magic is not None:
+            data = _damage_message(data, faults.bad_crc, faults.size, faults.magic)
     info = BatchInfo(
         base_offset=base_offset,
         last_offset=base_offset + last_delta,
@@ -1137,34 +1073,30 @@ class Producer:
 
 
 # ---------------------------------------------------------------------------------------------
-# Sidecar file encoders (the byte layouts the readers in this package parse)
+# Sidecar files: the simulator's state handed to the encoders beside the readers in formats/
 # ---------------------------------------------------------------------------------------------
 
 
 class _SidecarEncoders:
-    """Byte layouts of the sidecar files (OffsetIndex, TimeIndex, TransactionIndex,
-    ProducerStateManager.writeSnapshot, CheckpointFile, Properties.store)."""
+    """The writer's entries (tuples, :class:`AbortedTxn`, :class:`ProducerState`, dicts) in the
+    types of ``kafka_audit.formats`` and through its encoders."""
 
-    @staticmethod
-    def offset_index(entries: list[tuple[int, int]], base_offset: int) -> bytes:
-        return b"".join(struct.pack(">ii", offset - base_offset, position) for offset, position in entries)
-
-    @staticmethod
-    def time_index(entries: list[tuple[int, int]], base_offset: int) -> bytes:
-        return b"".join(struct.pack(">qi", ts, offset - base_offset) for ts, offset in entries)
+    offset_index = staticmethod(encode_offset_index)
+    time_index = staticmethod(encode_time_index)
 
     @staticmethod
     def transaction_index(entries: list[AbortedTxn]) -> bytes:
-        return b"".join(
-            struct.pack(">hqqqq", 0, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset)
+        return transaction_index.encode_transaction_index(
+            transaction_index.AbortedTxn(
+                transaction_index.CURRENT_VERSION, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset
+            )
             for e in entries
         )
 
     @staticmethod
     def producer_snapshot(entries: list[ProducerState]) -> bytes:
-        body = struct.pack(">i", len(entries)) + b"".join(
-            struct.pack(
-                ">qhiqiqiq",
+        return encode_producer_snapshot(
+            ProducerSnapshotEntry(
                 e.producer_id,
                 e.producer_epoch,
                 e.last_sequence,
@@ -1176,19 +1108,17 @@ class _SidecarEncoders:
             )
             for e in entries
         )
-        return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
 
     @staticmethod
     def offset_checkpoint(entries: list[tuple[str, int, int]]) -> bytes:
-        lines = ["0", str(len(entries))] + [f"{t} {p} {o}" for t, p, o in entries]
-        return ("\n".join(lines) + "\n").encode()
+        return checkpoints.encode_offset_checkpoint(TopicPartitionOffset(*e) for e in entries)
 
     @staticmethod
     def leader_epoch_checkpoint(entries: list[tuple[int, int]]) -> bytes:
-        lines = ["0", str(len(entries))] + [f"{e} {o}" for e, o in entries]
-        return ("\n".join(lines) + "\n").encode()
+        return checkpoints.encode_leader_epoch_checkpoint(EpochEntry(*e) for e in entries)
 
     @staticmethod
     def meta_properties(props: dict[str, str]) -> bytes:
-        lines = ["#", "#Tue Nov 14 22:13:20 UTC 2023"] + [f"{k}={v}" for k, v in props.items()]
-        return ("\n".join(lines) + "\n").encode()
+        return checkpoints.encode_properties(
+            (Property(k, v) for k, v in props.items()), comments=("", "Tue Nov 14 22:13:20 UTC 2023")
+        )

@@ -1,0 +1,69 @@
+"""The engines an audit runs on (``--engine``, SPEC section 1), behind one call: :func:`run_audit`.
+
+- ``spark`` (the default): the Spark job of :mod:`kafka_audit.pipeline`, on a session started for
+  the command (:mod:`kafka_audit.spark_session`).
+- ``local``: :func:`kafka_audit.audit.audit_in_process`, the same audit in this process with no
+  JVM. Nothing of pyspark is imported on this path (``tests/test_engines.py`` checks it).
+
+Both give identical findings; the summary says which engine ran (``engine``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafka_audit.audit import Progress, ScanOptions, ScanResult
+    from kafka_audit.formats.log_dir import Discovery
+    from kafka_audit.progress import PhaseDisplay
+
+
+class Engine(str, Enum):
+    spark = "spark"
+    local = "local"
+
+
+class SparkFailure(Exception):
+    """Spark failed to start or to run the job; ``__cause__`` is what it raised."""
+
+
+def run_audit(
+    discovery: "Discovery",
+    options: "ScanOptions",
+    engine: Engine,
+    master: str = "local[*]",
+    conf: dict[str, str] | None = None,
+    display: "PhaseDisplay | None" = None,
+) -> "ScanResult":
+    """Audit everything ``discovery`` found on ``engine``, showing its phases on ``display``.
+
+    Raises :class:`SparkFailure` when the Spark engine fails to start or run."""
+    on_progress: "Callable[[Progress], None] | None" = display.update if display is not None else None
+    if engine is Engine.local:
+        from kafka_audit.audit import audit_in_process
+
+        result = audit_in_process(discovery, options, on_progress)
+    else:
+        result = _run_on_spark(discovery, options, master, conf or {}, display)
+    result.summary["engine"] = engine.value
+    return result
+
+
+def _run_on_spark(
+    discovery: "Discovery", options: "ScanOptions", master: str, conf: dict[str, str], display: "PhaseDisplay | None"
+) -> "ScanResult":
+    from kafka_audit import pipeline, spark_session
+    from kafka_audit.audit import with_inferred_compaction
+
+    options = with_inferred_compaction(options, discovery)  # audit_in_process applies it itself
+    if display is not None:
+        display.starting_spark(master)
+    try:
+        with spark_session.spark_session(master, conf) as spark:
+            if display is not None:
+                display.spark_started()
+            return pipeline.run_scan(spark, discovery, options, on_progress=display.update if display else None)
+    except Exception as exc:  # Spark failed to start or the job failed
+        raise SparkFailure(str(exc)) from exc
