@@ -510,3 +510,25 @@ def test_sidecar_read_ahead_holds_at_most_sixteen_reads_and_drops_leftovers(monk
         assert len(storage._prefetched) == 16
     assert storage._prefetched == {} and not storage._to_prefetch
     assert set(started) <= set(paths[:17])  # never more than the 16 held and the one taken
+
+
+def test_cli_local_engine_on_s3_equals_the_local_copy(s3, capsys):
+    """``scan --engine local`` of an ``s3://`` PATH with ``--storage-option``: the JSON report's
+    findings and counts are the local copy's."""
+    case = "fixtures/faulty"
+    expected = json.loads((CASES[case] / "EXPECTED.json").read_text())["options"]
+    args = ["--engine", "local", "--format", "json", "--quiet", "--fail-on", "never"]
+    args += ["--reference-time", str(expected["reference_time"])] if "reference_time" in expected else []
+
+    def run(*extra: str) -> dict:
+        with pytest.raises(SystemExit) as exited:
+            main(["scan", *args, *extra])
+        out, err = capsys.readouterr()
+        assert exited.value.code == 0, err
+        return json.loads(out)
+
+    remote = run(f"s3://{BUCKET}/{case}", *_storage_args(s3.storage_options()))
+    local = run(str(CASES[case]))
+    assert remote["findings"] == local["findings"] != []
+    for key in ("partitions", "segments", "batches", "records", "bytes", "findings_by_check"):
+        assert remote["summary"][key] == local["summary"][key]
