@@ -1,7 +1,7 @@
 """The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
 
-``pipeline.py`` runs these steps on Spark (parse in ``mapPartitions``, shuffle by partition,
-replay per partition); :func:`audit_in_process` runs exactly the same steps in this process, for
+``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
 tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
 
 The unit of work is a :class:`SegmentTask` (a segment, or a byte range of a large one); the unit
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from typing import Any
 
+from kafka_audit.formats.broker_log import BrokerLog
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.log_validator import ValidationConfig
@@ -49,6 +50,8 @@ class ScanOptions:
     split_bytes: int = DEFAULT_SPLIT_BYTES
     # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
     shuffle_partitions: int | None = None
+    # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
+    broker_log: BrokerLog | None = None
 
 
 @dataclass(slots=True)
@@ -60,6 +63,8 @@ class ScanResult:
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
+    producers: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -179,10 +184,14 @@ def log_order(task: SegmentTask) -> tuple[int, str, int]:
 
 
 def audit_in_process(
-    discovery: Discovery, options: ScanOptions, on_progress: Callable[[Progress], None] | None = None
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_batches: Callable[[list[BatchSummary]], None] | None = None,
 ) -> ScanResult:
     """The whole audit in this process (``scan --engine local``): the reference the Spark job
-    must agree with. ``on_progress`` is called after each segment task and partition replica."""
+    must agree with. ``on_progress`` is called after each segment task and partition replica;
+    ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
     started = time.monotonic()
     options = with_inferred_compaction(options, discovery)
     metas = partition_metas(discovery, options)
@@ -203,6 +212,8 @@ def audit_in_process(
                 findings.append(item)
         summaries[task.replica_key].append((log_order(task), batches))
         stats.merge(auditor.stats)
+        if on_batches is not None:
+            on_batches(batches)
         progress.segments_done += 1
         progress.bytes_done += task.byte_count
         if on_progress is not None:
@@ -215,13 +226,19 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log)
 
 
 def finish_result(
-    discovery: Discovery, stats: SegmentStats, totals: PartitionTotals, findings: list[Finding], wall: float
+    discovery: Discovery,
+    stats: SegmentStats,
+    totals: PartitionTotals,
+    findings: list[Finding],
+    wall: float,
+    broker_log: BrokerLog | None = None,
 ) -> ScanResult:
-    """Order the findings (SPEC section 3) and build the summary."""
+    """Order the findings (SPEC section 3) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them)."""
     findings.sort(key=lambda f: f.sort_key)
     by_check = Counter(f.check for f in findings)
     summary = {
@@ -240,6 +257,8 @@ def finish_result(
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
     }
+    if broker_log is not None:
+        summary.update(broker_log.summary((p.topic, p.partition) for p in discovery.partitions))
     set_wall_time(summary, wall)
     return ScanResult(findings, summary, list(discovery.notes) + stats.notes, totals.events)
 

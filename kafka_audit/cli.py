@@ -190,6 +190,11 @@ StorageOption = Annotated[
         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
     ),
 ]
+BrokerLogOption = Annotated[
+    Optional[list[Path]],
+    typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
+                 "files) whose produce errors are explained against the log (repeatable)."),
+]
 
 
 def audit_paths(
@@ -203,6 +208,8 @@ def audit_paths(
     conf: Optional[list[str]] = None,
     quiet: bool = False,
     storage_option: Optional[list[str]] = None,
+    remote: Optional[str] = None,
+    output_parquet: Optional[str] = None,
 ) -> "ScanResult":
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
@@ -235,12 +242,12 @@ def audit_paths(
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:
-            result = run_audit(discovery, options, engine, master, spark_conf)
+            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet)
         else:
             from kafka_audit.progress import PhaseDisplay
 
             with PhaseDisplay(display_console) as display:
-                result = run_audit(discovery, options, engine, master, spark_conf, display)
+                result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
     except SparkFailure as failure:  # one line naming the cause, not a JVM trace
         raise _fail(_spark_failure(failure.__cause__ or failure)) from None
     set_wall_time(result.summary, time.monotonic() - _command_started)
@@ -295,11 +302,19 @@ def scan(
         typer.Option("--producer-id-expiration-ms", min=0,
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
     ] = 86_400_000,
+    broker_log: BrokerLogOption = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
     conf: ConfOption = None,
     storage_option: StorageOption = None,
+    remote: Annotated[
+        Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
+    ] = None,
+    output_parquet: Annotated[
+        Optional[str],
+        typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
+    ] = None,
     quiet: QuietOption = False,
 ) -> None:
     """Audit segment files; print tables (default) or JSON/NDJSON/CSV."""
@@ -307,6 +322,7 @@ def scan(
     from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
     _check_output(output)
+    broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     options = ScanOptions(
         validation=ValidationConfig(
@@ -319,21 +335,38 @@ def scan(
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
+        broker_log=broker_lines,
     )
     result = audit_paths(
-        paths,
-        options,
-        topic=topic,
-        partition=partition,
-        engine=engine,
-        master=master,
-        conf=conf,
-        quiet=quiet,
-        storage_option=storage_option,
+        paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
+        remote=remote, output_parquet=_parquet_target(output_parquet), storage_option=storage_option,
     )
     _write_report(result, format, output)
     if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def read_broker_log(paths: Optional[list[Path]]):
+    """The ``--broker-log`` files read and classified (None without any); a file that cannot be
+    read is a usage error naming it."""
+    from kafka_audit.formats.broker_log import BrokerLogError, read_broker_logs
+
+    if not paths:
+        return None
+    try:
+        return read_broker_logs([str(p) for p in paths])
+    except BrokerLogError as exc:
+        raise _fail(str(exc)) from None
+
+
+def _parquet_target(target: Optional[str]) -> Optional[str]:
+    """``--output-parquet``: a URI as given, a local folder made absolute (executors write it)."""
+    if target is None or "://" in target:
+        return target
+    path = Path(target).absolute()
+    if path.exists() and not path.is_dir():
+        raise _fail(f"--output-parquet {target}: not a directory")
+    return str(path)
 
 
 def _check_output(output: Optional[Path]) -> None:

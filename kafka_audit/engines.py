@@ -36,34 +36,63 @@ def run_audit(
     master: str = "local[*]",
     conf: dict[str, str] | None = None,
     display: "PhaseDisplay | None" = None,
+    remote: str | None = None,
+    output_parquet: str | None = None,
 ) -> "ScanResult":
-    """Audit everything ``discovery`` found on ``engine``, showing its phases on ``display``.
+    """Audit everything ``discovery`` found on ``engine``, showing its phases on ``display``: on
+    Spark, a classic session on ``master`` or a Spark Connect session on ``remote``. With
+    ``output_parquet``, the datasets of SPEC section 3 are written there too.
 
     Raises :class:`SparkFailure` when the Spark engine fails to start or run."""
     on_progress: "Callable[[Progress], None] | None" = display.update if display is not None else None
     if engine is Engine.local:
-        from kafka_audit.audit import audit_in_process
-
-        result = audit_in_process(discovery, options, on_progress)
+        result = _run_in_process(discovery, options, on_progress, output_parquet)
     else:
-        result = _run_on_spark(discovery, options, master, conf or {}, display)
+        result = _run_on_spark(discovery, options, master, conf or {}, display, remote, output_parquet)
     result.summary["engine"] = engine.value
     return result
 
 
+def _run_in_process(
+    discovery: "Discovery",
+    options: "ScanOptions",
+    on_progress: "Callable[[Progress], None] | None",
+    output_parquet: str | None,
+) -> "ScanResult":
+    from kafka_audit.audit import audit_in_process
+
+    if output_parquet is None:
+        return audit_in_process(discovery, options, on_progress)
+    from kafka_audit.parquet_output import LocalDatasets
+
+    datasets = LocalDatasets(output_parquet)
+    result = audit_in_process(discovery, options, on_progress, on_batches=datasets.add_batches)
+    datasets.finish([f.to_dict() for f in result.findings], result.producers)
+    return result
+
+
 def _run_on_spark(
-    discovery: "Discovery", options: "ScanOptions", master: str, conf: dict[str, str], display: "PhaseDisplay | None"
+    discovery: "Discovery",
+    options: "ScanOptions",
+    master: str,
+    conf: dict[str, str],
+    display: "PhaseDisplay | None",
+    remote: str | None,
+    output_parquet: str | None,
 ) -> "ScanResult":
     from kafka_audit import pipeline, spark_session
     from kafka_audit.audit import with_inferred_compaction
 
     options = with_inferred_compaction(options, discovery)  # audit_in_process applies it itself
     if display is not None:
-        display.starting_spark(master)
+        display.starting_spark(remote or master)
     try:
-        with spark_session.spark_session(master, conf) as spark:
+        session = spark_session.connect_session(remote, conf) if remote else spark_session.spark_session(master, conf)
+        with session as spark:
             if display is not None:
                 display.spark_started()
-            return pipeline.run_scan(spark, discovery, options, on_progress=display.update if display else None)
+            return pipeline.run_scan(
+                spark, discovery, options, on_progress=display.update if display else None, output_parquet=output_parquet
+            )
     except Exception as exc:  # Spark failed to start or the job failed
         raise SparkFailure(str(exc)) from exc

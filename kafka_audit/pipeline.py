@@ -1,44 +1,123 @@
-"""The Spark job: discover, parse, shuffle, replay, collect.
+"""The Spark job on the DataFrame API: one code path for a classic session and for Spark Connect.
 
-1. The driver discovers the files and plans one task per segment (:func:`plan_tasks`); a
-   segment much larger than the split size is cut into byte ranges at batch boundaries, so one
-   huge file is not one straggler. Only paths travel to the executors.
-2. Executors parse in ``mapPartitions`` (:class:`SegmentAuditor`), streaming findings,
-   per-task counts and one compact :class:`BatchSummary` per batch.
-3. Everything is keyed by replica (topic, partition, folder) and shuffled with
-   ``repartitionAndSortWithinPartitions`` (the RDD form of repartition + sortWithinPartitions),
-   so each partition replica arrives whole, in log order, at one task.
-4. That task runs the partition checks (offsets, indexes, producer-state replay) in
-   ``mapPartitions``; summaries stop there. Only findings and counts reach the driver.
+1. The driver discovers the files and plans one task per segment (:func:`plan_tasks`); a segment
+   much larger than the split size is cut into byte ranges at batch boundaries, so one huge file
+   is not one straggler. Tasks are dealt into slots of about equal bytes (:func:`pack_tasks`) and
+   travel as a small DataFrame (``schemas.TASKS``: paths and settings only), hash-partitioned so
+   that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
+2. ``mapInArrow`` (:func:`_segment_step`): each Spark task audits its segments and emits Arrow
+   batches of ``schemas.SEGMENT_ROWS``: a typed row per record batch, a row per finding and one
+   with the task's counts.
+3. Those rows and one metadata row per replica (topic, partition, folder) are repartitioned by
+   ``place``, a key per replica chosen so that replicas are dealt out over the partitions by bytes
+   (:func:`place_replicas`), and sorted within partitions by (place, kind, segment base offset,
+   segment, position): a replica's rows arrive together at one task, metadata first, then the
+   segment step's findings and counts, then its batches in log order.
+4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
+   batches into the partition step (offsets, indexes, producer-state replay). The grouping needs
+   no shuffle or sort of its own: the plan's exchange and sort above already give it.
+5. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver.
+
+Memory per replica in the partition step: Spark sorts the rows with its external sorter (spilling
+to disk), and the Python worker holds one Arrow batch (``spark.sql.execution.arrow.
+maxRecordsPerBatch`` rows, 10,000 by default, about 2 MB) plus what ``audit_partition`` keeps: the
+replay's per-producer state and the batch summaries of the segment being index-verified. One
+replica of 10 M batches therefore costs what its largest segment's summaries cost (about 0.4 KB
+a batch: 1 GiB segments of 16 KiB batches, 65 K summaries, about 27 MB), not 10 M summaries.
 """
 
 from __future__ import annotations
 
 import heapq
+import pickle
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+import warnings
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from itertools import chain, groupby
+from dataclasses import dataclass
+from itertools import chain, repeat
+from operator import itemgetter
+from typing import Any
 
+import pyarrow as pa
+
+from kafka_audit import schemas
 from kafka_audit.audit import (
     Progress,
     ScanOptions,
     ScanResult,
     finish_result,
-    log_order,
     pack_tasks,
     partition_metas,
     plan_tasks,
+    with_inferred_compaction,
 )
+from kafka_audit.findings import Finding
+from kafka_audit.formats import storage
+from kafka_audit.formats.log_dir import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.tasks.partition_audit import PartitionTotals, audit_partition
 from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
-from kafka_audit.findings import Finding
-from kafka_audit.formats.log_dir import Discovery
 
-# Row kinds; a replica's rows sort findings and counts before its batch summaries.
-_FINDING, _STATS, _SUMMARY = 0, 1, 2
+# pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+# The task columns that are names from the file system, sent as bytes.
+_NAME_COLUMNS = ("topic", "replica", "path", "segment")
+# Batch rows per Arrow batch the segment step sends (Spark's own default batch size).
+_ROWS_PER_BATCH = 10_000
+# What the partition step reads of the segment step's rows: the batch columns it replays, not
+# those of the ``batches`` dataset only (each value costs the JVM two conversions and a sort).
+_REPLAYED = [name for name in schemas.SUMMARY_NAMES if name not in ("topic", "partition", "compression", "crc_valid")]
+_REPLICA_COLUMNS = ["kind", "place", *_REPLAYED, "payload", "blob"]
+# The order of a replica's rows at the partition step (see the module docstring).
+_REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
+
+
+@dataclass(slots=True)
+class ScanFrames:
+    """The job's two row sets, as DataFrames: the segment step's (``schemas.SEGMENT_ROWS``) and the
+    partition step's (``schemas.REPLICA_ROWS``). Persisted when kept for datasets."""
+
+    segment_rows: Any
+    replica_rows: Any
+    # Spark tasks of the segment step (how the progress display finds its stage).
+    segment_tasks: int = 0
+
+    def findings(self):
+        """The ``findings`` dataset (SPEC section 3): JSON payloads decoded by the executors."""
+        from pyspark.sql import functions as F
+
+        rows = self.replica_rows.where(F.col("kind") == schemas.FINDING)
+        return rows.select(F.from_json("payload", schemas.spark_schema(schemas.FINDINGS)).alias("f")).select("f.*")
+
+    def batches(self):
+        """The ``batches`` dataset: one typed row per record batch."""
+        from pyspark.sql import functions as F
+
+        rows = self.segment_rows.where(F.col("kind") == schemas.BATCH)
+        source = {"codec": F.col("compression"), "topic": F.decode("topic", "UTF-8"), "segment": F.decode("segment", "UTF-8")}
+        return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
+
+    def producers(self, spark, rows: list[dict[str, Any]]):
+        """The ``producers`` dataset of the scan's ``producers`` rows. The driver completes them
+        (transactional ids and finding counts need every partition's findings), so they go back
+        to the session from there; they are one row per producer and partition, not per batch."""
+        table = pa.Table.from_pylist(rows, schema=schemas.PRODUCERS)
+        return spark.createDataFrame(table, schemas.spark_schema(schemas.PRODUCERS))
+
+    def write_parquet(self, spark, result: ScanResult, target: str) -> None:
+        """Write the three datasets under ``target`` (a folder or URI), each replaced if present."""
+        base = target.rstrip("/")
+        datasets = {"findings": self.findings(), "batches": self.batches(), "producers": self.producers(spark, result.producers)}
+        for name, frame in datasets.items():
+            frame.write.mode("overwrite").parquet(f"{base}/{name}")
+
+    def unpersist(self) -> None:
+        self.segment_rows.unpersist()
+        self.replica_rows.unpersist()
 
 
 def run_scan(
@@ -46,101 +125,244 @@ def run_scan(
     discovery: Discovery,
     options: ScanOptions,
     on_progress: Callable[[Progress], None] | None = None,
+    output_parquet: str | None = None,
 ) -> ScanResult:
-    """Run the audit of everything ``discovery`` found on ``spark`` and return the result."""
+    """Run the audit of everything ``discovery`` found on ``spark`` (classic or Connect) and return
+    the result; with ``output_parquet``, also write the datasets there from the executors."""
+    result, frames = run_job(spark, discovery, options, on_progress, keep=output_parquet is not None)
+    if frames is not None and output_parquet is not None:
+        try:
+            frames.write_parquet(spark, result, output_parquet)
+        finally:
+            frames.unpersist()
+    return result
+
+
+def run_job(
+    spark,
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+    keep: bool = False,
+) -> tuple[ScanResult, ScanFrames | None]:
+    """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
+    Frames are None when there is nothing to audit."""
     started = time.monotonic()
-    sc = spark.sparkContext
+    options = with_inferred_compaction(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
-    meta_broadcast = sc.broadcast(partition_metas(discovery, options))
-    validation = options.validation
-    reference_time = options.reference_time
-    segments_acc = sc.accumulator(0)
-    bytes_acc = sc.accumulator(0)
-    partitions_acc = sc.accumulator(0)
+    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
+    stats, totals, findings = SegmentStats(), PartitionTotals(), []
+    frames = None
+    if tasks:
+        frames = build_frames(spark, discovery, options, tasks)
+        if keep:
+            frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist(), frames.segment_tasks)
+        with _watch(spark, progress, frames.segment_tasks, on_progress):
+            table = frames.replica_rows.select("kind", "blob").toArrow()
+        for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
+            value = pickle.loads(blob)
+            if kind == schemas.FINDING:
+                findings.append(Finding.from_dict(value))
+            elif kind == schemas.STATS:
+                stats.merge(value)
+            elif kind == schemas.TOTALS:
+                totals.merge(value)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log), frames
 
-    def parse(groups: Iterable[list[SegmentTask]]) -> Iterator[tuple]:
-        """Executor side: audit each segment task, keyed for the shuffle by replica and log order.
 
-        A task's batch summaries travel as one row, a list of plain tuples in file order, keyed
-        by where the task starts: a row per batch cost the shuffle a Python-level step per batch
-        (partitioning, cloudpickle's per-object hook for the NamedTuple, the sort), about a
-        quarter of the job's time. Sorting tasks by (segment base offset, segment, start) and
-        concatenating their lists gives the batches in log order, as sorting batches did."""
-        for task in with_read_ahead(chain.from_iterable(groups)):
+def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
+    """The job's plan (nothing runs yet): tasks -> segment step -> replicas -> partition step."""
+    parallelism = default_parallelism(spark)
+    # A Spark task per slot of segment tasks: a few per core, more when the data is large, in
+    # whole rounds (with 17 slots on 2 cores, one core idled through the last one).
+    total = sum(t.byte_count for t in tasks)
+    slots = max(parallelism * 4, -(-total // options.split_bytes))
+    groups = pack_tasks(tasks, -(-slots // parallelism) * parallelism)
+    metas = partition_metas(discovery, options)
+    count = max(1, min(len(metas), options.shuffle_partitions or parallelism * 2))
+    replicas = sorted(metas)
+    buckets = place_replicas(tasks, count)
+    places = dict(zip(replicas, keys_for_buckets([buckets.get(key, 0) for key in replicas], count)))
+    slot_keys = keys_for_buckets(range(len(groups)), len(groups))
+
+    name = schemas.name_bytes
+    task_rows = [
+        (slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
+         name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size, task.start,
+         task.stop)
+        for slot, group in enumerate(groups)
+        for task in group
+    ]
+    task_table = pa.Table.from_arrays(
+        [pa.array(column, type=f.type) for column, f in zip(zip(*task_rows), schemas.TASKS)], schema=schemas.TASKS
+    )
+    meta_table = _rare_rows(
+        [(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas]
+    )
+    segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
+    segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options))
+    segment_rows = (
+        spark.createDataFrame(task_table)
+        .repartition(len(groups), "slot")
+        .mapInArrow(segment_step, segment_schema)
+    )
+    replica_rows = (
+        segment_rows.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
+        .select(*_REPLICA_COLUMNS)
+        .repartition(count, "place")
+        .sortWithinPartitions(*_REPLICA_ORDER)
+        .groupBy("place")
+        .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
+    )
+    return ScanFrames(segment_rows, replica_rows, len(groups))
+
+
+def default_parallelism(spark) -> int:
+    """The session's default parallelism: the SparkContext's on a classic session; on Spark Connect
+    (no SparkContext) ``spark.default.parallelism`` when set, else the number of partitions Spark
+    gives a range by default, which is the same figure."""
+    if not _is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return max(1, int(configured))
+    from pyspark.sql import functions as F
+
+    probe = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id()).alias("last")).collect()
+    return max(1, probe[0]["last"] + 1)
+
+
+def _is_connect(spark) -> bool:
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _segment_step_of(
+    options: ScanOptions, storage_options: tuple = ()
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    validation, reference_time = options.validation, options.reference_time
+
+    def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Executor side: audit each segment task of this Spark task (``mapInArrow``). Rows are
+        sent in Arrow batches of about :data:`_ROWS_PER_BATCH` rows across tasks: an Arrow
+        batch per segment task cost as much as the audit itself (a fixed cost per column)."""
+        places: dict[SegmentTask, int] = {}
+
+        def tasks() -> Iterator[SegmentTask]:
+            for batch in batches:
+                for row in batch.to_pylist():
+                    place = row.pop("place")
+                    del row["slot"]
+                    for key in _NAME_COLUMNS:
+                        row[key] = row[key].decode("utf-8", "surrogateescape")
+                    task = SegmentTask(**row, storage_options=storage_options)
+                    places[task] = place
+                    yield task
+
+        batch_places: list[int] = []
+        summaries: list[BatchSummary] = []
+        rare: list[tuple] = []
+        for task in with_read_ahead(tasks()):
+            place = places.pop(task)
             auditor = SegmentAuditor(task, validation, reference_time)
-            key = task.replica_key
-            summaries: list[tuple] = []
+            count = len(summaries)
             for item in auditor.run():
                 if isinstance(item, BatchSummary):
-                    summaries.append(tuple(item))
+                    summaries.append(item)
                 else:
-                    yield (key + (_FINDING, 0, "", 0), item.to_dict())
-            if summaries:
-                yield (key + (_SUMMARY, *log_order(task)), summaries)
-            yield (key + (_STATS, 0, "", 0), auditor.stats)
-            segments_acc.add(1)
-            bytes_acc.add(task.byte_count)
+                    finding = item.to_dict()
+                    rare.append((schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+            batch_places.extend([place] * (len(summaries) - count))
+            rare.append((schemas.STATS, place, None, pickle.dumps(auditor.stats)))
+            if len(summaries) >= _ROWS_PER_BATCH:
+                yield _batch_rows(batch_places, summaries)
+                batch_places, summaries = [], []
+        yield _rare_rows(rare)
+        if summaries:
+            yield _batch_rows(batch_places, summaries)
 
-    def check_partitions(rows: Iterable[tuple]) -> Iterator[tuple]:
-        """Executor side: a replica's rows arrive together, findings and counts first, then its
-        batch summaries in log order, which stream into the partition step without a list."""
-        for replica, group in groupby(rows, key=lambda row: row[0][:3]):
-            summaries: Iterator[BatchSummary] = iter(())
-            for key, value in group:
-                if key[3] == _SUMMARY:
-                    lists = chain((value,), (v for _, v in group))
-                    summaries = map(BatchSummary._make, chain.from_iterable(lists))
-                    break
-                yield (key[3], value)
-            findings, totals = audit_partition(meta_broadcast.value[replica], summaries)
-            for finding in findings:
-                yield (_FINDING, finding.to_dict())
-            yield (_SUMMARY, totals)
-            partitions_acc.add(1)
+    return segment_step
 
-    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
-    accumulators = (segments_acc, bytes_acc, partitions_acc)
-    rows: list[tuple] = []
-    if tasks:
-        wanted = options.shuffle_partitions or sc.defaultParallelism * 2
-        shuffle_partitions = max(1, min(len(discovery.partitions), wanted))
-        # A Spark task per group of segment tasks: a few per core, more when the data is large.
-        total = sum(t.byte_count for t in tasks)
-        slots = max(sc.defaultParallelism * 4, -(-total // options.split_bytes))
-        # Whole rounds of groups: with 17 groups on 2 cores, one core idled through the last one.
-        slots = -(-slots // sc.defaultParallelism) * sc.defaultParallelism
-        groups = pack_tasks(tasks, slots)
-        parsed = sc.parallelize(groups, len(groups)).mapPartitions(parse)
-        placement = place_replicas(tasks, shuffle_partitions)
-        shuffled = parsed.repartitionAndSortWithinPartitions(
-            numPartitions=shuffle_partitions,
-            partitionFunc=lambda key: placement.get(key[:3]) if key[:3] in placement else _stable_hash(key[:3]),
+
+def _batch_rows(places: list[int], summaries: list[BatchSummary]) -> pa.RecordBatch:
+    """Typed rows of batch summaries (``schemas.SEGMENT_ROWS``), ``places[i]`` being the place of
+    ``summaries[i]``."""
+    count = len(summaries)
+    columns = [pa.array([schemas.BATCH] * count, pa.int8()), pa.array(places, pa.int32())]
+    # A column at a time (zip(*summaries) of thousands of tuples took ten times as long).
+    values = [list(map(itemgetter(i), summaries)) for i in range(len(schemas.SUMMARY_FIELDS))]
+    for i in (0, 2):  # topic and segment: names as bytes
+        values[i] = list(map(schemas.name_bytes, values[i]))
+    columns += [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARY_FIELDS)]
+    columns += [pa.nulls(count, pa.string()), pa.nulls(count, pa.binary())]
+    return pa.RecordBatch.from_arrays(columns, schema=schemas.SEGMENT_ROWS)
+
+
+def _rare_rows(rows: list[tuple]) -> pa.RecordBatch:
+    """Rows of (kind, place, payload, blob) in ``schemas.SEGMENT_ROWS``, batch columns null."""
+    kinds, places, payloads, blobs = zip(*rows) if rows else ((), (), (), ())
+    count = len(rows)
+    columns = [pa.array(kinds, pa.int8()), pa.array(places, pa.int32())]
+    columns += [pa.nulls(count, f.type) for f in schemas.SUMMARY_FIELDS]
+    columns += [pa.array(payloads, pa.string()), pa.array(blobs, pa.binary())]
+    return pa.RecordBatch.from_arrays(columns, schema=schemas.SEGMENT_ROWS)
+
+
+def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: one replica's rows (``applyInArrow``, iterator form), in the order of
+    ``_REPLICA_ORDER``: its metadata, the segment step's counts and findings (passed on), then its
+    batches in log order, which stream into the partition step."""
+    meta = None
+    out: list[tuple] = []
+    rest = iter(batches)
+    first: list[pa.RecordBatch] = []
+    for batch in rest:
+        kinds = batch.column(0).to_pylist()
+        head = next((i for i, kind in enumerate(kinds) if kind == schemas.BATCH), len(kinds))
+        payloads, blobs = batch.column("payload").to_pylist(), batch.column("blob").to_pylist()
+        for kind, payload, blob in zip(kinds[:head], payloads[:head], blobs[:head]):
+            if kind == schemas.META:
+                meta = pickle.loads(blob)
+            else:
+                out.append((kind, payload, blob))
+        if head < len(kinds):
+            first.append(batch.slice(head))
+            break
+    if meta is None:
+        raise RuntimeError("a replica's rows reached the partition step without its metadata row")
+    findings, totals = audit_partition(meta, _summaries(meta, chain(first, rest)))
+    for finding in findings:
+        value = finding.to_dict()
+        out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))
+    out.append((schemas.TOTALS, None, pickle.dumps(totals)))
+    kinds, payloads, blobs = zip(*out)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(kinds, pa.int8()), pa.array(payloads, pa.string()), pa.array(blobs, pa.binary())],
+        schema=schemas.REPLICA_ROWS,
+    )
+
+
+def _summaries(meta, batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
+    """Batch summaries back from typed rows, one Arrow batch at a time (the replica's topic and
+    partition from its metadata; the dataset-only fields left at their defaults)."""
+    defaults = BatchSummary._field_defaults
+    for batch in batches:
+        count = batch.num_rows
+        columns = [batch.column(name).to_pylist() for name in _REPLAYED]
+        columns[0] = [segment.decode("utf-8", "surrogateescape") for segment in columns[0]]
+        yield from map(
+            BatchSummary._make,
+            zip(repeat(meta.topic, count), repeat(meta.partition, count), *columns,
+                repeat(defaults["compression"], count), repeat(defaults["crc_valid"], count)),
         )
-        with _watch(progress, accumulators, on_progress):
-            rows = shuffled.mapPartitions(check_partitions).collect()
-
-    findings: list[Finding] = []
-    stats = SegmentStats()
-    totals = PartitionTotals()
-    for kind, value in rows:
-        if kind == _FINDING:
-            findings.append(Finding.from_dict(value))
-        elif kind == _STATS:
-            stats.merge(value)
-        else:
-            totals.merge(value)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started)
 
 
 def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:
-    """The shuffle partition of each replica: replicas dealt out by bytes, largest first, each to
-    the least loaded of ``count`` partitions, so that the partition step is spread evenly over
-    the cores (ties broken by key: the same input always gives the same placement).
+    """The partition-step partition of each replica: replicas dealt out by bytes, largest first,
+    each to the least loaded of ``count`` partitions, so that the partition step is spread evenly
+    over the cores (ties broken by key: the same input always gives the same placement).
 
-    Hashing the replica key cannot promise that: :func:`_stable_hash` of ``<topic>-<N>`` folders
-    is even or odd alike for every N (the partition number enters it twice): with two or four
-    shuffle partitions, every replica of the benchmark's dir went to the same one, and the
-    partition step ran on a single core."""
+    Hashing the replica key cannot promise that: a hash of ``<topic>-<N>`` folders may send many
+    replicas to one partition and leave another idle."""
     sizes: dict[tuple, int] = {}
     for task in tasks:
         sizes[task.replica_key] = sizes.get(task.replica_key, 0) + task.byte_count
@@ -153,31 +375,83 @@ def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:
     return placement
 
 
-def _stable_hash(replica: tuple) -> int:
-    """Python's str hash is salted per process; executors must agree on where a replica goes."""
-    topic, partition, folder = replica
-    value = partition & 0x7FFFFFFF
-    for char in topic + "/" + folder:
-        value = (value * 31 + ord(char)) & 0x7FFFFFFF
-    return value
+def keys_for_buckets(buckets: Sequence[int], count: int) -> list[int]:
+    """Distinct int keys, one per entry of ``buckets``, that Spark's ``repartition(count, key)``
+    sends to that bucket: hash partitioning puts a row in ``pmod(hash(key), count)``. Rows keyed
+    so land exactly where the driver planned them, which a plain hash of the data cannot promise."""
+    waiting: dict[int, deque[int]] = defaultdict(deque)
+    for index, bucket in enumerate(buckets):
+        waiting[bucket].append(index)
+    keys = [0] * len(buckets)
+    left, candidate = len(buckets), 0
+    while left:
+        queue = waiting.get(spark_hash_int(candidate) % count)
+        if queue:
+            keys[queue.popleft()] = candidate
+            left -= 1
+        candidate += 1
+    return keys
+
+
+_MASK = 0xFFFFFFFF
+
+
+def spark_hash_int(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of an int column: Murmur3_x86_32.hashInt with seed 42, signed."""
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & _MASK
+
+    k = rotl((value & _MASK) * 0xCC9E2D51 & _MASK, 15) * 0x1B873593 & _MASK
+    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & _MASK
+    h ^= 4
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & _MASK
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & _MASK
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h
 
 
 @contextmanager
-def _watch(progress: Progress, accumulators: tuple, on_progress: Callable[[Progress], None] | None) -> Iterator[None]:
-    """Call ``on_progress`` twice a second from a thread while the job runs, with the segments,
-    bytes and partitions the finished Spark tasks counted in ``accumulators``."""
+def _watch(
+    spark, progress: Progress, segment_tasks: int, on_progress: Callable[[Progress], None] | None
+) -> Iterator[None]:
+    """Feed ``progress`` from Spark while the job runs (the status tracker on a classic session,
+    the progress handler on Spark Connect; no accumulators) and call ``on_progress`` twice a
+    second. Segments and bytes are counted by the segment step's Spark tasks done (the stage of
+    ``segment_tasks`` tasks), partitions by the later stages' tasks; all are complete at the end."""
     if on_progress is None:
         yield
         return
     stop = threading.Event()
+    seen: dict[int, tuple[int, int]] = {}
+    if _is_connect(spark):
 
-    def report() -> None:
-        progress.segments_done, progress.bytes_done, progress.partitions_done = (a.value for a in accumulators)
-        on_progress(progress)
+        def handler(stages, inflight_tasks, operation_id, done) -> None:  # pyspark calls it by keyword
+            for stage in stages:
+                seen[stage.stage_id] = (stage.num_completed_tasks, stage.num_tasks)
+
+        spark.registerProgressHandler(handler)
+        poll = None
+    else:
+        tracker = spark.sparkContext.statusTracker()
+
+        def poll() -> None:
+            active = set(tracker.getActiveStageIds())
+            for stage in set(seen) - active:  # a stage no longer active has finished
+                seen[stage] = (seen[stage][1], seen[stage][1])
+            for stage in active:
+                info = tracker.getStageInfo(stage)
+                if info is not None:
+                    seen[stage] = (info.numCompletedTasks, info.numTasks)
 
     def loop() -> None:
         while not stop.wait(0.5):
-            report()
+            if poll is not None:
+                poll()
+            _count_done(progress, dict(seen), segment_tasks)
+            on_progress(progress)
 
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
@@ -186,4 +460,23 @@ def _watch(progress: Progress, accumulators: tuple, on_progress: Callable[[Progr
     finally:
         stop.set()
         thread.join()
-        report()
+        if poll is None:
+            spark.removeProgressHandler(handler)
+    progress.segments_done, progress.bytes_done = progress.segments_total, progress.bytes_total
+    progress.partitions_done = progress.partitions_total
+    on_progress(progress)
+
+
+def _count_done(progress: Progress, stages: dict[int, tuple[int, int]], segment_tasks: int) -> None:
+    """Segments, bytes and partitions done, in proportion to the Spark tasks done of the segment
+    step's stage (the first of ``segment_tasks`` tasks) and of the stages after it."""
+    segment_stage = next((stage for stage in sorted(stages) if stages[stage][1] == segment_tasks), None)
+    if segment_stage is None:
+        return
+    done, total = stages[segment_stage]
+    progress.segments_done = progress.segments_total * done // total
+    progress.bytes_done = progress.bytes_total * done // total
+    later = [stages[stage] for stage in stages if stage > segment_stage]
+    later_total = sum(total for _, total in later)
+    if later_total:
+        progress.partitions_done = progress.partitions_total * sum(done for done, _ in later) // later_total

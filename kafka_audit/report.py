@@ -96,9 +96,20 @@ def _summary_panel(summary: dict[str, Any]) -> Panel:
         ("findings", ", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none"),
         ("by check", _counts(summary.get("findings_by_check", {})) or "-"),
     ]
+    if "broker_log_lines" in summary:
+        rows.append(("broker log", _broker_log_counts(summary)))
     for name, value in rows:
         grid.add_row(name, value)
     return Panel(grid, title="kafka-audit scan", border_style="blue", expand=False)
+
+
+def _broker_log_counts(summary: dict[str, Any]) -> str:
+    """``--broker-log``: what was read, and the lines no scanned partition could explain."""
+    return (
+        f"{summary['broker_log_lines']:,} lines from {summary['broker_log_files']:,} files, "
+        f"{summary['broker_log_rejections']:,} produce errors, "
+        f"{summary['broker_log_lines_unmatched']:,} about partitions not scanned"
+    )
 
 
 def _counts(counts: dict[str, int]) -> str:
@@ -128,7 +139,9 @@ def _where_cell(finding: Finding) -> Text:
     if finding.record_index is not None:
         parts.append(f"record {finding.record_index}")
     if finding.producer_id not in (None, -1):
-        producer = f"pid {finding.producer_id} epoch {finding.producer_epoch}"
+        producer = f"pid {finding.producer_id}"
+        if finding.producer_epoch is not None:
+            producer += f" epoch {finding.producer_epoch}"
         if finding.sequence not in (None, -1):
             producer += f" seq {finding.sequence}"
         parts.append(producer)
@@ -150,11 +163,16 @@ def _group_table(group: str, findings: list[Finding], limit: int, wide: bool) ->
     table.add_column("message", ratio=1, min_width=30, overflow="fold")
     for finding in findings[:limit]:
         where = _where_cell(finding)
+        # A finding that explains itself (broker_rejection) shows the explanation under Kafka's words.
+        explanation = finding.details.get("explanation")
+        message = Text(finding.message)
+        if explanation:
+            message.append(f"\n{explanation}", style="italic")
         if wide:
-            table.add_row(_finding_cell(finding), where, finding.message)
+            table.add_row(_finding_cell(finding), where, message)
         else:
             where.stylize("cyan")
-            table.add_row(_finding_cell(finding), Text.assemble(where, "\n", finding.message))
+            table.add_row(_finding_cell(finding), Text.assemble(where, "\n", message))
     parts: list[Any] = [table]
     if len(findings) > limit:
         parts.append(Text(f"... and {len(findings) - limit:,} more {group.lower()} not shown (use --format json)", style="dim"))

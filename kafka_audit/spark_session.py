@@ -137,3 +137,41 @@ def _output_to(path: str) -> Iterator[None]:
         for fd, copy in saved.items():
             os.dup2(copy, fd)
             os.close(copy)
+
+
+SPARK_CONNECT_PORT = 15002
+
+
+def create_connect_session(url: str, conf: dict[str, str] | None = None):
+    """A new Spark Connect session on ``url`` (``sc://HOST:PORT``, with optional ``/;key=value``
+    parameters such as a token). The server is tried first with a plain TCP connection (5 s), so
+    an unreachable address is one clear error rather than the client's minutes of retries."""
+    import socket
+    from urllib.parse import urlparse
+
+    from pyspark.sql import SparkSession
+
+    parsed = urlparse(url)
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise ValueError(f"--remote {url!r} is not a Spark Connect URL (sc://HOST:PORT)")
+    port = parsed.port or SPARK_CONNECT_PORT
+    try:
+        socket.create_connection((parsed.hostname, port), timeout=5).close()
+    except OSError as exc:
+        raise ConnectionError(
+            f"cannot reach the Spark Connect server at {parsed.hostname}:{port} ({exc.strerror or exc})"
+        ) from None
+    builder = SparkSession.builder.remote(url)
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.create()
+
+
+@contextmanager
+def connect_session(url: str, conf: dict[str, str] | None = None) -> Iterator[Any]:
+    """A Spark Connect session of our own, closed on exit (the server keeps running)."""
+    spark = create_connect_session(url, conf)
+    try:
+        yield spark
+    finally:
+        spark.stop()

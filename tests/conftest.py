@@ -1,5 +1,6 @@
-"""Shared fixtures: the paths of the bundled fixtures and the real-broker corpus, and one
-session-scoped ``local[2]`` SparkSession for every Spark test."""
+"""Shared fixtures: the paths of the bundled fixtures and the real-broker corpus, one
+session-scoped ``local[2]`` SparkSession for every Spark test, and one Spark Connect session on a
+local Connect server for the tests that run on both session kinds."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
-CORPUS = REPO.parent / "shared" / "corpus" / "real"
+# /work/main/../shared, or /work/wt/<name>/../../shared from a worktree.
+SHARED = next((p for p in (REPO.parent / "shared", REPO.parent.parent / "shared") if p.is_dir()), REPO.parent / "shared")
+CORPUS = SHARED / "corpus" / "real"
 
 
 @pytest.fixture(scope="session")
@@ -26,3 +29,40 @@ def spark(tmp_path_factory):
     session = create_spark_session("local[2]", {"spark.default.parallelism": "2"}, str(tmp_path_factory.mktemp("spark")))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def connect_url(tmp_path_factory):
+    """The URL of a local Spark Connect server (``local[2]``), started once for the session."""
+    from tests.support.connect_server import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("connect")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def connect(connect_url):
+    """A Spark Connect session on the local server."""
+    from kafka_audit.spark_session import create_connect_session
+
+    session = create_connect_session(connect_url)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["classic", "connect"])
+def any_spark(request):
+    """Each Spark test that takes this runs on a classic session and on Spark Connect."""
+    return request.getfixturevalue("spark" if request.param == "classic" else "connect")
+
+
+def pytest_collection_modifyitems(items):
+    """Tests on Spark Connect run last: once a Connect session exists, pyspark treats the whole
+    process as a Connect client (``SPARK_CONNECT_MODE_ENABLED``), and a classic session's
+    DataFrame calls would take the Connect code paths."""
+
+    def on_connect(item) -> bool:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        return params.get("any_spark") == "connect" or bool({"connect", "connect_url"} & set(item.fixturenames))
+
+    items[:] = [i for i in items if not on_connect(i)] + [i for i in items if on_connect(i)]

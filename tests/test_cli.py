@@ -426,3 +426,62 @@ def test_the_command_in_a_subprocess_keeps_spark_noise_off_stderr(tmp_path):
         "epoch_bump", "new_epoch_nonzero_sequence", "out_of_order_sequence"
     ]
     assert list(tmp_path.iterdir()) == []  # nothing written to the working directory either
+
+
+# -- Spark Connect and Parquet output ------------------------------------------------------------
+
+
+@pytest.mark.spark
+def test_scan_on_a_spark_connect_server_equals_the_in_process_audit(connect_url, tmp_path):
+    """``scan --remote sc://127.0.0.1:PORT`` (the command in a subprocess, a local Connect server)
+    gives the findings of the in-process audit, and its executors write the Parquet datasets."""
+    from kafka_audit.audit import audit_in_process
+    from kafka_audit.formats.log_dir import discover
+    from tests.test_pipeline import options_of
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = tmp_path / "parquet"
+    done = subprocess.run(
+        [sys.executable, "-m", "kafka_audit", "scan", str(FAULTY), "--format", "json", "--remote", connect_url,
+         "--output-parquet", str(out), *_option_args(FAULTY)],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+    )
+    assert done.returncode == 1, done.stderr
+    reference = audit_in_process(discover([str(FAULTY)]), options_of(FAULTY))
+    assert json.loads(done.stdout)["findings"] == [f.to_dict() for f in reference.findings]
+    import pyarrow.dataset as ds
+
+    assert ds.dataset(out / "batches", format="parquet").count_rows() == reference.summary["batches"]
+    assert ds.dataset(out / "findings", format="parquet").count_rows() == len(reference.findings)
+
+
+def _option_args(log_dir: Path) -> list[str]:
+    given = expected(log_dir)["options"]
+    args = []
+    for topic in given.get("compacted_topics", ()):
+        args += ["--compacted-topic", topic]
+    for key in ("max_message_bytes", "timestamp_before_max_ms", "timestamp_after_max_ms", "reference_time",
+                "transaction_timeout_ms", "producer_id_expiration_ms"):
+        if given.get(key) is not None:
+            args += ["--" + key.replace("_", "-"), str(given[key])]
+    return args
+
+
+def test_an_unreachable_connect_server_is_one_line_exit_2(capsys):
+    from tests.support.connect_server import free_port
+
+    code, out, err = run_main("scan", FAULTY, "--remote", f"sc://127.0.0.1:{free_port()}", capsys=capsys)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "cannot reach the Spark Connect server at 127.0.0.1" in err
+
+
+@pytest.mark.spark
+def test_output_parquet_writes_the_three_datasets(cli, tmp_path):
+    import pandas as pd
+
+    result = cli("scan", PRODUCER_ERRORS, "--format", "json", "--quiet", "--output-parquet", tmp_path / "out")
+    report = json.loads(result.stdout)
+    findings = pd.read_parquet(tmp_path / "out" / "findings")
+    assert sorted(findings["check"]) == sorted(f["check"] for f in report["findings"])
+    assert len(pd.read_parquet(tmp_path / "out" / "batches")) == report["summary"]["batches"]
+    assert list(pd.read_parquet(tmp_path / "out" / "producers").columns)[:3] == ["topic", "partition", "producer_id"]

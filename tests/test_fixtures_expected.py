@@ -20,6 +20,7 @@ import pytest
 from kafka_audit.audit import ScanOptions, audit_in_process
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 from kafka_audit.errors import CHECKS, ERRORS
+from kafka_audit.formats.broker_log import read_broker_logs
 from kafka_audit.formats.log_dir import discover
 
 from tests.conftest import FIXTURES, REPO
@@ -105,6 +106,7 @@ def scan_options(options: dict) -> ScanOptions:
         "timestamp_after_max_ms",
         "compacted_topics",
         "transaction_timeout_ms",
+        "broker_log",
     }
     assert set(options) <= known, f"EXPECTED.json options the test does not know: {set(options) - known}"
     config = ValidationConfig(
@@ -117,6 +119,8 @@ def scan_options(options: dict) -> ScanOptions:
         validation=config,
         reference_time=options.get("reference_time"),
         transaction_timeout_ms=options.get("transaction_timeout_ms", 900_000),
+        # --broker-log files, named relative to fixtures/
+        broker_log=read_broker_logs([str(FIXTURES / p) for p in options["broker_log"]]) if "broker_log" in options else None,
     )
 
 
@@ -211,6 +215,9 @@ def spec_answers(f) -> set[tuple]:
         allowed.add(SPEC_WARNING_VARIANTS[f.check])
     if f.check in RECORD_CHECKS and f.record_index is not None:
         allowed.add((severity, 32, "INVALID_TIMESTAMP"))
+    if f.check == "broker_rejection" and f.error_name in ERRORS:
+        # SPEC broker_rejection: "the error in the line".
+        allowed.add((severity, ERRORS[f.error_name].code, f.error_name))
     return allowed
 
 

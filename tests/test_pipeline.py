@@ -1,4 +1,5 @@
-"""The Spark job agrees with the in-process audit, whatever the partitioning and splitting."""
+"""The Spark job agrees with the in-process audit, whatever the partitioning and splitting, on a
+classic session and on Spark Connect (``any_spark``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from kafka_audit.formats.log_dir import discover
 from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
 from kafka_audit.pipeline import run_scan
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, SHARED
+
+REAL_BROKER = SHARED / "corpus" / "real-broker"
+CORPUS_DIRS = sorted(p.name for p in REAL_BROKER.iterdir() if p.is_dir()) if REAL_BROKER.is_dir() else []
 
 pytestmark = pytest.mark.spark
 
@@ -45,27 +49,37 @@ def counts(result) -> tuple:
 
 
 @pytest.mark.parametrize("name", ["healthy", "faulty", "producer-errors"])
-def test_spark_and_in_process_agree_on_the_fixtures(spark, name):
+def test_spark_and_in_process_agree_on_the_fixtures(any_spark, name):
     log_dir = FIXTURES / name
     options = options_of(log_dir)
     reference = audit_in_process(discover([str(log_dir)]), options)
-    on_spark = run_scan(spark, discover([str(log_dir)]), options)
+    on_spark = run_scan(any_spark, discover([str(log_dir)]), options)
     assert as_dicts(on_spark) == as_dicts(reference)
     assert counts(on_spark) == counts(reference)
     assert on_spark.summary["findings_by_check"] == reference.summary["findings_by_check"]
 
 
-def test_same_findings_with_one_and_with_several_spark_partitions(spark):
+@pytest.mark.parametrize("name", CORPUS_DIRS)
+def test_spark_and_in_process_agree_on_the_real_broker_dirs(any_spark, name):
+    found = discover([str(REAL_BROKER / name)])
+    reference = audit_in_process(found, ScanOptions())
+    on_spark = run_scan(any_spark, found, ScanOptions())
+    assert reference.summary["batches"] > 0
+    assert as_dicts(on_spark) == as_dicts(reference)
+    assert counts(on_spark) == counts(reference)
+
+
+def test_same_findings_with_one_and_with_several_spark_partitions(any_spark):
     log_dir = FIXTURES / "faulty"
     options = options_of(log_dir)
-    one = run_scan(spark, discover([str(log_dir)]), replace(options, shuffle_partitions=1))
-    several = run_scan(spark, discover([str(log_dir)]), replace(options, shuffle_partitions=7))
+    one = run_scan(any_spark, discover([str(log_dir)]), replace(options, shuffle_partitions=1))
+    several = run_scan(any_spark, discover([str(log_dir)]), replace(options, shuffle_partitions=7))
     assert len(one.findings) > 30
     assert as_dicts(one) == as_dicts(several)
     assert counts(one) == counts(several)
 
 
-def test_segments_split_into_byte_ranges_give_the_same_findings(spark, tmp_path):
+def test_segments_split_into_byte_ranges_give_the_same_findings(any_spark, tmp_path):
     """A large segment is cut into ranges at batch boundaries; its batches still reach the replay
     in log order (a sequence anomaly late in the segment is found exactly once)."""
     with LogDirWriter(tmp_path) as d:
@@ -82,7 +96,7 @@ def test_segments_split_into_byte_ranges_give_the_same_findings(spark, tmp_path)
     reference = audit_in_process(found, whole)
     assert [f.check for f in reference.findings] == ["out_of_order_sequence"]
     for options in (whole, split):
-        result = run_scan(spark, found, options)
+        result = run_scan(any_spark, found, options)
         assert as_dicts(result) == as_dicts(reference)
         assert counts(result) == counts(reference)
 
@@ -104,10 +118,12 @@ def test_two_replicas_of_one_partition_are_replayed_apart(spark, tmp_path):
     assert result.summary["batches"] == 10
 
 
-def test_the_real_broker_corpus_audits_clean_on_spark(spark, corpus):
-    result = run_scan(spark, discover([str(corpus)]), ScanOptions())
+def test_the_real_broker_corpus_audits_clean_on_spark(any_spark, corpus):
+    found = discover([str(corpus)])
+    result = run_scan(any_spark, found, ScanOptions())
     assert [f for f in result.findings if f.severity == "error"] == []
     assert result.summary["batches"] == 11366 + 6387 + 98 + 873 + 19
+    assert as_dicts(result) == as_dicts(audit_in_process(found, ScanOptions()))
 
 
 def test_pack_tasks_deals_every_task_once_into_balanced_groups():
@@ -125,9 +141,9 @@ def test_pack_tasks_deals_every_task_once_into_balanced_groups():
 
 
 def test_replicas_are_spread_over_the_shuffle_partitions_by_bytes():
-    """Every replica gets a shuffle partition, the heaviest first, each to the least loaded one;
-    with two partitions ``<topic>-<N>`` folders no longer all land on the same one."""
-    from kafka_audit.pipeline import _stable_hash, place_replicas
+    """Every replica gets a partition of the partition step, the heaviest first, each to the
+    least loaded one."""
+    from kafka_audit.pipeline import place_replicas
 
     sizes = {0: 900, 1: 500, 2: 400, 3: 300, 4: 300, 5: 200}
     tasks = [
@@ -140,5 +156,66 @@ def test_replicas_are_spread_over_the_shuffle_partitions_by_bytes():
     loads = [sum(sizes[key[1]] for key, index in placement.items() if index == n) for n in range(2)]
     assert sum(loads) == 2600 and max(loads) - min(loads) <= 200  # largest first, to the lightest
     assert place_replicas(list(reversed(tasks)), 2) == placement
-    assert len({_stable_hash(t.replica_key) % 2 for t in tasks}) == 1  # why a hash would not do
     assert set(place_replicas(tasks, 1).values()) == {0}
+
+
+def test_keys_land_in_the_partition_spark_gives_them(spark):
+    """``keys_for_buckets`` predicts Spark's own hash partitioning: each key, repartitioned by
+    Spark, lands in the partition it was chosen for (Spark is the oracle)."""
+    from pyspark.sql import functions as F
+
+    from kafka_audit.pipeline import keys_for_buckets
+
+    buckets = [0, 1, 2, 2, 4, 0, 3, 1, 4, 4]
+    keys = keys_for_buckets(buckets, 5)
+    assert len(set(keys)) == len(keys)
+    frame = spark.createDataFrame([(k,) for k in keys], "k int").repartition(5, "k")
+    landed = dict(frame.select("k", F.spark_partition_id().alias("p")).collect())
+    assert [landed[k] for k in keys] == buckets
+
+
+def test_the_partition_step_needs_no_sort_or_shuffle_of_its_own(any_spark):
+    """The replicas' rows reach ``applyInArrow`` in the order the job sorted them (batches in log
+    order): Spark plans no second exchange or sort between that sort and the grouped step."""
+    from kafka_audit.pipeline import build_frames
+
+    found = discover([str(FIXTURES / "faulty")])
+    options = options_of(FIXTURES / "faulty")
+    frames = build_frames(any_spark, found, options, plan_tasks(found, options.split_bytes))
+    plan = _physical_plan(frames.replica_rows)
+    grouped = plan[plan.index("FlatMapGroupsInArrow"):]
+    assert grouped.count("Sort [") == 1 and "segment_base_offset" in grouped.split("Sort [")[1].split("]")[0]
+    assert grouped.count("Exchange hashpartitioning(place") == 1
+
+
+def _physical_plan(frame) -> str:
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        frame.explain()
+    return text.getvalue()
+
+
+def test_progress_comes_from_spark_without_accumulators(any_spark):
+    """The status tracker (classic) or the Connect progress handler feeds the progress; at the end
+    every segment task, byte and partition is done."""
+    found = discover([str(FIXTURES / "healthy")])
+    seen = []
+    run_scan(any_spark, found, ScanOptions(), on_progress=lambda p: seen.append(
+        (p.segments_done, p.segments_total, p.bytes_done, p.bytes_total, p.partitions_done, p.partitions_total)))
+    assert seen and seen[-1][1] > 0 and seen[-1][5] == len(found.partitions)
+    assert seen[-1][0::2] == seen[-1][1::2]
+    assert all(done <= total for row in seen for done, total in zip(row[0::2], row[1::2]))
+
+
+def test_progress_counts_the_segment_stage_and_the_stages_after_it():
+    from kafka_audit.audit import Progress
+    from kafka_audit.pipeline import _count_done
+
+    progress = Progress(segments_total=40, bytes_total=4000, partitions_total=6)
+    _count_done(progress, {3: (2, 2), 4: (5, 10)}, 10)  # stage 3: the tasks' own shuffle
+    assert (progress.segments_done, progress.bytes_done, progress.partitions_done) == (20, 2000, 0)
+    _count_done(progress, {3: (2, 2), 4: (10, 10), 6: (1, 4)}, 10)
+    assert (progress.segments_done, progress.bytes_done, progress.partitions_done) == (40, 4000, 1)

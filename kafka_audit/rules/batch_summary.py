@@ -37,6 +37,9 @@ class BatchSummary(NamedTuple):
     max_timestamp: int
     record_count: int
     size: int
+    # For the ``batches`` Parquet dataset (SPEC section 3); the replay does not read them.
+    compression: str = "none"
+    crc_valid: bool = True
 
     @property
     def is_transaction_marker(self) -> bool:
@@ -75,4 +78,6 @@ class BatchSummary(NamedTuple):
             batch.max_timestamp,
             batch.record_count or 0,
             batch.size,
+            batch.compression,
+            batch.crc_valid,
         )

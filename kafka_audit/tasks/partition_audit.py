@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from kafka_audit.formats.broker_log_lines import BrokerLogLine
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.events import Event
@@ -61,6 +63,8 @@ class PartitionMeta:
     snapshots: list[tuple[str, str]] = field(default_factory=list)
     # ``--storage-option`` settings to read URIs with.
     storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
+    # The --broker-log lines about this partition.
+    broker_lines: tuple[BrokerLogLine, ...] = ()
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -88,6 +92,7 @@ class PartitionMeta:
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
             storage_options=storage_options,
+            broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
         )
 
 
@@ -184,7 +189,12 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     )
     replay = ProducerStateReplay(log)
     coverage = _Coverage(meta.segments)
-    for summary in tap():
+    batches = tap()
+    # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
+    rejections = broker_rejections(meta, snapshots)
+    if rejections is not None:
+        batches = rejections.watch(batches)
+    for summary in batches:
         if coverage.gap_before(summary):
             replay.untrusted()
         replay.append(summary)
@@ -195,6 +205,10 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     totals.open = replay.stats.transactions_open
     if meta.timeline:
         totals.events = replay.events
+    if rejections is not None:
+        findings.extend(rejections.findings())
+        if meta.timeline:
+            totals.events.extend(rejections.events())
     return findings, totals
 
 
@@ -212,6 +226,19 @@ def _shown_as(parsed, display: str):
     for a local copy and for its upload to a store)."""
     parsed.path = display
     return parsed
+def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None:
+    """The join of the partition's broker log lines with its batches; None without lines. Its
+    ``events()`` go to the timeline: log start moves, segment deletions, explained rejections."""
+    if not meta.broker_lines:
+        return None
+    return BrokerRejections(
+        meta.topic,
+        meta.partition,
+        meta.broker_lines,
+        log_start_offset=meta.log_start_offset,
+        expiration_ms=meta.producer_id_expiration_ms,
+        snapshots=snapshots,
+    )
 
 
 class _Coverage:

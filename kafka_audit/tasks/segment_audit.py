@@ -65,7 +65,7 @@ class SegmentTask:
     size: int = 0
     start: int = 0
     stop: int | None = None
-    storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
+    storage_options: tuple = field(default=(), repr=False, compare=False)  # credentials: not in reprs
 
     @property
     def replica_key(self) -> tuple[str, int, str]:

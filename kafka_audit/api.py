@@ -1,0 +1,139 @@
+"""``kafka_audit.scan``: the audit as a library call (SPEC section 5), for notebooks and jobs.
+
+Given a SparkSession (classic or Spark Connect) the audit runs there, the result carries the
+``findings``, ``batches`` and ``producers`` datasets as DataFrames (persisted MEMORY_AND_DISK on
+that session: ``result.unpersist()`` frees them), and the session is left running. Without one,
+the audit runs in this process (``engine="local"``, the default then) or on a session it starts
+and stops itself (``engine="spark"``, with ``master`` / ``remote`` / ``conf``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from kafka_audit.audit import ScanOptions
+from kafka_audit.formats.log_dir import discover
+from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+
+
+@dataclass(slots=True)
+class AuditResult:
+    """What a scan found: ``findings`` (dicts of SPEC section 2, in SPEC order), ``summary`` (the
+    JSON report's summary) and ``producers`` (SPEC section 3's rows); on a given SparkSession
+    also the three datasets as DataFrames."""
+
+    findings: list[dict[str, Any]]
+    summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    producers: list[dict[str, Any]] = field(default_factory=list)
+    findings_df: Any = None
+    batches_df: Any = None
+    producers_df: Any = None
+    _frames: Any = None
+
+    def unpersist(self) -> None:
+        """Free the DataFrames' persisted rows on the session (they are recomputed if used again)."""
+        if self._frames is not None:
+            self._frames.unpersist()
+
+
+def scan(
+    paths: str | os.PathLike | Iterable[str | os.PathLike],
+    spark=None,
+    *,
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[int] | None = None,
+    compacted_topics: Iterable[str] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    timestamp_before_max_ms: int | None = None,
+    timestamp_after_max_ms: int | None = None,
+    reference_time: int | datetime | None = None,
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    broker_logs: Iterable[str | os.PathLike] = (),
+    output_parquet: str | None = None,
+    engine: str | None = None,
+    master: str = "local[*]",
+    remote: str | None = None,
+    conf: dict[str, str] | None = None,
+    storage_options: dict | None = None,
+) -> AuditResult:
+    """Audit the segments under ``paths`` (the ``scan`` command's PATHs and options, SPEC
+    section 1) and return an :class:`AuditResult`. Raises ``ValueError`` when no segment is found
+    or an option is invalid."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    roots = [str(p) if "://" in str(p) else os.path.abspath(p) for p in paths]
+    if engine is None:
+        engine = "spark" if spark is not None or remote else "local"
+    if engine not in ("spark", "local"):
+        raise ValueError(f"engine {engine!r} is neither 'spark' nor 'local'")
+    if spark is not None and engine == "local":
+        raise ValueError("engine 'local' runs in this process; do not pass a SparkSession with it")
+    discovery = discover(
+        roots,
+        topics=list(topics) if topics else None,
+        partitions=list(partitions) if partitions else None,
+        storage_options=storage_options,  # --storage-option: the URIs' filesystem settings
+    )
+    if not discovery.segment_count:
+        raise ValueError("no Kafka segment (.log file) found under " + ", ".join(roots))
+    options = ScanOptions(
+        validation=ValidationConfig(
+            compacted_topics=frozenset(compacted_topics) | ALWAYS_COMPACTED_TOPICS,
+            max_message_bytes=max_message_bytes,
+            timestamp_before_max_ms=timestamp_before_max_ms,
+            timestamp_after_max_ms=timestamp_after_max_ms,
+        ),
+        reference_time=_epoch_ms(reference_time),
+        transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
+        broker_log=_broker_log(broker_logs),
+    )
+    target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
+    if spark is None:
+        from kafka_audit.engines import Engine, run_audit
+
+        return _result(run_audit(discovery, options, Engine(engine), master, conf, None, remote, target))
+    from kafka_audit import pipeline
+
+    result, frames = pipeline.run_job(spark, discovery, options, keep=True)
+    result.summary["engine"] = "spark"
+    if target is not None:
+        frames.write_parquet(spark, result, target)
+    return _result(
+        result,
+        findings_df=frames.findings(), batches_df=frames.batches(), producers_df=frames.producers(spark, result.producers),
+        _frames=frames,
+    )
+
+
+def _result(result, **frames) -> AuditResult:
+    findings = [f.to_dict() for f in result.findings]
+    return AuditResult(findings, dict(result.summary), list(result.notes), list(result.producers), **frames)
+
+
+def _broker_log(paths: Iterable[str | os.PathLike]):
+    """``--broker-log``: the files read (None without any); one that cannot be read is a ValueError."""
+    from kafka_audit.formats.broker_log import BrokerLogError, read_broker_logs
+
+    paths = [str(p) for p in paths]
+    if not paths:
+        return None
+    try:
+        return read_broker_logs(paths)
+    except BrokerLogError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _epoch_ms(value: int | datetime | None) -> int | None:
+    if value is None or isinstance(value, int):
+        return value
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=timezone.utc)
+    return int(value.timestamp() * 1000)

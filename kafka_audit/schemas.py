@@ -1,0 +1,209 @@
+"""The fixed schemas of the Parquet datasets (SPEC section 3) and of the Spark job's rows.
+
+One Arrow schema per table; the Spark side derives its ``StructType`` from it
+(:func:`spark_schema`), so the executors' Arrow batches, the Spark DataFrames and the Parquet
+files written by Spark or by pyarrow all have the same columns and types.
+
+The job's rows (``pipeline.py``) carry a ``kind`` column. Batch rows, the hot ones (one per
+record batch), have typed columns; rare rows (findings, counts, a replica's metadata, later
+per-producer rows and timeline events) carry a JSON ``payload`` for readers and a pickled
+``blob`` for the driver. A new kind of rare row (per-producer rows, timeline events) needs no
+new column.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+
+# -- the Parquet datasets ------------------------------------------------------------------------
+
+# SPEC section 2's fields, ``details`` as a JSON string.
+FINDINGS = pa.schema(
+    [
+        ("check", pa.string()),
+        ("severity", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("segment", pa.string()),
+        ("position", pa.int64()),
+        ("offset", pa.int64()),
+        ("batch_base_offset", pa.int64()),
+        ("batch_last_offset", pa.int64()),
+        ("record_index", pa.int64()),
+        ("producer_id", pa.int64()),
+        ("producer_epoch", pa.int32()),
+        ("sequence", pa.int64()),
+        ("transactional_id", pa.string()),
+        ("timestamp", pa.int64()),
+        ("time", pa.string()),
+        ("error_code", pa.int32()),
+        ("error_name", pa.string()),
+        ("client_outcome", pa.string()),
+        ("message", pa.string()),
+        ("details", pa.string()),
+    ]
+)
+
+# One row per record batch (per top-level message for v0/v1).
+BATCHES = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("segment", pa.string()),
+        ("position", pa.int64()),
+        ("base_offset", pa.int64()),
+        ("last_offset", pa.int64()),
+        ("magic", pa.int32()),
+        ("codec", pa.string()),
+        ("record_count", pa.int64()),
+        ("size", pa.int64()),
+        ("producer_id", pa.int64()),
+        ("producer_epoch", pa.int32()),
+        ("base_sequence", pa.int64()),
+        ("is_transactional", pa.bool_()),
+        ("is_control", pa.bool_()),
+        ("max_timestamp", pa.int64()),
+        ("crc_valid", pa.bool_()),
+    ]
+)
+
+# The ``producers`` rows of SPEC section 3; ``sequences`` maps an epoch (as text, a JSON key) to
+# [first, last] sequence.
+_BY_SEVERITY = pa.struct([("error", pa.int64()), ("warning", pa.int64()), ("info", pa.int64())])
+PRODUCERS = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("producer_id", pa.int64()),
+        ("transactional_id", pa.string()),
+        ("epochs", pa.list_(pa.int32())),
+        ("first_offset", pa.int64()),
+        ("last_offset", pa.int64()),
+        ("first_timestamp", pa.int64()),
+        ("last_timestamp", pa.int64()),
+        ("sequences", pa.map_(pa.string(), pa.list_(pa.int64()))),
+        ("batches", pa.int64()),
+        ("records", pa.int64()),
+        ("transactions", pa.struct([("committed", pa.int64()), ("aborted", pa.int64()), ("open", pa.int64())])),
+        ("findings", _BY_SEVERITY),
+    ]
+)
+
+DATASETS = {"findings": FINDINGS, "batches": BATCHES, "producers": PRODUCERS}
+
+# -- the Spark job's rows --------------------------------------------------------------------------
+
+# Row kinds, in the order a replica's rows reach the partition step: its metadata first, then the
+# segment step's counts and findings, then its batches in log order.
+META, STATS, FINDING, BATCH = 0, 1, 2, 3
+# The kind only the partition step emits.
+TOTALS = 4
+
+# The segment tasks, one row each (names and paths as bytes, see SUMMARY_FIELDS). ``slot`` picks the Spark task that audits it, ``place`` the
+# partition step's group (one per replica).
+TASKS = pa.schema(
+    [
+        ("slot", pa.int32()),
+        ("place", pa.int32()),
+        ("topic", pa.binary()),
+        ("partition", pa.int32()),
+        ("replica", pa.binary()),
+        ("path", pa.binary()),
+        ("segment", pa.binary()),
+        ("base_offset", pa.int64()),
+        ("state", pa.string()),
+        ("mtime_ms", pa.int64()),
+        ("size", pa.int64()),
+        ("start", pa.int64()),
+        ("stop", pa.int64()),
+    ]
+)
+
+# ``BatchSummary``'s fields, in its order (the partition step rebuilds summaries from them).
+# Names from file names travel as bytes (:func:`name_bytes`): a name that is not UTF-8 (a
+# surrogate escape in Python) has no Arrow string.
+SUMMARY_FIELDS = [
+    pa.field(*spec)
+    for spec in [
+    ("topic", pa.binary()),
+    ("partition", pa.int32()),
+    ("segment", pa.binary()),
+    ("segment_base_offset", pa.int64()),
+    ("position", pa.int64()),
+    ("base_offset", pa.int64()),
+    ("last_offset", pa.int64()),
+    ("magic", pa.int32()),
+    ("valid", pa.bool_()),
+    ("producer_id", pa.int64()),
+    ("producer_epoch", pa.int32()),
+    ("base_sequence", pa.int64()),
+    ("last_sequence", pa.int64()),
+    ("is_transactional", pa.bool_()),
+    ("is_control", pa.bool_()),
+    ("control_type", pa.int32()),
+    ("coordinator_epoch", pa.int32()),
+    ("max_timestamp", pa.int64()),
+    ("record_count", pa.int64()),
+    ("size", pa.int64()),
+    ("compression", pa.string()),
+    ("crc_valid", pa.bool_()),
+    ]
+]
+SUMMARY_NAMES = [f.name for f in SUMMARY_FIELDS]
+
+# What the segment step emits and the partition step reads.
+SEGMENT_ROWS = pa.schema(
+    [("kind", pa.int8()), ("place", pa.int32()), *SUMMARY_FIELDS, ("payload", pa.string()), ("blob", pa.binary())]
+)
+
+# What the partition step emits.
+REPLICA_ROWS = pa.schema([("kind", pa.int8()), ("payload", pa.string()), ("blob", pa.binary())])
+
+
+def spark_schema(schema: pa.Schema):
+    """The Spark ``StructType`` of an Arrow schema (classic and Connect alike)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+def name_bytes(name: str) -> bytes:
+    """A name from the file system as its bytes (undoing Python's surrogate escapes)."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def name_text(name: str) -> str:
+    """A name as dataset text: bytes that are not UTF-8 become U+FFFD, as Spark's ``decode``
+    makes them on the executors."""
+    return name_bytes(name).decode("utf-8", "replace")
+
+
+def finding_json(finding: dict[str, Any]) -> str:
+    """A finding as one JSON object (the ``findings`` dataset decodes it, ``details`` as text)."""
+    return json.dumps(finding, default=str)
+
+
+def findings_table(findings: list[dict[str, Any]]) -> pa.Table:
+    """The ``findings`` dataset's rows of ``findings`` (section 2 dicts), as the Spark job's
+    ``from_json`` of :func:`finding_json` gives them."""
+    rows = [json.loads(finding_json(f)) for f in findings]
+    for row in rows:
+        row["details"] = json.dumps(row["details"], ensure_ascii=False, default=str)
+        for key, value in row.items():
+            if isinstance(value, str):
+                row[key] = value.encode("utf-8", "replace").decode("utf-8")
+    return pa.Table.from_pylist(rows, schema=FINDINGS)
+
+
+def batches_table(summaries: list[tuple]) -> pa.Table:
+    """The ``batches`` dataset's rows of ``BatchSummary`` tuples."""
+    columns = [list(column) for column in zip(*summaries)] if summaries else [[] for _ in SUMMARY_FIELDS]
+    by_name = dict(zip(SUMMARY_NAMES, columns))
+    by_name["codec"] = by_name["compression"]
+    for name in ("topic", "segment"):
+        by_name[name] = [name_text(value) for value in by_name[name]]
+    return pa.table([pa.array(by_name[name], type=field.type) for name, field in zip(BATCHES.names, BATCHES)],
+                    schema=BATCHES)
