@@ -26,7 +26,8 @@ from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
-from kafka_audit.findings import Finding
+from kafka_audit.errors import CheckId
+from kafka_audit.findings import Finding, make_finding
 from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords, split_points
 from kafka_audit.formats.offset_index import read_offset_index
@@ -237,8 +238,9 @@ def finish_result(
     wall: float,
     broker_log: BrokerLog | None = None,
 ) -> ScanResult:
-    """Order the findings (SPEC section 3) and build the summary (with ``--broker-log``: its
-    counts, lines about partitions outside the scan among them)."""
+    """Account for every byte found, order the findings (SPEC section 3) and build the summary
+    (with ``--broker-log``: its counts, lines about partitions outside the scan among them)."""
+    findings.extend(file_findings(discovery, stats))
     findings.sort(key=lambda f: f.sort_key)
     by_check = Counter(f.check for f in findings)
     summary = {
@@ -256,11 +258,72 @@ def finish_result(
         "mb_per_s": 0.0,
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
+        "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
+        "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
+        "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),
+        "bytes_read": stats.bytes,
+        "segment_bytes": {
+            s.display_path: {"found": s.size, "read": stats.bytes_read.get(s.display_path, 0)}
+            for p in discovery.partitions
+            for s in p.segments
+        },
     }
     if broker_log is not None:
         summary.update(broker_log.summary((p.topic, p.partition) for p in discovery.partitions))
     set_wall_time(summary, wall)
-    return ScanResult(findings, summary, list(discovery.notes) + stats.notes, totals.events)
+    return ScanResult(findings, summary, list(discovery.notes), totals.events)
+
+
+def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:
+    """The ``skipped_file`` findings of discovery, and an ``unreadable_segment`` finding for every
+    segment found but not read in full: those discovery could not read, and those whose bytes
+    read (summed over the segment's tasks) fall short of the bytes found, with the executor's
+    reason when it gave one. The one place that decides a scan read what it found."""
+    found: list[Finding] = [
+        make_finding(
+            CheckId.SKIPPED_FILE,
+            f"Skipped {s.display_path}: {s.reason}",
+            topic=s.topic,
+            partition=s.partition,
+            segment=s.display_path,
+            details={"reason": s.reason},
+        )
+        for s in discovery.skipped
+    ]
+    for s in discovery.unreadable:
+        found.append(
+            make_finding(
+                CheckId.UNREADABLE_SEGMENT,
+                f"Segment {s.display_path} was not read: {s.reason}",
+                topic=s.topic,
+                partition=s.partition,
+                segment=s.display_path,
+                details={"reason": s.reason, "base_offset": s.base_offset, "bytes_found": None, "bytes_read": 0},
+            )
+        )
+    for partition in discovery.partitions:
+        for segment in partition.segments:
+            read = stats.bytes_read.get(segment.display_path, 0)
+            reason = stats.unread.get(segment.display_path)
+            if reason is None and read >= segment.size:
+                continue
+            reason = reason or f"only {read:,} of its {segment.size:,} bytes were read"
+            found.append(
+                make_finding(
+                    CheckId.UNREADABLE_SEGMENT,
+                    f"Segment {segment.display_path} was not read in full: {reason}",
+                    topic=partition.topic,
+                    partition=partition.partition,
+                    segment=segment.display_path,
+                    details={
+                        "reason": reason,
+                        "base_offset": segment.base_offset,
+                        "bytes_found": segment.size,
+                        "bytes_read": read,
+                    },
+                )
+            )
+    return found
 
 
 def set_wall_time(summary: dict[str, Any], wall: float) -> None:

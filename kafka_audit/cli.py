@@ -227,10 +227,8 @@ def audit_paths(
     discovery = discover(
         [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
     )
-    if not discovery.segment_count:
-        for note in discovery.notes:
-            print(f"kafka-audit: note: {note}", file=sys.stderr)
-        raise _fail("no Kafka segment (.log file) found under " + ", ".join(str(p) for p in paths))
+    if not discovery.segment_count and not discovery.unreadable:
+        raise _fail(_nothing_found(discovery, paths, topic or [], partition or []))
     bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
     if bounds != (None, None) and options.reference_time is None and any(storage.is_remote(p) for p in paths):
         print(
@@ -248,8 +246,8 @@ def audit_paths(
 
             with PhaseDisplay(display_console) as display:
                 result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
-    except SparkFailure as failure:  # one line naming the cause, not a JVM trace
-        raise _fail(_spark_failure(failure.__cause__ or failure)) from None
+    except SparkFailure as failure:  # one line naming the root cause and the kept log
+        raise _fail(f"Spark failed: {failure}") from None
     set_wall_time(result.summary, time.monotonic() - _command_started)
     return result
 
@@ -369,6 +367,22 @@ def _parquet_target(target: Optional[str]) -> Optional[str]:
     return str(path)
 
 
+def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: list[int]) -> str:
+    """The exit-2 message when no segment is left to audit: which filter matched nothing, and
+    what there was, or that the paths hold no segment at all."""
+    where = ", ".join(str(p) for p in paths)
+    if discovery.filtered_segments:
+        filters = " ".join([*(f"--topic {t}" for t in topics), *(f"--partition {n}" for n in partitions)])
+        seen = sorted(discovery.filtered_topics)
+        listed = ", ".join(seen[:10]) + (f" and {len(seen) - 10} more" if len(seen) > 10 else "")
+        return (
+            f"{filters} matched no segment under {where} ({discovery.filtered_segments} segments found, "
+            f"in topics: {listed})"
+        )
+    skipped = f" ({len(discovery.skipped)} other files skipped)" if discovery.skipped else ""
+    return f"no Kafka segment (.log file) found under {where}{skipped}"
+
+
 def _check_output(output: Optional[Path]) -> None:
     """Fail before the audit, not after it, when the report cannot be written."""
     if output is None:
@@ -380,14 +394,6 @@ def _check_output(output: Optional[Path]) -> None:
         raise _fail(f"--output {output}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
         raise _fail(f"--output {output}: permission denied")
-
-
-def _spark_failure(exc: Exception) -> str:
-    """One line naming what failed, and where Spark's log is."""
-    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
-    log = next((note for note in getattr(exc, "__notes__", ()) if note.startswith("Spark's log")), None)
-    text = f"Spark failed ({type(exc).__name__}: {first[:300]})"
-    return f"{text}; {log}" if log else text
 
 
 def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:

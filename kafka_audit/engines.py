@@ -10,9 +10,13 @@ Both give identical findings; the summary says which engine ran (``engine``).
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from enum import Enum
 from typing import TYPE_CHECKING
+
+from kafka_audit.spark_errors import SparkFailure, describe
 
 if TYPE_CHECKING:
     from kafka_audit.audit import Progress, ScanOptions, ScanResult
@@ -23,10 +27,6 @@ if TYPE_CHECKING:
 class Engine(str, Enum):
     spark = "spark"
     local = "local"
-
-
-class SparkFailure(Exception):
-    """Spark failed to start or to run the job; ``__cause__`` is what it raised."""
 
 
 def run_audit(
@@ -82,17 +82,28 @@ def _run_on_spark(
 ) -> "ScanResult":
     from kafka_audit import pipeline, spark_session
     from kafka_audit.audit import with_inferred_compaction
+    from kafka_audit.preflight import check_executors
 
     options = with_inferred_compaction(options, discovery)  # audit_in_process applies it itself
     if display is not None:
         display.starting_spark(remote or master)
     try:
+        # A classic session's failures are SparkFailure already, with the root cause and the log.
         session = spark_session.connect_session(remote, conf) if remote else spark_session.spark_session(master, conf)
         with session as spark:
             if display is not None:
                 display.spark_started()
+            for warning in check_executors(spark, _paths_executors_read(discovery)).warnings:
+                print(f"kafka-audit: warning: {warning}", file=sys.stderr)
             return pipeline.run_scan(
                 spark, discovery, options, on_progress=display.update if display else None, output_parquet=output_parquet
             )
-    except Exception as exc:  # Spark failed to start or the job failed
-        raise SparkFailure(str(exc)) from exc
+    except SparkFailure:
+        raise
+    except Exception as exc:  # Spark Connect: the client's error, reduced to its root cause
+        raise SparkFailure(describe(exc, None)) from exc
+
+
+def _paths_executors_read(discovery: "Discovery") -> list[str]:
+    """The absolute PATHs and partition folders every executor must see (the preflight)."""
+    return sorted({os.path.abspath(p) for p in discovery.paths} | {p.path for p in discovery.partitions})

@@ -124,6 +124,14 @@ def make_finding(
     )
 
 
+def partition_label(topic: str | None, partition: int | None) -> str:
+    """``<topic>-<partition>`` as Kafka names a partition; for segments found in a folder not named
+    that way (audited as partition -1), the folder's name and what it is."""
+    if partition is None or partition < 0:
+        return f"{topic} (folder not named <topic>-<partition>)"
+    return f"{topic}-{partition}"
+
+
 def iso_time(timestamp: int | None) -> str | None:
     """Epoch ms as ISO-8601 UTC with milliseconds (``2026-11-23T08:59:15.792Z``); None for none or
     a value outside what a date can hold."""

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from kafka_audit.audit import ScanResult
 from kafka_audit.errors import CHECKS, GROUPS, SEVERITIES, ClientOutcome, Severity
-from kafka_audit.findings import FIELD_NAMES, Finding
+from kafka_audit.findings import FIELD_NAMES, Finding, partition_label
 
 DEFAULT_TABLE_LIMIT = 50
 # Notes printed under the summary panel before "... and N more".
@@ -83,7 +83,9 @@ def _summary_panel(summary: dict[str, Any]) -> Panel:
         ("segments", f"{summary.get('segments', 0):,}"),
         ("batches", f"{summary.get('batches', 0):,}"),
         ("records", f"{summary.get('records', 0):,}"),
-        ("bytes", f"{summary.get('bytes', 0):,}"),
+        ("bytes", f"{summary.get('bytes_read', summary.get('bytes', 0)):,} read of {summary.get('bytes_found', 0):,} found"),
+        ("unreadable", f"{summary.get('segments_unreadable', 0):,} segments not read in full"),
+        ("skipped", f"{summary.get('files_skipped', 0):,} files that are not part of a Kafka log"),
         ("formats", _counts(summary.get("formats", {}))),
         ("codecs", _counts(summary.get("codecs", {}))),
         ("producers", f"{summary.get('producers', 0):,}"),
@@ -133,7 +135,7 @@ def _finding_cell(finding: Finding) -> Text:
 
 def _where_cell(finding: Finding) -> Text:
     """Partition, offset, record index and producer fields of a finding."""
-    parts = [f"{finding.topic}-{finding.partition}"]
+    parts = [partition_label(finding.topic, finding.partition) if finding.topic is not None else "-"]
     if finding.offset is not None:
         parts[0] += f" @{finding.offset}"
     if finding.record_index is not None:

@@ -13,15 +13,28 @@ jars, 1 s for the first job (the Python workers' start) and 1 s to stop. What is
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from kafka_audit.spark_errors import (
+    MASTER_ANSWER_S,
+    MASTER_CONNECTED,
+    MASTER_CONNECTED_LOGGER,
+    MASTER_FAILURE,
+    SparkFailure,
+    check_master_reachable,
+    describe,
+    root_cause,
+)
 from kafka_audit.jvm_class_archive import ClassDataSharing, class_data_sharing, mark_recording_jvm
 
 SPARK_LOG = "spark.log"
@@ -70,40 +83,156 @@ def create_spark_session(
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    with _output_to(os.path.join(scratch, SPARK_LOG)):
-        spark = builder.getOrCreate()
+    unreachable = check_master_reachable(master)
+    if unreachable:
+        raise SparkFailure(unreachable)
+    # Py4J logs every call that a dead or interrupted JVM cuts short with a traceback of its own;
+    # the exception the call raises says the same once.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    log = os.path.join(scratch, SPARK_LOG)
+    with _output_to(log), _give_up_on_master(master, log) as gave_up:
+        try:
+            spark = builder.getOrCreate()
+        except Exception:
+            if gave_up.is_set():
+                with open(log, encoding="utf-8", errors="replace") as text:
+                    cause = root_cause(text.read())
+                raise SparkFailure(
+                    f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s"
+                    + (f" ({cause})" if cause else "")
+                ) from None
+            raise
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 @contextmanager
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A session in a fresh scratch directory, stopped and cleaned up on exit. On an error the
-    scratch directory (and its ``spark.log``) is kept and named in the exception's notes.
+    """A session in a fresh scratch directory, stopped and cleaned up on exit.
+
+    A failure to start or to run becomes a :class:`SparkFailure` naming the root cause, and the
+    scratch directory (with its ``spark.log``) is kept and named. On Ctrl-C the session is stopped
+    without Py4J's tracebacks, the scratch directory removed, and KeyboardInterrupt goes on.
 
     The first session of a Java runtime and PySpark install records the class archive of
     :func:`class_data_sharing` (its JVM writes it after this process has exited); the later
     ones start from it."""
     scratch = tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    log = os.path.join(scratch, SPARK_LOG)
     sharing = class_data_sharing(conf)
     try:
         spark = create_spark_session(master, conf, scratch, sharing)
-    except BaseException as exc:
-        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
+    except KeyboardInterrupt:
+        shutil.rmtree(scratch, ignore_errors=True)
         raise
+    except SparkFailure as exc:
+        if not os.path.exists(log):  # refused before a JVM was started: no log to keep
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        raise SparkFailure(f"{exc}; Spark's log: {log}") from None
+    except Exception as exc:
+        raise SparkFailure(describe(exc, log)) from None
     if sharing.partial is not None:
         mark_recording_jvm(sharing.partial)
-    failed = False
+    keep = False
+    interrupted = threading.Event()
     try:
-        yield spark
-    except BaseException as exc:
-        failed = True
-        exc.add_note(f"Spark's log: {os.path.join(scratch, SPARK_LOG)}")
-        raise
+        with _quiet_interrupts(interrupted):
+            yield spark
+    except Exception as exc:
+        if interrupted.is_set():  # an error the interrupted call left behind: still Ctrl-C
+            raise KeyboardInterrupt from None
+        keep = True
+        if isinstance(exc, SparkFailure):
+            raise SparkFailure(f"{exc}; Spark's log: {log}") from None
+        raise SparkFailure(describe(exc, log)) from None  # a job failure
     finally:
         _stop(spark)
-        if not failed:
+        if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+@contextmanager
+def _quiet_interrupts(interrupted: threading.Event) -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt and nothing else. PySpark's own SIGINT handler cancels the
+    jobs through the Py4J connection the interrupted call is still using ("reentrant call"), and
+    Py4J reports each broken call with ``logging.exception`` on the root logger: 40 lines of
+    tracebacks. Stopping the session afterwards cancels the jobs. ``interrupted`` is set on Ctrl-C,
+    so that an error a cut-short call raises instead is known for what it is."""
+    root = logging.getLogger()
+    silence = logging.NullHandler()
+    root.addHandler(silence)
+
+    def interrupt(signum, frame) -> None:
+        interrupted.set()
+        raise KeyboardInterrupt
+
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, interrupt) if main else None
+    try:
+        yield
+    finally:
+        if main:
+            signal.signal(signal.SIGINT, previous)
+        root.removeHandler(silence)
+
+
+@contextmanager
+def _give_up_on_master(master: str, log: str) -> Iterator[threading.Event]:
+    """Stop the JVM being started when it has not registered with a standalone master within
+    MASTER_ANSWER_S of coming up, or as soon as it logs that it could not connect: Spark itself
+    tries three times 20 s and waits for over a minute. Registration is seen in ``spark.log``
+    (``StandaloneSchedulerBackend``'s "Connected to Spark cluster", logged at INFO: its logger is
+    set to INFO as soon as the JVM answers). The event tells that the JVM was stopped."""
+    gave_up = threading.Event()
+    if not master.startswith("spark://"):
+        yield gave_up
+        return
+    from pyspark import SparkContext
+
+    done = threading.Event()
+
+    def registered_or_failed() -> tuple[bool, bool]:
+        try:
+            with open(log, encoding="utf-8", errors="replace") as text:
+                content = text.read()
+        except OSError:
+            return False, False
+        return MASTER_CONNECTED in content, MASTER_FAILURE in content
+
+    def watch() -> None:
+        while SparkContext._jvm is None:
+            if done.wait(0.05):
+                return
+        try:
+            jvm = SparkContext._jvm
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+                MASTER_CONNECTED_LOGGER, jvm.org.apache.logging.log4j.Level.INFO
+            )
+        except Exception:  # noqa: BLE001 - the JVM went away: getOrCreate reports it
+            return
+        deadline = time.monotonic() + MASTER_ANSWER_S
+        while not done.wait(0.25):
+            connected, failed = registered_or_failed()
+            if connected:
+                return
+            if failed or time.monotonic() > deadline:
+                process = getattr(SparkContext._gateway, "proc", None)
+                if process is not None:
+                    gave_up.set()
+                    process.kill()
+                return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield gave_up
+    finally:
+        done.set()
+        watcher.join()
+        if gave_up.is_set():
+            SparkContext._gateway = None
+            SparkContext._jvm = None
 
 
 def _stop(spark) -> None:
@@ -115,7 +244,10 @@ def _stop(spark) -> None:
     if server is not None:
         context._accumulatorServer = None
         threading.Thread(target=server.shutdown, name="accumulator-server-shutdown", daemon=True).start()
-    spark.stop()
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001 - after Ctrl-C the JVM may be gone: nothing left to stop
+        pass
 
 
 @contextmanager

@@ -233,8 +233,27 @@ def test_one_bad_file_does_not_hide_the_others(cli, tmp_path):
     (tmp_path / "good-0" / "notes.txt").write_text("not a segment")
     report = json.loads(cli("scan", tmp_path, "--format", "json", "--quiet").stdout)
     assert report["summary"]["batches"] == 3
-    assert [f["check"] for f in report["findings"]] == ["crc_mismatch"]
-    assert any("notes.txt" in note for note in report["summary"]["notes"])
+    assert [(f["check"], f["segment"]) for f in report["findings"]] == [
+        ("crc_mismatch", f"bad-0/{0:020d}.log"),
+        ("skipped_file", "good-0/notes.txt"),
+    ]
+    assert report["summary"]["files_skipped"] == 1
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fmt", ["json", "ndjson", "csv", "table"])
+def test_unreadable_and_skipped_files_reach_every_format_and_the_exit_code(cli, tmp_path, fmt):
+    with LogDirWriter(tmp_path) as d:
+        d.partition("good", 0).append(BatchSpec(records=records(["x"])))
+    (tmp_path / "good-0" / "notes.txt").write_text("not a segment")
+    skipped_only = cli("scan", tmp_path, "--quiet", "--format", fmt)
+    assert skipped_only.exit_code == 0 and "good-0/notes.txt" in skipped_only.stdout
+    assert "skipped_file" in skipped_only.stdout
+    assert cli("scan", tmp_path, "--quiet", "--format", fmt, "--fail-on", "info").exit_code == 1
+    os.symlink(tmp_path / "gone", tmp_path / "good-0" / f"{5:020d}.log")
+    unreadable = cli("scan", tmp_path, "--quiet", "--format", fmt)
+    assert unreadable.exit_code == 1
+    assert "unreadable_segment" in unreadable.stdout and "broken symbolic link" in unreadable.stdout
 
 
 @pytest.mark.spark
@@ -339,13 +358,15 @@ def test_no_arguments_prints_help(capsys):
 
 
 def test_spark_that_cannot_start_is_one_line_exit_2(capsys, monkeypatch):
+    """The CLI's side; the messages of real failures: tests/test_spark_failures.py."""
+
     def broken(master, conf):
-        raise RuntimeError("Could not parse Master URL: 'nonsense'")
+        raise spark_session_module.SparkFailure("Could not parse Master URL: 'nonsense'; Spark's log: /tmp/x/spark.log")
 
     monkeypatch.setattr(spark_session_module, "spark_session", broken)
     code, _, err = run_main("scan", PRODUCER_ERRORS, "--master", "nonsense", capsys=capsys)
     assert code == 2 and err.strip().splitlines() == [
-        "kafka-audit: Spark failed (RuntimeError: Could not parse Master URL: 'nonsense')"
+        "kafka-audit: Spark failed: Could not parse Master URL: 'nonsense'; Spark's log: /tmp/x/spark.log"
     ]
 
 

@@ -57,6 +57,16 @@ def notes_about(found: Discovery, text: str) -> list[str]:
     return [n for n in found.notes if text in n]
 
 
+def skipped_about(found: Discovery, text: str) -> list[str]:
+    """The files skipped (``skipped_file``) whose path or reason holds ``text``, as "path: reason"."""
+    return [line for s in found.skipped if text in (line := f"{s.display_path}: {s.reason}")]
+
+
+def unreadable_about(found: Discovery, text: str) -> list[str]:
+    """The segments found but not readable (``unreadable_segment``), as "path: reason"."""
+    return [line for s in found.unreadable if text in (line := f"{s.display_path}: {s.reason}")]
+
+
 # ---------------------------------------------------------------------------------------------
 # Names
 # ---------------------------------------------------------------------------------------------
@@ -259,9 +269,9 @@ def test_relative_paths_are_displayed_as_given(broker: Path, monkeypatch: pytest
     assert by_name(found)["plain-1"].segments[0].display_path == f"plain-1/{seg(0)}"
 
 
-def test_a_sidecar_given_as_path_is_a_note(broker: Path) -> None:
+def test_a_sidecar_given_as_path_is_a_skipped_file(broker: Path) -> None:
     found = discover([str(broker / "plain-0" / seg(0, ".index"))])
-    assert found.partitions == [] and notes_about(found, "sidecar file")
+    assert found.partitions == [] and skipped_about(found, "sidecar file")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,31 +380,32 @@ def test_sidecars_left_behind_by_retention_are_not_segments_and_not_noted(broker
 # ---------------------------------------------------------------------------------------------
 
 
-def test_application_log_of_a_broker_is_skipped_with_a_note(tmp_path: Path) -> None:
-    """``logs/server.log`` beside the data dir is not a segment: skipped with a note."""
+def test_application_log_of_a_broker_is_a_skipped_file(tmp_path: Path) -> None:
+    """``logs/server.log`` beside the data dir is not a segment: a skipped file."""
     build_log_dir(tmp_path / "kafka" / "data", [("t", 0)])
     (tmp_path / "kafka" / "logs").mkdir()
     (tmp_path / "kafka" / "logs" / "server.log").write_text("[2023-11-14 22:13:20,000] INFO started\n")
     found = discover([str(tmp_path)])
     assert [p.name for p in found.partitions] == ["t-0"]
-    assert len(notes_about(found, "server.log")) == 1
-    assert "kafka/logs/server.log" in notes_about(found, "server.log")[0]
+    assert len(skipped_about(found, "server.log")) == 1
+    assert "kafka/logs/server.log" in skipped_about(found, "server.log")[0]
 
 
-def test_log_without_a_20_digit_name_is_a_note(broker: Path) -> None:
+def test_log_without_a_20_digit_name_is_a_skipped_file(broker: Path) -> None:
     (broker / "plain-0" / "42.log").write_bytes(b"")
     (broker / "plain-0" / "copy of segment.log").write_bytes(b"")
     found = discover([str(broker)])
-    assert len(notes_about(found, "42.log")) == 1 and len(notes_about(found, "copy of segment.log")) == 1
+    assert len(skipped_about(found, "42.log")) == 1 and len(skipped_about(found, "copy of segment.log")) == 1
     assert all(s.base_offset != 42 for s in by_name(found)["plain-0"].segments)
 
 
-def test_random_files_in_a_partition_folder_are_noted(broker: Path) -> None:
+def test_random_files_in_a_partition_folder_are_skipped_files(broker: Path) -> None:
     (broker / "plain-0" / "notes.txt").write_text("hello")
     (broker / "plain-0" / "00000000000000000000.log.bak").write_bytes(b"")
     found = discover([str(broker)])
-    assert len(notes_about(found, "plain-0/notes.txt")) == 1
-    assert len(notes_about(found, "00000000000000000000.log.bak")) == 1
+    assert len(skipped_about(found, "plain-0/notes.txt")) == 1
+    assert len(skipped_about(found, "00000000000000000000.log.bak")) == 1
+    assert found.unreadable == []
 
 
 def test_known_kafka_files_are_not_noted(broker: Path) -> None:
@@ -494,7 +505,7 @@ def test_a_symlink_to_a_folder_already_scanned_is_audited_once(broker: Path) -> 
     assert [p.name for p in found.partitions].count("plain-0") == 1
     segments = _segment_paths(found)
     assert len(segments) == len(set(map(os.path.realpath, segments)))
-    assert notes_about(found, "zz-link")
+    assert skipped_about(found, "zz-link")
 
 
 def test_a_symlinked_path_and_its_target_are_audited_once(broker: Path, tmp_path: Path) -> None:
@@ -506,20 +517,23 @@ def test_a_symlinked_path_and_its_target_are_audited_once(broker: Path, tmp_path
     assert len(_segment_paths(found)) == 1
 
 
-def test_a_symlink_loop_terminates_with_a_note(broker: Path) -> None:
+def test_a_symlink_loop_terminates_with_a_skipped_file(broker: Path) -> None:
     os.symlink(broker, broker / "plain-0" / "loop")
     os.symlink("self", broker / "plain-1" / "self")  # ELOOP
     found = discover([str(broker)])
     assert len(found.partitions) == len(TOPICS)
-    assert notes_about(found, "plain-0/loop")
-    assert notes_about(found, "plain-1/self")
+    assert skipped_about(found, "plain-0/loop")
+    assert skipped_about(found, "plain-1/self")
 
 
-def test_a_broken_symlink_is_noted(broker: Path) -> None:
+def test_a_broken_symlink_named_like_a_segment_is_an_unreadable_segment(broker: Path) -> None:
     os.symlink(broker / "nowhere", broker / "plain-0" / seg(999))
+    os.symlink(broker / "nowhere", broker / "plain-0" / "notes.txt")
     found = discover([str(broker)])
-    (note,) = notes_about(found, seg(999))
-    assert "broken symbolic link" in note
+    (unreadable,) = found.unreadable
+    assert unreadable.display_path == f"plain-0/{seg(999)}" and "broken symbolic link" in unreadable.reason
+    assert (unreadable.topic, unreadable.partition, unreadable.base_offset) == ("plain", 0, 999)
+    assert skipped_about(found, "plain-0/notes.txt: broken symbolic link")
     assert 999 not in {s.base_offset for s in by_name(found)["plain-0"].segments}
 
 
@@ -534,7 +548,7 @@ def test_a_symlinked_segment_file_is_audited(broker: Path, tmp_path: Path) -> No
 
 
 @pytest.mark.skipif(ROOT, reason="root lists folders whatever their mode")
-def test_an_unreadable_folder_is_noted(broker: Path) -> None:
+def test_an_unreadable_folder_is_an_unreadable_segment(broker: Path) -> None:
     locked = broker / "plain-1"
     locked.chmod(0)
     try:
@@ -542,10 +556,10 @@ def test_an_unreadable_folder_is_noted(broker: Path) -> None:
     finally:
         locked.chmod(0o755)
     assert "plain-1" not in by_name(found)
-    assert notes_about(found, "plain-1")
+    assert unreadable_about(found, "plain-1")
 
 
-def test_a_folder_that_cannot_be_listed_is_noted(broker: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_folder_that_cannot_be_listed_is_an_unreadable_segment(broker: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same as an unreadable folder, for a run as root: listing raises PermissionError."""
     real_scandir = os.scandir
 
@@ -557,22 +571,22 @@ def test_a_folder_that_cannot_be_listed_is_noted(broker: Path, monkeypatch: pyte
     monkeypatch.setattr(log_dir.os, "scandir", scandir)
     found = discover([str(broker)])
     assert "plain-1" not in by_name(found)
-    (note,) = notes_about(found, "plain-1")
-    assert "Permission denied" in note
+    (line,) = unreadable_about(found, "plain-1")
+    assert line == "plain-1: cannot list the folder (Permission denied)"
     assert "plain-0" in by_name(found)
 
 
-def test_a_path_that_does_not_exist_is_noted(tmp_path: Path) -> None:
+def test_a_path_that_does_not_exist_is_a_skipped_file(tmp_path: Path) -> None:
     missing = tmp_path / "no-such-dir"
     found = discover([str(missing)])
     assert found.partitions == [] and found.segment_count == 0
-    (note,) = found.notes
-    assert str(missing) in note
+    (skipped,) = found.skipped
+    assert skipped.display_path == str(missing) and skipped.reason == "No such file or directory"
 
 
 def test_a_missing_path_does_not_stop_the_others(broker: Path, tmp_path: Path) -> None:
     found = discover([str(tmp_path / "gone"), str(broker)])
-    assert len(found.partitions) == len(TOPICS) and len(found.notes) == 1
+    assert len(found.partitions) == len(TOPICS) and len(found.skipped) == 1
     assert found.paths == [str(tmp_path / "gone"), str(broker)]
 
 

@@ -437,32 +437,40 @@ def test_an_empty_segment_and_empty_sidecars(scene):
     assert result.summary["segments"] == audit(scene.alone).summary["segments"] + 1
 
 
-def test_files_that_are_not_segments_are_notes(scene):
-    folder = scene.close().root / "clicks-0"
-    (folder / "server.log").write_text("[2024-01-01 00:00:00,000] INFO starting (kafka.Kafka)\n")
-    (folder / "README.txt").write_text("copied from broker 3\n")
+def test_files_that_are_not_segments_are_skipped_file_findings(scene):
+    """Info findings, so that ndjson/csv carry them and ``--fail-on info`` sees them."""
+    scene.close()
     (scene.root / "bad-0").mkdir()
+    (scene.root / "bad-0" / "server.log").write_text("[2024-01-01 00:00:00,000] INFO starting (kafka.Kafka)\n")
+    (scene.root / "bad-0" / "README.txt").write_text("copied from broker 3\n")
     (scene.root / "bad-0" / "core.12345").write_bytes(os.urandom(64))
     result = scene.scan(damaged_paths=[])
-    assert damaged(result) == []
-    notes = "\n".join(result.notes)
-    for name in ("server.log", "README.txt", "core.12345"):
-        assert name in notes
-    assert all("\n" not in note for note in result.notes)
+    assert [(f.check, f.severity, f.segment, f.details["reason"]) for f in damaged(result)] == [
+        ("skipped_file", "info", "bad-0/README.txt", "not a Kafka segment or sidecar file"),
+        ("skipped_file", "info", "bad-0/core.12345", "not a Kafka segment or sidecar file"),
+        ("skipped_file", "info", "bad-0/server.log", "not a segment (its name is not a 20-digit base offset)"),
+    ]
+    assert result.summary["files_skipped"] == 3 and result.summary["segments_unreadable"] == 0
 
 
-def test_a_segment_that_is_a_folder(scene):
+def unreadable(result: ScanResult) -> list[tuple]:
+    return [(f.segment, f.details["reason"]) for f in result.findings if f.check == "unreadable_segment"]
+
+
+def test_a_segment_that_is_a_folder_is_an_unreadable_segment(scene):
     (segment(scene.close(), base=5)).mkdir()
-    result = scene.scan()
-    assert damaged(result) == []
-    assert any("00000000000000000005.log" in n and "folder" in n for n in result.notes)
+    result = scene.scan(damaged_paths=[])
+    assert unreadable(result) == [(f"bad-0/{5:020d}.log", "a folder, not a segment or sidecar file")]
+    assert [(f.check, f.severity, f.topic, f.partition) for f in damaged(result)] == [
+        ("unreadable_segment", "error", "bad", 0)
+    ]
 
 
-def test_a_segment_that_is_a_fifo_is_skipped_not_opened(scene):
+def test_a_segment_that_is_a_fifo_is_unreadable_not_opened(scene):
     os.mkfifo(segment(scene.close()))
-    result = scene.scan()  # opening the FIFO would block forever
-    assert damaged(result) == []
-    assert any(f"{0:020d}.log" in n and "not a regular file" in n for n in result.notes)
+    result = scene.scan(damaged_paths=[])  # opening the FIFO would block forever
+    assert unreadable(result) == [(f"bad-0/{0:020d}.log", "not a regular file")]
+    assert result.summary["segments_unreadable"] == 1
 
 
 ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -481,7 +489,7 @@ def _deny(monkeypatch, module, target: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["chmod", "simulated"])
-def test_an_unreadable_segment_is_a_note(scene, monkeypatch, how):
+def test_an_unreadable_segment_is_an_error_finding(scene, monkeypatch, how):
     w = scene.partition("bad")
     w.append(BatchSpec(records=records(["a"])))
     w.roll()
@@ -500,11 +508,13 @@ def test_an_unreadable_segment_is_a_note(scene, monkeypatch, how):
     finally:
         locked.chmod(0o644)
     assert findings_of(result) == findings_of(healthy)
-    assert damaged(result) == []  # the readable segment after it is audited in full
+    # The readable segment after it is audited in full; the locked one is an error.
+    assert unreadable(result) == [(f"bad-0/{0:020d}.log", "cannot read (Permission denied)")]
+    assert [f.check for f in damaged(result)] == ["unreadable_segment"]
     assert result.summary["batches"] == healthy.summary["batches"] + 1
-    assert [n for n in result.notes if "cannot read" in n] == [
-        f"skipped bad-0/{0:020d}.log: cannot read (Permission denied)"
-    ]
+    size = locked.stat().st_size
+    assert result.summary["segment_bytes"][f"bad-0/{0:020d}.log"] == {"found": size, "read": 0}
+    assert result.summary["bytes_found"] == result.summary["bytes_read"] + size
 
 
 def test_an_unreadable_sidecar_is_a_finding_of_its_check(scene, monkeypatch):
@@ -520,7 +530,7 @@ def test_an_unreadable_sidecar_is_a_finding_of_its_check(scene, monkeypatch):
     assert finding.check == "index_mismatch" and finding.details["unreadable"] is True
 
 
-def test_broken_symlinks_and_symlink_loops_are_notes(scene):
+def test_broken_symlinks_and_symlink_loops(scene):
     folder = scene.close().root / "bad-0"
     folder.mkdir()
     (folder / f"{0:020d}.log").symlink_to(folder / "gone.log")
@@ -528,11 +538,17 @@ def test_broken_symlinks_and_symlink_loops_are_notes(scene):
     (folder / "loop-b").symlink_to(folder / "loop-a")
     (folder / "back-up").symlink_to(scene.root)  # a folder loop
     (scene.root / "clicks-0" / "self").symlink_to(scene.root / "clicks-0")
-    result = scene.scan(damaged_paths=[])  # bad-0 holds no segment
-    assert damaged(result) == []
-    notes = "\n".join(result.notes)
-    assert "broken symbolic link" in notes and "loop-a" in notes and "loop-b" in notes
-    assert "symbolic link to a folder already scanned" in notes
+    result = audit(scene.root)
+    assert findings_of(result, ("ledger", "legacy", "witness")) == findings_of(audit(scene.alone), ("ledger", "legacy", "witness"))
+    # A link named like a segment that leads nowhere: a segment not read, an error.
+    assert unreadable(result) == [(f"bad-0/{0:020d}.log", "broken symbolic link (No such file or directory)")]
+    skipped = {f.segment: f.details["reason"] for f in result.findings if f.check == "skipped_file"}
+    assert skipped == {
+        "bad-0/back-up": "symbolic link to a folder already scanned",
+        "bad-0/loop-a": "broken symbolic link (Too many levels of symbolic links)",
+        "bad-0/loop-b": "broken symbolic link (Too many levels of symbolic links)",
+        "clicks-0/self": "symbolic link to a folder already scanned",
+    }
 
 
 @pytest.mark.parametrize("name", ["weird", "orders-", "orders-99999999999999999999", "-3"])
@@ -547,13 +563,14 @@ def test_partition_folders_with_unexpected_names(scene, name):
     assert any(name in n and "not <topic>-<partition>" in n for n in result.notes)
 
 
-def test_a_segment_name_past_long_max_value_is_a_note(scene):
+def test_a_segment_name_past_long_max_value_is_a_skipped_file(scene):
     folder = scene.close().root / "bad-0"
     folder.mkdir()
     (folder / "99999999999999999999.log").write_bytes(encode_batch(BatchSpec(records=records(["x"]))))
     result = scene.scan(damaged_paths=[])
-    assert damaged(result) == []
-    assert any("99999999999999999999.log" in n and "not a segment" in n for n in result.notes)
+    assert [(f.check, f.segment, f.details["reason"]) for f in damaged(result)] == [
+        ("skipped_file", "bad-0/99999999999999999999.log", "not a segment (its name is not a 20-digit base offset)")
+    ]
 
 
 # -- sidecar files ------------------------------------------------------------------------------
@@ -614,7 +631,7 @@ def test_a_garbage_index_gives_a_bounded_number_of_findings(scene):
     assert len(found) == min(batches + 1, MAX_FINDINGS_PER_INDEX + 1) + 1
 
 
-def test_a_segment_that_cannot_be_mapped_is_a_note(scene, monkeypatch):
+def test_a_segment_that_cannot_be_mapped_is_an_unreadable_segment(scene, monkeypatch):
     w = scene.partition("bad")
     w.append(BatchSpec(records=records(["a"])))
     scene.close()
@@ -629,10 +646,9 @@ def test_a_segment_that_cannot_be_mapped_is_a_note(scene, monkeypatch):
     monkeypatch.setattr(file_records.mmap, "mmap", Unmappable)
     healthy = audit(scene.alone)
     result = audit(scene.root)
-    assert findings_of(result) == findings_of(healthy) and damaged(result) == []
-    assert [n for n in result.notes if "bad-0" in n] == [
-        f"skipped bad-0/{0:020d}.log: cannot read (cannot map the file (cannot mmap an empty file))"
-    ]
+    assert findings_of(result) == findings_of(healthy)
+    assert unreadable(result) == [(f"bad-0/{0:020d}.log", "cannot read (cannot map the file (cannot mmap an empty file))")]
+    assert [f.check for f in damaged(result)] == ["unreadable_segment"]
 
 
 def test_sidecars_that_disagree_with_the_log(scene):

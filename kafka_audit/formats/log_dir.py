@@ -15,7 +15,12 @@ links once (a loop is noted, not followed forever). Names follow Kafka:
   partition's ``.snapshot`` files, and the log dir's checkpoint files.
 
 Discovery reads directory entries and ``stat`` only; the checkpoint files are read because they
-are tiny. Nothing here raises on a bad path: what cannot be read becomes a note.
+are tiny. Nothing here raises on a bad path. A file or folder that is not part of a Kafka log is a
+:class:`SkippedFile` (a ``skipped_file`` finding); a segment that is found but cannot be read (a
+dangling link or a folder or FIFO named like a segment, a ``stat`` that fails, a folder that cannot
+be listed) is an :class:`UnreadableSegment` (an ``unreadable_segment`` finding): the scan never
+calls clean what it did not read. Paths are made absolute here, before any Spark task sees them;
+findings show them relative to the PATH as given.
 """
 
 from __future__ import annotations
@@ -88,6 +93,27 @@ class SegmentFile:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file or folder found under a PATH that is not part of a Kafka log (SPEC ``skipped_file``)."""
+
+    display_path: str
+    reason: str
+    topic: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableSegment:
+    """A segment (or a folder that may hold segments) found but not readable (``unreadable_segment``)."""
+
+    display_path: str
+    reason: str
+    topic: str | None = None
+    partition: int | None = None
+    base_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SnapshotFile:
     path: str
     display_path: str
@@ -112,6 +138,10 @@ class PartitionDir:
     leader_epoch_checkpoint: str | None = None
     # The PATH that found this folder, as given.
     root: str | None = None
+    # Only some of the folder's files were given (``scan t-0/00000000000000001000.log``): the
+    # folder's live segments below the first one scanned, and the folder's first base offset.
+    unscanned_segments: list[str] = field(default_factory=list)
+    folder_first_offset: int | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -124,11 +154,17 @@ class PartitionDir:
 
 @dataclass(slots=True)
 class Discovery:
-    """Everything found under the paths, and notes on what was skipped and why."""
+    """Everything found under the paths: partitions, files skipped, segments not readable, notes
+    (checkpoint problems, odd folder names), and what ``--topic``/``--partition`` left out."""
 
     paths: list[str]
     partitions: list[PartitionDir] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    unreadable: list[UnreadableSegment] = field(default_factory=list)
+    # Segments found in partitions that the filters left out, and those partitions' topics.
+    filtered_segments: int = 0
+    filtered_topics: set[str] = field(default_factory=set)
     # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
     storage_options: dict = field(default_factory=dict, repr=False)
 
@@ -201,10 +237,40 @@ def discover(
     _keep_replicas_apart(list(walker.partitions.values()))
     discovery.partitions = sorted(walker.partitions.values(), key=lambda p: (p.topic, p.partition, p.display_path))
     discovery.notes = walker.notes
+    discovery.skipped = walker.skipped
+    discovery.unreadable = walker.unreadable
+    discovery.filtered_segments = walker.filtered_segments
+    discovery.filtered_topics = walker.filtered_topics
     for partition in discovery.partitions:
         partition.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.display_path))
         partition.snapshots.sort(key=lambda s: s.offset)
+        _note_unscanned_segments(partition)
     return discovery
+
+
+def _note_unscanned_segments(partition: PartitionDir) -> None:
+    """For a partition of which only some segment files were given, the folder's live segments
+    below the first one scanned (not scanned: not deleted), and the folder's first base offset,
+    where the log starts when no checkpoint says otherwise (``LocalLog``: the first segment)."""
+    try:
+        names = os.listdir(partition.path)
+    except OSError:
+        return
+    offsets = {
+        name: offset
+        for name in names
+        if segment_state(name) == (LIVE, "") and (offset := parse_base_offset(name)) is not None
+    }
+    if not offsets:
+        return
+    scanned = {os.path.basename(os.path.realpath(s.path)) for s in partition.segments}
+    first_scanned = min((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
+    partition.folder_first_offset = min(offsets.values())
+    partition.unscanned_segments = sorted(
+        name
+        for name, offset in offsets.items()
+        if name not in scanned and (first_scanned is None or offset < first_scanned)
+    )
 
 
 class _Walker:
@@ -214,28 +280,54 @@ class _Walker:
         self.partitions: dict[str, PartitionDir] = {}
         self.filtered_out: set[str] = set()
         self.notes: list[str] = []
+        self.skipped: list[SkippedFile] = []
+        self.unreadable: list[UnreadableSegment] = []
+        self.filtered_segments = 0
+        self.filtered_topics: set[str] = set()
         self.visited_dirs: set[tuple[int, int]] = set()
         self.seen_files: set[str] = set()
         self.checkpoint_cache: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
-        # The filesystem of the PATH being walked, and each walked PATH as the user gave it.
+        # Absolute root -> the PATH as the user gave it.
+        self.given: dict[str, str] = {}
+        # The filesystem of the PATH being walked (local, or an object store's listing).
         self.fs: storage.LocalTree | storage.RemoteTree = storage.LocalTree()
-        self.shown: dict[str, str] = {}
 
     def note(self, text: str) -> None:
         self.notes.append(text)
 
-    def walk_root(self, root: str) -> None:
-        given = root
+    def _place(self, folder: str | None) -> tuple[str | None, int | None] | None:
+        """Topic and partition of a file in ``folder`` (None, None outside partition folders);
+        None when ``--topic``/``--partition`` leave it out."""
+        parsed = parse_partition_dir(self.fs.basename(self.fs.realpath(folder))) if folder else None
+        topic, number = (parsed[0], parsed[1]) if parsed else (None, None)
+        if (self.topics is not None and topic not in self.topics) or (
+            self.partition_filter is not None and number not in self.partition_filter
+        ):
+            return None
+        return topic, number
+
+    def skip(self, display: str, reason: str, folder: str | None = None) -> None:
+        """A file or folder that is not part of a Kafka log: a ``skipped_file`` finding."""
+        place = self._place(folder)
+        if place is not None:
+            self.skipped.append(SkippedFile(display, reason, *place))
+
+    def cannot_read(self, display: str, reason: str, folder: str | None = None, base_offset: int | None = None) -> None:
+        """A segment (or a folder that may hold some) found but not readable: ``unreadable_segment``."""
+        place = self._place(folder)
+        if place is not None:
+            self.unreadable.append(UnreadableSegment(display, reason, *place, base_offset=base_offset))
+
+    def walk_root(self, given: str) -> None:
         try:
-            storage.check_scheme(root)
-            # A relative local path is made absolute before any Spark task sees it (SPEC 1);
-            # findings still show paths relative to the PATH as given.
-            root = root if storage.is_remote(root) else os.path.abspath(storage.local_path(root))
-            self.shown[root] = given
+            storage.check_scheme(given)
+            # A relative local path is made absolute before any Spark task sees it (SPEC 1).
+            root = given.rstrip("/") if storage.is_remote(given) else os.path.abspath(storage.local_path(given))
+            self.given[root] = given
             self.fs = storage.tree(root)
             info = self.fs.stat(root)
         except OSError as exc:
-            self.note(f"skipped {given}: {exc.strerror or exc}")
+            self._not_readable(given, None, f"{exc.strerror or exc}")
             return
         if stat.S_ISDIR(info.st_mode):
             self._walk_dir(root, root)
@@ -244,25 +336,36 @@ class _Walker:
             folder = self.fs.dirname(real)
             self._add_file(folder, self.fs.basename(real), root, root, explicit=True)
         else:
-            self.note(f"skipped {given}: not a regular file or directory")
+            self._not_readable(given, self.fs.dirname(root), "not a regular file or directory")
+
+    def _not_readable(self, display: str, folder: str | None, reason: str) -> None:
+        """Something at ``display`` that could not be read: a segment's name makes it an
+        unreadable segment, any other name a skipped file."""
+        name = self.fs.basename(display)
+        offset = parse_base_offset(name)
+        if segment_state(name) is not None and offset is not None:
+            self.cannot_read(display, reason, folder, offset)
+        else:
+            self.skip(display, reason, folder)
 
     def _walk_dir(self, directory: str, root: str) -> None:
         try:
             info = self.fs.stat(directory)
         except OSError as exc:
-            self.note(f"skipped {self._display(directory, root)}: {exc.strerror or exc}")
+            self.cannot_read(self._display(directory, root), f"cannot read the folder ({exc.strerror or exc})", directory)
             return
         identity = (info.st_dev, info.st_ino)
         if identity in self.visited_dirs:
             if self.fs.islink(directory):
-                self.note(f"skipped {self._display(directory, root)}: symbolic link to a folder already scanned")
+                self.skip(self._display(directory, root), "symbolic link to a folder already scanned", directory)
             return
         self.visited_dirs.add(identity)
         try:
             with self.fs.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            self.note(f"skipped {self._display(directory, root)}: {exc.strerror or exc}")
+            # Its segments, if it holds any, are not read: never a silent skip.
+            self.cannot_read(self._display(directory, root), f"cannot list the folder ({exc.strerror or exc})", directory)
             return
         subdirs = []
         files = []
@@ -275,8 +378,9 @@ class _Walker:
                 is_dir = is_file = False
             named_like_file = parse_base_offset(entry.name) is not None and self._looks_like_log_file(entry.name)
             looks_kafka = in_partition or self._looks_like_log_file(entry.name)
+            display = self._display(entry.path, root)
             if is_dir and named_like_file:
-                self.note(f"skipped {self._display(entry.path, root)}: a folder, not a segment or sidecar file")
+                self._not_readable(display, directory, "a folder, not a segment or sidecar file")
             elif is_dir:
                 subdirs.append(entry.path)
             elif is_file:
@@ -287,49 +391,49 @@ class _Walker:
                     reason = "symbolic link to something that is not a regular file"
                 except OSError as exc:
                     reason = f"broken symbolic link ({exc.strerror or exc})"
-                self.note(f"skipped {self._display(entry.path, root)}: {reason}")
+                self._not_readable(display, directory, reason)
             elif looks_kafka:
                 # A FIFO, socket or device: opening a FIFO would block the audit forever.
-                self.note(f"skipped {self._display(entry.path, root)}: not a regular file")
+                self._not_readable(display, directory, "not a regular file")
         for name in files:
             self._add_file(directory, name, self.fs.join(directory, name), root, explicit=False)
         for sub in subdirs:
             self._walk_dir(sub, root)
 
     def _display(self, path: str, root: str) -> str:
-        if self.fs.isdir(root):
-            rel = self.fs.relpath(path, root)
-            return path if rel == "." else rel
-        return self.shown.get(path, path)
+        """``path`` as findings show it: relative to the PATH that found it, or as given."""
+        if root in self.given and not self.fs.isdir(root):
+            return self.given[root]
+        rel = self.fs.relpath(path, root)
+        return self.given.get(root, root) if rel == "." else rel
 
     def _add_file(self, folder: str, name: str, path: str, root: str, explicit: bool) -> None:
         state = segment_state(name)
         snapshot = name.endswith(".snapshot")
+        display = self._display(path, root)
         if state is None and not snapshot:
             if explicit:
                 kind = "sidecar file" if self._is_sidecar(name) else "file"
-                self.note(f"skipped {self.shown.get(path, path)}: a {kind}, not a Kafka segment (.log)")
+                self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
             elif parse_partition_dir(self.fs.basename(folder)) and not self._is_sidecar(name):
-                self.note(f"skipped {self._display(path, root)}: not a Kafka segment or sidecar file")
+                self.skip(display, "not a Kafka segment or sidecar file", folder)
             return
         base_offset = parse_base_offset(name)
         if base_offset is None:
-            # SPEC 1: a file that is not a segment is skipped with a note; any ``*.log`` (a
-            # broker's own server.log included) is noted wherever it lies.
+            # SPEC 1: a file that is not a segment is skipped; any ``*.log`` (a broker's own
+            # server.log included) is reported wherever it lies.
             if state is not None:
-                self.note(
-                    f"skipped {self._display(path, root) if not explicit else self.shown.get(path, path)}: "
-                    f"not a segment (its name is not a 20-digit base offset)"
-                )
+                self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
             return
         real = self.fs.realpath(path)
         if real in self.seen_files:
             return
         partition = self._partition(folder, root)
         if partition is None:
+            if not snapshot:
+                self.filtered_segments += 1
             return
         self.seen_files.add(real)
-        display = self._display(path, root)
         if snapshot and _is_tiered_name(name):
             # RemoteLogManager copies the producer snapshot taken at the *next* segment's base
             # offset (LogSegmentData.producerSnapshotIndex) under this segment's start offset.
@@ -344,7 +448,7 @@ class _Walker:
         try:
             info = self.fs.stat(path)
         except OSError as exc:
-            self.note(f"skipped {display}: {exc.strerror or exc}")
+            self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
             return
         seg_state, suffix = state
         if partition.kind == "delete" and seg_state == LIVE:
@@ -397,8 +501,9 @@ class _Walker:
             self.partition_filter is not None and number not in self.partition_filter
         ):
             self.filtered_out.add(real_folder)
+            self.filtered_topics.add(topic)
             return None
-        partition = PartitionDir(topic, number, real_folder, display, kind, root=self.shown.get(root, root))
+        partition = PartitionDir(topic, number, real_folder, display, kind, root=self.given.get(root, root))
         log_dir = self.fs.dirname(real_folder)
         partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
         partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)

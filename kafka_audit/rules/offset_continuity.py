@@ -9,7 +9,7 @@ topics (LogCleaner) legitimately leave gaps.
 from __future__ import annotations
 
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.record_batch import MAGIC_VALUE_V2
 
 
@@ -41,7 +41,7 @@ class OffsetContinuity:
             return []
         unreadable, self.unreadable = self.unreadable, []
         found: list[Finding] = []
-        tp = f"{batch.topic}-{batch.partition}"
+        tp = partition_label(batch.topic, batch.partition)
         where = dict(topic=batch.topic, partition=batch.partition, segment=batch.segment, batch=batch)
         if batch.base_offset < batch.segment_base_offset:
             found.append(

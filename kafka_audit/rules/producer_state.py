@@ -49,7 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.producer_snapshot import ProducerSnapshot
 from kafka_audit.formats.transaction_index import AbortedTxn
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -127,7 +127,7 @@ class ProducerStateReplay:
         self.log = log
         self.topic = log.topic
         self.partition = log.partition
-        self.tp = f"{log.topic}-{log.partition}"
+        self.tp = partition_label(log.topic, log.partition)
         origin = AppendOrigin.COORDINATOR if log.topic in COORDINATOR_TOPICS else AppendOrigin.CLIENT
         self.client = ProducerStates(self.tp, origin)
         self.written = ProducerStates(self.tp, AppendOrigin.REPLICATION)

@@ -101,7 +101,7 @@ def _no_state(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     from a producer they hold no state for."""
     answer = "the broker had no state and answered UNKNOWN_PRODUCER_ID (KIP-360)"
     if "next expected sequence number is not known" in (line.exception_message or ""):
-        return f"the broker held its epoch but no sequence (only a transaction marker was left) and answered UNKNOWN_PRODUCER_ID (KIP-360)"
+        return "the broker held its epoch but no sequence (only a transaction marker was left) and answered UNKNOWN_PRODUCER_ID (KIP-360)"
     if state.last_batch is None:
         return answer
     deleted, when, log_start = state.deleted()

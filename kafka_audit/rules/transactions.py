@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.transaction_index import AbortedTxn
 
 # How many aborted transactions a per-segment finding lists in its details.
@@ -114,7 +114,7 @@ def compare_txn_index(
     past it is not reported as unknown, since the invalid batch may be the data it names.
     """
     findings: list[Finding] = []
-    tp = f"{topic}-{partition}"
+    tp = partition_label(topic, partition)
     derived = list(derived)
     by_segment: dict[str, list[DerivedAbortedTxn]] = defaultdict(list)
     for txn in derived:
@@ -256,7 +256,7 @@ def open_transaction_findings(
     transaction pins: ``records_blocked`` offsets up to ``log_end_offset`` stay invisible to
     read_committed consumers. ``coordinator_state`` stays null until ``__transaction_state`` is read.
     """
-    tp = f"{topic}-{partition}"
+    tp = partition_label(topic, partition)
     findings = []
     for txn in sorted(open_txns, key=lambda t: t.first_offset):
         last = txn.last_timestamp if txn.last_timestamp >= 0 else txn.first_timestamp

@@ -22,7 +22,7 @@ from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, v
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.offset_index import read_offset_index
@@ -65,14 +65,19 @@ class PartitionMeta:
     storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
     # The --broker-log lines about this partition.
     broker_lines: tuple[BrokerLogLine, ...] = ()
+    # The folder's live segments below the first one scanned, which the user did not pass.
+    unscanned_segments: list[str] = field(default_factory=list)
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
         """Build from a discovered partition. The log start offset is the broker's
         ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
-        else the first live segment's base offset."""
+        else the first live segment's base offset: of the folder, not of the files given,
+        when only some of its segments were passed (the others were not scanned, not deleted)."""
         live = [s for s in found.segments if s.state == "live"]
         first_base = min((s.base_offset for s in live), default=0)
+        if found.folder_first_offset is not None:
+            first_base = min(first_base, found.folder_first_offset)
         checkpointed = found.checkpointed_log_start
         log_start = max(first_base, checkpointed) if checkpointed is not None else first_base
         return cls(
@@ -93,6 +98,7 @@ class PartitionMeta:
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
             storage_options=storage_options,
             broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
+            unscanned_segments=list(found.unscanned_segments),
         )
 
 
@@ -201,7 +207,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     if coverage.gap_at_end():
         replay.untrusted()
     replayed = replay.finish()
-    findings.extend(replayed)
+    findings.extend(_not_scanned(meta, f) for f in replayed)
     totals.open = replay.stats.transactions_open
     if meta.timeline:
         totals.events = replay.events
@@ -277,6 +283,28 @@ class _Coverage:
         """The current segment's bytes after its last batch were not read as batches."""
         current, self.current = self.current, None
         return current is not None and current.size is not None and self.end < current.size
+
+
+# The replay's findings on a producer with no earlier state: with earlier segments not scanned,
+# its earlier batches may simply lie there.
+_NO_EARLIER_STATE = frozenset({"unknown_producer_id", "retention_gap"})
+
+
+def _not_scanned(meta: PartitionMeta, finding: Finding) -> Finding:
+    """A producer without earlier state in a partition whose earlier segments were not passed:
+    say so, instead of claiming its batches were deleted or lost (``details.unscanned_segments``)."""
+    if not meta.unscanned_segments or finding.check not in _NO_EARLIER_STATE:
+        return finding
+    names = meta.unscanned_segments
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    finding.message = (
+        f"Found no record of producerId={finding.producer_id} at offset {finding.offset} in the segments scanned "
+        f"of partition {partition_label(finding.topic, finding.partition)}: the folder's {len(names)} earlier segment(s) "
+        f"({shown}) were not scanned, so its earlier batches were not checked (not deleted); scan the "
+        f"partition folder to audit them"
+    )
+    finding.details = {**finding.details, "unscanned_segments": names}
+    return finding
 
 
 def _can_open(path: str | None, remote_too: bool = False) -> bool:

@@ -25,7 +25,7 @@ from kafka_audit.rules.log_validator import (
     validate_control_batch,
     validate_records,
 )
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.range_buffer import first_read
@@ -37,6 +37,10 @@ from kafka_audit.formats.record_batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_M
 # segment of garbage with plausible framing (every message skipped by its size after a bad CRC)
 # would otherwise give millions of findings, all to be collected by the driver.
 MAX_FINDINGS_PER_CHECK = 1000
+
+# Problems of a batch's framing: at position 0 they may show a file that is no segment at all.
+_FRAMING_CHECKS = frozenset({"truncated_batch", "invalid_batch_size", "unknown_magic"})
+_INT_MAX = (1 << 31) - 1
 
 # The summary panel's format labels (magic byte to label), built once.
 _FORMAT_LABELS = {0: "v0", 1: "v1", 2: "v2"}
@@ -109,7 +113,11 @@ def _forget_first_read(task: SegmentTask) -> None:
 
 @dataclass(slots=True)
 class SegmentStats:
-    """Counts for the summary panel; merged across tasks with :meth:`merge`."""
+    """Counts for the summary panel; merged across tasks with :meth:`merge`.
+
+    ``bytes_read`` holds the bytes read per segment (display path), ``unread`` why a segment
+    could not be read in full: the driver sets them against the bytes discovery found, so a scan
+    never calls clean what it did not read (``audit.finish_result``)."""
 
     segments: int = 0
     batches: int = 0
@@ -117,7 +125,8 @@ class SegmentStats:
     bytes: int = 0
     formats: Counter = field(default_factory=Counter)
     codecs: Counter = field(default_factory=Counter)
-    notes: list[str] = field(default_factory=list)
+    bytes_read: Counter = field(default_factory=Counter)
+    unread: dict[str, str] = field(default_factory=dict)
 
     def merge(self, other: "SegmentStats") -> "SegmentStats":
         self.segments += other.segments
@@ -126,7 +135,9 @@ class SegmentStats:
         self.bytes += other.bytes
         self.formats.update(other.formats)
         self.codecs.update(other.codecs)
-        self.notes.extend(other.notes)
+        self.bytes_read.update(other.bytes_read)
+        for segment, reason in other.unread.items():
+            self.unread.setdefault(segment, reason)
         return self
 
 
@@ -150,7 +161,7 @@ class SegmentAuditor:
                 f"{task.segment}: timestamp checks not run: its store tells no modification time "
                 f"(give --reference-time)"
             )
-        self.topic_partition = f"{task.topic}-{task.partition}"
+        self.topic_partition = partition_label(task.topic, task.partition)
         self.compacted = config.is_compacted(task.topic)
         # record_screen depends on the batch only through its format, control bit and timestamp
         # type: one lookup per batch instead of building the screen again.
@@ -177,15 +188,34 @@ class SegmentAuditor:
         try:
             segment = FileRecords(task.path, task.size or None)
         except OSError as exc:
-            self.stats.notes.append(f"skipped {task.segment}: cannot read ({exc.strerror or exc})")
+            # Permission, I/O error, vanished since discovery, or not visible on this executor.
+            self.stats.unread[task.segment] = f"cannot read ({exc.strerror or exc})"
+            self.stats.segments = 0  # counted among segments_unreadable instead
             return
         with segment:
             stop = segment.size if task.stop is None else min(task.stop, segment.size)
-            self.stats.bytes += max(0, stop - task.start)
+            read = max(0, stop - task.start)
+            self.stats.bytes += read
+            self.stats.bytes_read[task.segment] += read
+            if segment.size < task.size:
+                self.stats.unread[task.segment] = (
+                    f"the file shrank from {task.size:,} to {segment.size:,} bytes between discovery and reading"
+                )
             pending: list[Problem] = []
             walked = task.start
+            first = True
             try:
                 for item in segment.batches(task.start, task.stop):
+                    if first and task.start == 0 and isinstance(item, Problem) and self._not_a_segment(item):
+                        yield self._finding(
+                            item.check,
+                            f"Not a Kafka segment: the file does not start with a record batch ({item.message})",
+                            None,
+                            position=0,
+                            details={"not_a_segment": True},
+                        )
+                        return
+                    first = False
                     if isinstance(item, Problem):
                         if item.check == CheckId.CRC_MISMATCH:
                             pending.append(item)  # its batch follows at once
@@ -211,6 +241,16 @@ class SegmentAuditor:
                     position=walked,
                     details={"unread_bytes": stop - walked},
                 )
+
+    def _not_a_segment(self, problem: Problem) -> bool:
+        """Whether the framing problem at position 0 shows a file that is no segment at all: no
+        batch header could be read there, or its base offset lies below the segment's base offset
+        or more than Integer.MAX_VALUE above it, where no batch of this segment can be
+        (LogSegment.canConvertToRelativeOffset)."""
+        if problem.position != 0 or problem.check not in _FRAMING_CHECKS:
+            return False
+        offset = problem.offset
+        return offset is None or not 0 <= offset - self.task.base_offset <= _INT_MAX
 
     def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> tuple[list[Finding], BatchSummary]:
         """The findings of one batch (most have none) and its summary for the partition step."""

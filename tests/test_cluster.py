@@ -1,0 +1,112 @@
+"""The CLI on a real Spark standalone cluster (a master and two one-core workers on 127.0.0.1,
+started from the installed PySpark): a relative PATH, executors that cannot see the data, and
+executors whose Python lacks kafka_audit. Each case is a ``kafka-audit scan`` process, as a user
+runs it; the expected findings come from the in-process engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from kafka_audit.audit import ScanOptions, audit_in_process
+from kafka_audit.formats.log_dir import discover
+from tests.conftest import FIXTURES
+from tests.support.spark_cluster import StandaloneCluster, can_hide_folders
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+
+# Longest a scan process may take on a loaded two-core machine before the test gives up on it.
+SCAN_TIMEOUT_S = 240
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if not can_hide_folders():
+        pytest.skip("unshare -m with a tmpfs mount is not available: cannot hide data from a worker")
+    root = tmp_path_factory.mktemp("cluster")
+    hidden = root / "hidden"
+    hidden.mkdir()
+    started = StandaloneCluster(root, workers=2, hidden={2: hidden})
+    try:
+        started.start()
+        yield started
+    finally:
+        started.stop()
+
+
+def scan(cluster: StandaloneCluster, *args, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    command = [
+        sys.executable, "-m", "kafka_audit", "scan", *map(str, args),
+        "--master", cluster.url,
+        "--conf", "spark.driver.host=127.0.0.1",
+        "--conf", "spark.driver.bindAddress=127.0.0.1",
+        "--conf", "spark.executor.memory=512m",
+        "--quiet",
+    ]
+    environment = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "TMPDIR": str(cwd), **(env or {})}
+    return subprocess.run(command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=SCAN_TIMEOUT_S)
+
+
+def test_a_relative_path_is_read_by_executors_whatever_their_working_folder(cluster, tmp_path):
+    shutil.copytree(FIXTURES / "faulty", tmp_path / "data")
+    done = scan(cluster, "data", "--format", "json", cwd=tmp_path)
+    expected = audit_in_process(discover([str(tmp_path / "data")]), ScanOptions())
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["summary"]["bytes_read"] == report["summary"]["bytes_found"] == expected.summary["bytes_found"] > 0
+    assert report["summary"]["segments_unreadable"] == 0
+    assert report["summary"]["findings_by_check"] == expected.summary["findings_by_check"]
+    assert [f["segment"] for f in report["findings"]] == [f.segment for f in expected.findings]
+    assert all(not f["segment"] or not os.path.isabs(f["segment"]) for f in report["findings"])
+
+
+def test_executors_that_cannot_see_the_data_stop_the_scan(cluster, tmp_path):
+    """Worker 2 runs in a mount namespace where the data folder is hidden under an empty tmpfs."""
+    data = cluster.hidden[2] / "data"
+    shutil.copytree(FIXTURES / "healthy", data)
+    try:
+        done = scan(cluster, data, "--format", "json", cwd=tmp_path)
+    finally:
+        shutil.rmtree(data)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("kafka-audit: Spark failed: executor ")
+    assert f"cannot run the audit: cannot see {data} (No such file or directory), nor " in line
+    assert "Spark's log: " in line
+
+
+@pytest.fixture(scope="module")
+def venv_without_kafka_audit(tmp_path_factory) -> Path:
+    """A virtual environment of the same Python that has PySpark (this one's site-packages,
+    whose .pth files are not run there) but not kafka_audit."""
+    root = tmp_path_factory.mktemp("venv")
+    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
+    python = root / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True, timeout=60,
+    ).stdout.strip()
+    Path(site, "spark-only.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    check = subprocess.run([str(python), "-c", "import pyspark, kafka_audit"], cwd=root, capture_output=True, text=True, timeout=60)
+    assert "No module named 'kafka_audit'" in check.stderr
+    return python
+
+
+def test_executors_without_kafka_audit_are_named_with_the_cause(cluster, tmp_path, venv_without_kafka_audit):
+    shutil.copytree(FIXTURES / "healthy", tmp_path / "data")
+    done = scan(cluster, "data", cwd=tmp_path, env={"PYSPARK_PYTHON": str(venv_without_kafka_audit)})
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("kafka-audit: Spark failed: executor ")
+    assert (
+        f"cannot run the audit: cannot import kafka_audit with {venv_without_kafka_audit} "
+        "(ModuleNotFoundError: No module named 'kafka_audit')" in line
+    )

@@ -1,0 +1,82 @@
+"""The executor preflight (kafka_audit/preflight.py) on a classic local session and on a Spark
+Connect server; the cluster cases (executors without kafka_audit, data they cannot see) are in
+tests/test_cluster.py."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import sys
+
+import pytest
+
+import kafka_audit
+from kafka_audit.preflight import PreflightFailure, check_executors, probe
+from tests.support.spark_cluster import ConnectServer
+
+
+def test_the_probe_reports_each_difference_from_the_driver(tmp_path):
+    report = json.loads(probe([str(tmp_path), str(tmp_path / "gone"), str(tmp_path / "gone2")], "0.0.0-other", [2, 7], 0.0))
+    assert report["errors"] == [
+        f"runs Python {sys.version_info[0]}.{sys.version_info[1]} ({sys.executable}), the driver Python 2.7",
+        f"has kafka_audit {kafka_audit.__version__}, the driver 0.0.0-other",
+        f"cannot see {tmp_path / 'gone'} (No such file or directory), nor 1 more of the 3 input folders",
+    ]
+
+
+def test_the_probe_warns_without_the_compiled_screen(tmp_path, monkeypatch):
+    real = importlib.import_module
+
+    def without_screen(name, *args):
+        if name == "kafka_audit.formats._record_screen":
+            raise ImportError("built for another platform")
+        return real(name, *args)
+
+    monkeypatch.setattr(importlib, "import_module", without_screen)
+    report = json.loads(probe([str(tmp_path)], kafka_audit.__version__, list(sys.version_info[:2]), 0.0))
+    assert report["errors"] == []
+    assert report["warnings"] == [
+        "has no compiled record screen (ImportError: built for another platform): the audit runs about half as fast there"
+    ]
+
+
+@pytest.mark.spark
+def test_a_classic_session_passes_and_names_a_path_it_cannot_see(spark, tmp_path):
+    found = check_executors(spark, [str(tmp_path)])
+    assert len(found.executors) == 1
+    with pytest.raises(PreflightFailure) as failure:
+        check_executors(spark, [str(tmp_path / "gone")])
+    # A local session's executor is the driver's host; its Python worker (the pid named) may differ.
+    assert str(failure.value).endswith(f" cannot run the audit: cannot see {tmp_path / 'gone'} (No such file or directory)")
+
+
+@pytest.fixture(scope="module")
+def connect(tmp_path_factory):
+    for module in ("grpc", "grpc_status", "pandas", "pyarrow"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"Spark Connect's client needs {module}")
+    server = ConnectServer(tmp_path_factory.mktemp("connect"))
+    try:
+        yield server.start()
+    finally:
+        server.stop()
+
+
+@pytest.mark.spark
+def test_a_spark_connect_session_runs_the_probe_as_a_dataframe_job(connect, tmp_path):
+    from pyspark.sql import SparkSession
+
+    environment = dict(os.environ)  # PySpark marks the process as in Connect mode (SPARK_CONNECT_MODE_ENABLED)
+    session = SparkSession.builder.remote(connect.url).create()  # beside the classic test session
+    try:
+        found = check_executors(session, [str(tmp_path)])
+        assert len(found.executors) == 1 and found.warnings == []
+        with pytest.raises(PreflightFailure) as failure:
+            check_executors(session, [str(tmp_path / "gone")])
+        assert str(failure.value).endswith(f"cannot run the audit: cannot see {tmp_path / 'gone'} (No such file or directory)")
+    finally:
+        session.stop()
+        os.environ.clear()
+        os.environ.update(environment)  # later tests' processes start classic sessions
