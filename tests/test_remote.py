@@ -65,11 +65,21 @@ CASES = dict(_cases())
 def s3(tmp_path_factory):
     """The S3 server, its bucket holding a copy of every case, stopped by PID at the end."""
     server = S3Server(tmp_path_factory.mktemp("moto") / "moto.log").start()
+    mirrors = tmp_path_factory.mktemp("mirrors")
     try:
         fs = server.filesystem()
         fs.mkdir(BUCKET)
-        for key, local in CASES.items():
+        for key, local in list(CASES.items()):
             upload_tree(fs, local, f"{BUCKET}/{key}")
+            # The local side of every comparison is a copy of exactly what was uploaded: a store
+            # holds regular files only (a broken symbolic link of a fixture has no upload).
+            mirror = mirrors / key
+            for path in sorted(local.rglob("*")):
+                if path.is_file():
+                    target = mirror / path.relative_to(local)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, target)
+            CASES[key] = mirror
         yield server
     finally:
         server.stop()
