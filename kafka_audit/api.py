@@ -61,6 +61,7 @@ def scan(
     master: str = "local[*]",
     remote: str | None = None,
     conf: dict[str, str] | None = None,
+    storage_options: dict | None = None,
 ) -> AuditResult:
     """Audit the segments under ``paths`` (the ``scan`` command's PATHs and options, SPEC
     section 1) and return an :class:`AuditResult`. Raises ``ValueError`` when no segment is found
@@ -74,7 +75,12 @@ def scan(
         raise ValueError(f"engine {engine!r} is neither 'spark' nor 'local'")
     if spark is not None and engine == "local":
         raise ValueError("engine 'local' runs in this process; do not pass a SparkSession with it")
-    discovery = discover(roots, topics=list(topics) if topics else None, partitions=list(partitions) if partitions else None)
+    discovery = discover(
+        roots,
+        topics=list(topics) if topics else None,
+        partitions=list(partitions) if partitions else None,
+        storage_options=storage_options,  # --storage-option: the URIs' filesystem settings
+    )
     if not discovery.segment_count:
         raise ValueError("no Kafka segment (.log file) found under " + ", ".join(roots))
     options = ScanOptions(

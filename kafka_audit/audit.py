@@ -27,10 +27,13 @@ from kafka_audit.rules.events import Event
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
-from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
+from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.errors import CheckId
 from kafka_audit.findings import Finding, make_finding
+from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords, split_points
+from kafka_audit.formats.offset_index import read_offset_index
+from kafka_audit.formats.record_batch import RecordBatch
 from kafka_audit.formats.log_dir import Discovery
 
 # Segments above 1.5x this size are split into byte ranges of about this size.
@@ -83,6 +86,7 @@ class Progress:
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
     """One task per segment, or per byte range of a segment larger than 1.5x ``split_bytes``
     (cut at batch boundaries), largest first so the long tasks start early."""
+    storage.configure(discovery.storage_options)  # splitting a remote segment reads its index
     tasks: list[SegmentTask] = []
     for partition in discovery.partitions:
         for segment in partition.segments:
@@ -96,11 +100,12 @@ def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
                 state=segment.state,
                 mtime_ms=segment.mtime_ms,
                 size=segment.size,
+                storage_options=storage.options_tuple(discovery.storage_options),
             )
             if segment.size <= split_bytes * 3 // 2:
                 tasks.append(task)
             else:
-                tasks.extend(_split(task, split_bytes))
+                tasks.extend(_split(task, split_bytes, segment.index))
     tasks.sort(key=lambda t: -t.byte_count)
     return tasks
 
@@ -117,14 +122,43 @@ def pack_tasks(tasks: list[SegmentTask], slots: int) -> list[list[SegmentTask]]:
     return [members for _, _, members in sorted(groups, key=lambda g: -g[0]) if members]
 
 
-def _split(task: SegmentTask, split_bytes: int) -> list[SegmentTask]:
+def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[SegmentTask]:
+    """A local segment is cut where a walk of its batch headers says (the map costs no read); an
+    object in a store where its offset index says, so the driver does not read the object."""
     try:
-        with FileRecords(task.path) as segment:
-            points = split_points(segment.buffer, segment.size, split_bytes)
+        if storage.is_remote(task.path):
+            points = _index_split_points(task, index, split_bytes)
+        else:
+            with FileRecords(task.path) as segment:
+                points = split_points(segment.buffer, segment.size, split_bytes)
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
     bounds = points + [None]
     return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
+
+
+def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) -> list[int]:
+    """Batch start positions about ``split_bytes`` apart, taken from the segment's ``.index``
+    (LogSegment.append indexes a batch's position every index.interval.bytes). An entry is used
+    only where the segment agrees, reading one batch there: a batch starts at that position,
+    its CRC holds and it holds the entry's offset. Without a usable index the segment is one
+    task, whose executor walks it whole."""
+    points = [0]
+    if not index:
+        return points
+    entries = read_offset_index(index, task.base_offset).entries
+    with FileRecords(task.path) as segment:
+        for entry in entries:
+            if entry.position - points[-1] < split_bytes or entry.position >= segment.size:
+                continue
+            first = next(iter(segment.batches(entry.position, entry.position + 1)), None)
+            if (
+                isinstance(first, RecordBatch)
+                and first.crc_valid
+                and first.base_offset <= entry.offset <= first.last_offset
+            ):
+                points.append(entry.position)
+    return points
 
 
 def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> ScanOptions:
@@ -142,7 +176,8 @@ def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> Scan
 
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
-    return {p.key: PartitionMeta.from_discovery(p, options) for p in discovery.partitions}
+    carried = storage.options_tuple(discovery.storage_options)
+    return {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
 
 
 def log_order(task: SegmentTask) -> tuple[int, str, int]:
@@ -170,7 +205,7 @@ def audit_in_process(
     findings: list[Finding] = []
     # Per replica, each task's batch summaries with where the task stands in the log.
     summaries: dict[tuple, list[tuple[tuple, list[BatchSummary]]]] = {key: [] for key in metas}
-    for task in tasks:
+    for task in with_read_ahead(tasks):
         auditor = SegmentAuditor(task, options.validation, options.reference_time)
         batches: list[BatchSummary] = []
         for item in auditor.run():

@@ -6,7 +6,8 @@ segment under the paths, or a path that does not exist or cannot be read (one li
 The options every command that audits PATHs takes (SPEC: ``producers`` and ``timeline`` take
 the same PATH, filter and engine options as ``scan``) are defined once, below, as annotated
 parameter types: :data:`PathsArgument`, :data:`TopicOption`, :data:`PartitionOption`,
-:data:`EngineOption`, :data:`MasterOption`, :data:`ConfOption`, :data:`QuietOption`. A command
+:data:`EngineOption`, :data:`MasterOption`, :data:`ConfOption`, :data:`QuietOption`,
+:data:`StorageOption`. A command
 declares its parameters with them and hands them to :func:`audit_paths`, which checks the paths,
 discovers the segments, runs the audit on the chosen engine with the progress display, and
 returns the :class:`~kafka_audit.audit.ScanResult` (wall time of the whole command, ``engine`` in
@@ -15,9 +16,11 @@ the summary)::
     @app.command()
     def producers(paths: PathsArgument, topic: TopicOption = None, partition: PartitionOption = None,
                   engine: EngineOption = Engine.spark, master: MasterOption = DEFAULT_MASTER,
-                  conf: ConfOption = None, quiet: QuietOption = False) -> None:
+                  conf: ConfOption = None, storage_option: StorageOption = None,
+                  quiet: QuietOption = False) -> None:
         result = audit_paths(paths, ScanOptions(), topic=topic, partition=partition,
-                             engine=engine, master=master, conf=conf, quiet=quiet)
+                             engine=engine, master=master, conf=conf, quiet=quiet,
+                             storage_option=storage_option)
 
 Start-up: ``kafka-audit --help`` imports typer and rich's console only; the audit's modules are
 imported inside the commands, pyspark only by the Spark engine.
@@ -118,8 +121,33 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
-def _check_paths(paths: list[Path]) -> None:
-    for path in paths:
+def parse_storage_options(pairs: list[str]) -> dict:
+    """``--storage-option KEY=VALUE`` pairs; ``true``/``false`` and JSON values are typed."""
+    from kafka_audit.formats.storage import parse_option_value
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise _fail(f"--storage-option {pair!r} is not KEY=VALUE")
+        options[key.strip()] = parse_option_value(value)
+    return options
+
+
+def _check_paths(paths: list[str] | list[Path]) -> None:
+    """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
+    cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
+    from kafka_audit.formats import storage
+
+    for given in paths:
+        text = str(given)
+        try:
+            storage.check_path(text)
+        except OSError as exc:
+            raise _fail(f"{text}: {exc.strerror or exc}") from None
+        if storage.is_remote(text):
+            continue
+        path = Path(storage.local_path(text))
         if not os.path.lexists(path):
             raise _fail(f"{path}: no such file or directory")
         if not os.path.exists(path):
@@ -132,7 +160,12 @@ def _check_paths(paths: list[Path]) -> None:
 
 DEFAULT_MASTER = "local[*]"
 PathsArgument = Annotated[
-    list[Path], typer.Argument(metavar="PATH", help="Log dirs, partition folders, .log files, or trees holding them.")
+    list[str],
+    typer.Argument(
+        metavar="PATH",
+        help="Log dirs, partition folders, .log files, or trees holding them; local paths or "
+        "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
+    ),
 ]
 TopicOption = Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")]
 PartitionOption = Annotated[
@@ -159,6 +192,14 @@ SinceOption = Annotated[
 UntilOption = Annotated[
     Optional[str], typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
 ]
+StorageOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--storage-option",
+        help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
+        "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
+    ),
+]
 BrokerLogOption = Annotated[
     Optional[list[Path]],
     typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
@@ -167,7 +208,7 @@ BrokerLogOption = Annotated[
 
 
 def audit_paths(
-    paths: list[Path],
+    paths: list[str],
     options: "ScanOptions",
     *,
     topic: Optional[list[str]] = None,
@@ -176,6 +217,7 @@ def audit_paths(
     master: str = DEFAULT_MASTER,
     conf: Optional[list[str]] = None,
     quiet: bool = False,
+    storage_option: Optional[list[str]] = None,
     remote: Optional[str] = None,
     output_parquet: Optional[str] = None,
 ) -> "ScanResult":
@@ -185,13 +227,26 @@ def audit_paths(
     the whole command's wall time and the ``engine`` that ran."""
     from kafka_audit.audit import set_wall_time
     from kafka_audit.engines import SparkFailure, run_audit
+    from kafka_audit.formats import storage
     from kafka_audit.formats.log_dir import discover
 
+    storage_options = parse_storage_options(storage_option or [])
+    storage.configure(storage_options)
     _check_paths(paths)
     spark_conf = parse_conf(conf or [])
-    discovery = discover([str(p) for p in paths], topics=topic or None, partitions=partition or None)
+    discovery = discover(
+        [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
+    )
     if not discovery.segment_count and not discovery.unreadable:
         raise _fail(_nothing_found(discovery, paths, topic or [], partition or []))
+    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
+    if bounds != (None, None) and options.reference_time is None and any(storage.is_remote(p) for p in paths):
+        print(
+            "kafka-audit: note: objects in a store keep no broker modification time: their timestamp "
+            "checks take the time the store wrote each object (S3 LastModified...) as the broker's now; "
+            "give --reference-time",
+            file=sys.stderr,
+        )
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:
@@ -256,7 +311,8 @@ def scan(
     reference_time: Annotated[
         Optional[str],
         typer.Option("--reference-time", help="Broker 'now' for timestamp checks: epoch ms or ISO-8601. "
-                     "Default: each segment file's modification time."),
+                     "Default: each segment file's modification time (an object store's: when it "
+                     "stored the object)."),
     ] = None,
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
@@ -271,6 +327,7 @@ def scan(
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
     conf: ConfOption = None,
+    storage_option: StorageOption = None,
     remote: Annotated[
         Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
     ] = None,
@@ -306,7 +363,7 @@ def scan(
     )
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
-        remote=remote, output_parquet=_parquet_target(output_parquet),
+        remote=remote, output_parquet=_parquet_target(output_parquet), storage_option=storage_option,
     )
     finish_views(result, keep)
     if ctx.info_name in ("producers", "timeline"):

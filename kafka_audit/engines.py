@@ -105,5 +105,9 @@ def _run_on_spark(
 
 
 def _paths_executors_read(discovery: "Discovery") -> list[str]:
-    """The absolute PATHs and partition folders every executor must see (the preflight)."""
-    return sorted({os.path.abspath(p) for p in discovery.paths} | {p.path for p in discovery.partitions})
+    """The absolute PATHs and partition folders every executor must see (the preflight); objects
+    in a store are read through its library, not a mount, and are left out."""
+    from kafka_audit.formats import storage
+
+    local = {os.path.abspath(storage.local_path(p)) for p in discovery.paths if not storage.is_remote(p)}
+    return sorted(local | {p.path for p in discovery.partitions if not storage.is_remote(p.path)})

@@ -55,10 +55,11 @@ from kafka_audit.audit import (
     with_inferred_compaction,
 )
 from kafka_audit.findings import Finding
+from kafka_audit.formats import storage
 from kafka_audit.formats.log_dir import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.tasks.partition_audit import PartitionTotals, audit_partition
-from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask
+from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
@@ -199,7 +200,7 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
         [(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas]
     )
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
-    segment_step = _segment_step_of(options)
+    segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options))
     segment_rows = (
         spark.createDataFrame(task_table)
         .repartition(len(groups), "slot")
@@ -235,7 +236,9 @@ def _is_connect(spark) -> bool:
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def _segment_step_of(options: ScanOptions) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _segment_step_of(
+    options: ScanOptions, storage_options: tuple = ()
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     validation, reference_time = options.validation, options.reference_time
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -251,14 +254,14 @@ def _segment_step_of(options: ScanOptions) -> Callable[[Iterator[pa.RecordBatch]
                     del row["slot"]
                     for key in _NAME_COLUMNS:
                         row[key] = row[key].decode("utf-8", "surrogateescape")
-                    task = SegmentTask(**row)
+                    task = SegmentTask(**row, storage_options=storage_options)
                     places[task] = place
                     yield task
 
         batch_places: list[int] = []
         summaries: list[BatchSummary] = []
         rare: list[tuple] = []
-        for task in tasks():
+        for task in with_read_ahead(tasks()):
             place = places.pop(task)
             auditor = SegmentAuditor(task, validation, reference_time)
             count = len(summaries)

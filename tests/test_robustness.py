@@ -28,7 +28,7 @@ import pytest
 
 from kafka_audit.audit import ScanOptions, ScanResult, audit_in_process
 from kafka_audit.errors import CHECKS
-from kafka_audit.formats import file_records, sidecar_file
+from kafka_audit.formats import file_records, storage
 from kafka_audit.formats.compression import compress
 from kafka_audit.formats.log_dir import discover
 from tests.support.writer import (
@@ -524,7 +524,7 @@ def test_an_unreadable_sidecar_is_a_finding_of_its_check(scene, monkeypatch):
     scene.close()
     index = scene.root / "bad-0" / f"{0:020d}.index"
     assert index.stat().st_size > 0
-    _deny(monkeypatch, sidecar_file, index)
+    _deny(monkeypatch, storage, index)
     result = scene.scan()
     (finding,) = damaged(result)
     assert finding.check == "index_mismatch" and finding.details["unreadable"] is True

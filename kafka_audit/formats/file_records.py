@@ -18,7 +18,7 @@ import mmap
 import os
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import crc32c
@@ -31,7 +31,9 @@ from kafka_audit.formats.legacy_record import (
     parse_message,
     record_overhead,
 )
+from kafka_audit.formats import storage
 from kafka_audit.formats.problem import Problem
+from kafka_audit.formats.range_buffer import RangeBuffer
 from kafka_audit.formats.record_batch import (
     LEGACY_RECORD_OVERHEAD_V0,
     LOG_OVERHEAD,
@@ -63,7 +65,12 @@ def max_decompressed_size(batch: RecordBatch) -> int:
 
 
 def iter_batches(
-    buf, start: int = 0, stop: int | None = None, end: int | None = None, fd: int | None = None
+    buf,
+    start: int = 0,
+    stop: int | None = None,
+    end: int | None = None,
+    fd: int | None = None,
+    need: Callable[[int, int], None] | None = None,
 ) -> Iterator[RecordBatch | Problem]:
     """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
 
@@ -71,7 +78,8 @@ def iter_batches(
     ends at a batch boundary of its own) but not past ``end``, the file's size. A batch with
     a bad CRC is yielded (``crc_valid`` False) after its ``crc_mismatch`` problem. ``fd``, the
     file ``buf`` maps, lets a zero-filled tail be recognised from the file's holes
-    (``SEEK_DATA``) instead of by reading it.
+    (``SEEK_DATA``) instead of by reading it. ``need(a, b)``, when given, is called before
+    ``buf[a:b]`` is read (a :class:`RangeBuffer` fetches the bytes then).
     """
     end = len(buf) if end is None else end
     stop = end if stop is None else min(stop, end)
@@ -79,9 +87,11 @@ def iter_batches(
     framing_problems = 0
     while pos < stop:
         remaining = end - pos
+        if need is not None:
+            need(pos, pos + min(remaining, V2_RECORD_BATCH_OVERHEAD))
         if remaining < LOG_OVERHEAD + 5:
             # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
-            yield _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd)
+            yield _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd, need=need)
             return
         base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
         magic = buf[pos + 16]
@@ -95,6 +105,7 @@ def iter_batches(
                 details={"size": size},
                 offset=base_offset,
                 fd=fd,
+                need=need,
             )
             return
         if size > remaining - LOG_OVERHEAD:
@@ -107,9 +118,12 @@ def iter_batches(
                 details={"size": size, "bytes_left": remaining - LOG_OVERHEAD},
                 offset=base_offset,
                 fd=fd,
+                need=need,
             )
             return
         entry_size = LOG_OVERHEAD + size
+        if need is not None:
+            need(pos, pos + entry_size)
         if magic > MAGIC_VALUE_V2:
             yield Problem(
                 "unknown_magic",
@@ -218,7 +232,13 @@ def _too_small(pos: int, base_offset: int, size: int, overhead: int) -> Problem:
     )
 
 
-def _is_zero(buf, start: int, end: int, fd: int | None = None) -> bool:
+def _loaded(start: int, stop: int) -> None:
+    """The ``need`` of a buffer that holds the whole file (a memory map, bytes)."""
+
+
+def _is_zero(
+    buf, start: int, end: int, fd: int | None = None, need: Callable[[int, int], None] = _loaded
+) -> bool:
     """Whether ``buf[start:end]`` is all zero bytes.
 
     A preallocated segment (``preallocate=true``, or a sparse copy) can be a gigabyte of holes:
@@ -248,6 +268,7 @@ def _is_zero(buf, start: int, end: int, fd: int | None = None) -> bool:
             region_end = max(region_end, min(end, at + 1))
         while at < region_end:
             upto = min(at + chunk, region_end)
+            need(at, upto)
             part = view[at:upto]
             same = part == zeros[: len(part)]
             if releasable:
@@ -276,10 +297,11 @@ def _tail_problem(
     details: dict | None = None,
     offset: int | None = None,
     fd: int | None = None,
+    need: Callable[[int, int], None] | None = None,
 ) -> Problem:
     """A problem that ends the walk; a tail of zeros (preallocated segment, torn write) says so."""
     details = dict(details or {})
-    if _is_zero(buf, pos, end, fd):
+    if _is_zero(buf, pos, end, fd, need or _loaded):
         return Problem(
             "truncated_batch",
             pos,
@@ -410,16 +432,25 @@ def split_points(buf, end: int, every: int) -> list[int]:
 
 
 class FileRecords:
-    """A read-only, memory-mapped segment file (FileRecords).
+    """A read-only segment file (FileRecords): memory-mapped when local, a :class:`RangeBuffer`
+    of ranged reads when ``path`` is a URI of an object store or HDFS (:mod:`.storage`).
 
     Use as a context manager. ``batches()`` walks the file; ``records(batch)`` decodes one
     batch. Pages already walked are released from the resident set as the walk goes on.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], size: int | None = None) -> None:
+        """``size``: a remote object's size as its listing gave it (saves a request)."""
         self.path = os.fspath(path)
-        self._file = open(self.path, "rb")
+        self._ranges: RangeBuffer | None = None
+        self._file = None
         self._map: mmap.mmap | bytes
+        if storage.is_remote(self.path):
+            self._ranges = RangeBuffer(storage.RangeReader(self.path, size))
+            self.size = self._ranges.size
+            self._map = self._ranges.buffer
+            return
+        self._file = open(storage.local_path(self.path), "rb")
         try:
             self.size = os.fstat(self._file.fileno()).st_size
             if self.size:
@@ -439,6 +470,9 @@ class FileRecords:
         self.close()
 
     def close(self) -> None:
+        if self._ranges is not None:
+            self._ranges.close()
+            return
         if isinstance(self._map, mmap.mmap):
             self._map.close()
         self._file.close()
@@ -450,8 +484,12 @@ class FileRecords:
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[RecordBatch | Problem]:
         """The batches starting in ``[start, stop)`` and the problems met, in file order."""
         released = start
-        fd = self._file.fileno() if self.size else None
-        for item in iter_batches(self._map, start, stop, self.size, fd):
+        fd = self._file.fileno() if self.size and self._file is not None else None
+        need = None
+        if self._ranges is not None:
+            self._ranges.walk(start, stop)
+            need = self._ranges.need
+        for item in iter_batches(self._map, start, stop, self.size, fd, need):
             yield item
             if item.position - released >= _RELEASE_EVERY:
                 self._release(released, item.position)
@@ -469,3 +507,5 @@ class FileRecords:
         length = ((stop - first) // page) * page
         if length > 0:
             self._map.madvise(mmap.MADV_DONTNEED, first, length)
+            if self._ranges is not None:
+                self._ranges.released(first + length)

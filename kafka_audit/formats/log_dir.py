@@ -31,6 +31,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from kafka_audit.formats import storage
 from kafka_audit.formats.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
@@ -44,8 +45,15 @@ from kafka_audit.formats.checkpoints import (
 LIVE, DELETED, CLEANED, SWAP = "live", "deleted", "cleaned", "swap"
 _STATE_SUFFIXES = {".deleted": DELETED, ".cleaned": CLEANED, ".swap": SWAP}
 _SIDECAR_SUFFIXES = (".index", ".timeindex", ".txnindex")
-_BASE_OFFSET = re.compile(r"^(\d{20})(?:-[A-Za-z0-9_-]+)?$")
+# A tiered segment's leader-epoch checkpoint (RemoteLogSegmentFileset.LEADER_EPOCH_CHECKPOINT).
+_TIERED_LEADER_EPOCH_CHECKPOINT = ".leader_epoch_checkpoint"
+# A broker's 20-digit base offset (with a segment id after it in some remote stores' copies), or
+# the LocalTieredStorage plugin's "<start offset>-<22-character segment id>" (KIP-405,
+# RemoteLogSegmentFileset: startOffset + "-" + uuid, the offset not padded).
+_BASE_OFFSET = re.compile(r"^(?:(\d{20})(?:-[A-Za-z0-9_-]+)?|(\d{1,19})-[A-Za-z0-9_-]{22})$")
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# A tiered-storage partition folder (RemoteTopicPartitionDirectory): "<topic>-<partition>-<topic id>".
+_TIERED_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<uid>[A-Za-z0-9_-]{22})$")
 # UnifiedLog: "<topic>-<partition>.<uniqueId>-delete", "-future" and "-stray" folders.
 _SPECIAL_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<uid>[A-Za-z0-9_-]+)-(?P<kind>delete|future|stray)$")
 # KRaft snapshots of __cluster_metadata (org.apache.kafka.snapshot.Snapshots): <offset>-<epoch>.checkpoint,
@@ -76,7 +84,9 @@ class SegmentFile:
     base_offset: int
     state: str
     size: int
-    mtime_ms: int
+    # The file's modification time; for an object in a store, when the store last wrote it (S3
+    # LastModified...), None where the store tells none.
+    mtime_ms: int | None
     index: str | None = None
     time_index: str | None = None
     txn_index: str | None = None
@@ -155,6 +165,8 @@ class Discovery:
     # Segments found in partitions that the filters left out, and those partitions' topics.
     filtered_segments: int = 0
     filtered_topics: set[str] = field(default_factory=set)
+    # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
+    storage_options: dict = field(default_factory=dict, repr=False)
 
     @property
     def segment_count(self) -> int:
@@ -174,7 +186,7 @@ def parse_base_offset(name: str) -> int | None:
     match = _BASE_OFFSET.match(stem)
     if not match:
         return None
-    offset = int(match.group(1))
+    offset = int(match.group(1) or match.group(2))
     return offset if offset <= _LONG_MAX else None
 
 
@@ -183,11 +195,13 @@ def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
 
     UnifiedLog.parseTopicPartitionName reads the partition with ``toInt``: a number above
     Integer.MAX_VALUE makes the name no partition folder."""
-    special = _SPECIAL_DIR.match(name)
+    special = _SPECIAL_DIR.match(name) or _TIERED_DIR.match(name)
     number = (special or _PARTITION_DIR.match(name) or {"partition": ""})["partition"]
     if len(number) > 10:  # past Integer.MAX_VALUE (and int() refuses more than 4300 digits)
         return None
-    if special:
+    if special and special.re is _TIERED_DIR:
+        parsed = special.group("topic"), int(special.group("partition")), LIVE
+    elif special:
         parsed = special.group("topic"), int(special.group("partition")), special.group("kind")
     else:
         match = _PARTITION_DIR.match(name)
@@ -208,12 +222,16 @@ def segment_state(name: str) -> tuple[str, str] | None:
 
 
 def discover(
-    paths: Iterable[str], topics: Iterable[str] | None = None, partitions: Iterable[int] | None = None
+    paths: Iterable[str],
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[int] | None = None,
+    storage_options: dict | None = None,
 ) -> Discovery:
-    """Find every partition folder and segment under ``paths``, restricted to ``topics`` /
-    ``partitions`` when given."""
+    """Find every partition folder and segment under ``paths`` (local paths or URIs), restricted
+    to ``topics`` / ``partitions`` when given."""
+    storage.configure(storage_options)
     walker = _Walker(set(topics) if topics else None, set(partitions) if partitions is not None else None)
-    discovery = Discovery(paths=[str(p) for p in paths])
+    discovery = Discovery(paths=[str(p) for p in paths], storage_options=dict(storage_options or {}))
     for path in discovery.paths:
         walker.walk_root(path)
     _keep_replicas_apart(list(walker.partitions.values()))
@@ -271,6 +289,8 @@ class _Walker:
         self.checkpoint_cache: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
         # Absolute root -> the PATH as the user gave it.
         self.given: dict[str, str] = {}
+        # The filesystem of the PATH being walked (local, or an object store's listing).
+        self.fs: storage.LocalTree | storage.RemoteTree = storage.LocalTree()
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -278,7 +298,7 @@ class _Walker:
     def _place(self, folder: str | None) -> tuple[str | None, int | None] | None:
         """Topic and partition of a file in ``folder`` (None, None outside partition folders);
         None when ``--topic``/``--partition`` leave it out."""
-        parsed = parse_partition_dir(os.path.basename(os.path.realpath(folder))) if folder else None
+        parsed = parse_partition_dir(self.fs.basename(self.fs.realpath(folder))) if folder else None
         topic, number = (parsed[0], parsed[1]) if parsed else (None, None)
         if (self.topics is not None and topic not in self.topics) or (
             self.partition_filter is not None and number not in self.partition_filter
@@ -299,26 +319,29 @@ class _Walker:
             self.unreadable.append(UnreadableSegment(display, reason, *place, base_offset=base_offset))
 
     def walk_root(self, given: str) -> None:
-        root = os.path.abspath(given)
-        self.given[root] = given
         try:
-            info = os.stat(root)
+            storage.check_scheme(given)
+            # A relative local path is made absolute before any Spark task sees it (SPEC 1).
+            root = given.rstrip("/") if storage.is_remote(given) else os.path.abspath(storage.local_path(given))
+            self.given[root] = given
+            self.fs = storage.tree(root)
+            info = self.fs.stat(root)
         except OSError as exc:
             self._not_readable(given, None, f"{exc.strerror or exc}")
             return
         if stat.S_ISDIR(info.st_mode):
             self._walk_dir(root, root)
         elif stat.S_ISREG(info.st_mode):
-            real = os.path.realpath(root)
-            folder = os.path.dirname(real)
-            self._add_file(folder, os.path.basename(real), root, root, explicit=True)
+            real = self.fs.realpath(root)
+            folder = self.fs.dirname(real)
+            self._add_file(folder, self.fs.basename(real), root, root, explicit=True)
         else:
-            self._not_readable(given, os.path.dirname(root), "not a regular file or directory")
+            self._not_readable(given, self.fs.dirname(root), "not a regular file or directory")
 
     def _not_readable(self, display: str, folder: str | None, reason: str) -> None:
         """Something at ``display`` that could not be read: a segment's name makes it an
         unreadable segment, any other name a skipped file."""
-        name = os.path.basename(display)
+        name = self.fs.basename(display)
         offset = parse_base_offset(name)
         if segment_state(name) is not None and offset is not None:
             self.cannot_read(display, reason, folder, offset)
@@ -327,18 +350,18 @@ class _Walker:
 
     def _walk_dir(self, directory: str, root: str) -> None:
         try:
-            info = os.stat(directory)
+            info = self.fs.stat(directory)
         except OSError as exc:
             self.cannot_read(self._display(directory, root), f"cannot read the folder ({exc.strerror or exc})", directory)
             return
         identity = (info.st_dev, info.st_ino)
         if identity in self.visited_dirs:
-            if os.path.islink(directory):
+            if self.fs.islink(directory):
                 self.skip(self._display(directory, root), "symbolic link to a folder already scanned", directory)
             return
         self.visited_dirs.add(identity)
         try:
-            with os.scandir(directory) as listing:
+            with self.fs.scandir(directory) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
             # Its segments, if it holds any, are not read: never a silent skip.
@@ -346,7 +369,7 @@ class _Walker:
             return
         subdirs = []
         files = []
-        in_partition = parse_partition_dir(os.path.basename(os.path.realpath(directory))) is not None
+        in_partition = parse_partition_dir(self.fs.basename(self.fs.realpath(directory))) is not None
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
@@ -364,7 +387,7 @@ class _Walker:
                 files.append(entry.name)
             elif entry.is_symlink():
                 try:
-                    os.stat(entry.path)
+                    self.fs.stat(entry.path)
                     reason = "symbolic link to something that is not a regular file"
                 except OSError as exc:
                     reason = f"broken symbolic link ({exc.strerror or exc})"
@@ -373,15 +396,15 @@ class _Walker:
                 # A FIFO, socket or device: opening a FIFO would block the audit forever.
                 self._not_readable(display, directory, "not a regular file")
         for name in files:
-            self._add_file(directory, name, os.path.join(directory, name), root, explicit=False)
+            self._add_file(directory, name, self.fs.join(directory, name), root, explicit=False)
         for sub in subdirs:
             self._walk_dir(sub, root)
 
     def _display(self, path: str, root: str) -> str:
         """``path`` as findings show it: relative to the PATH that found it, or as given."""
-        if root in self.given and not os.path.isdir(root):
+        if root in self.given and not self.fs.isdir(root):
             return self.given[root]
-        rel = os.path.relpath(path, root)
+        rel = self.fs.relpath(path, root)
         return self.given.get(root, root) if rel == "." else rel
 
     def _add_file(self, folder: str, name: str, path: str, root: str, explicit: bool) -> None:
@@ -392,7 +415,7 @@ class _Walker:
             if explicit:
                 kind = "sidecar file" if self._is_sidecar(name) else "file"
                 self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
-            elif parse_partition_dir(os.path.basename(folder)) and not self._is_sidecar(name):
+            elif parse_partition_dir(self.fs.basename(folder)) and not self._is_sidecar(name):
                 self.skip(display, "not a Kafka segment or sidecar file", folder)
             return
         base_offset = parse_base_offset(name)
@@ -402,7 +425,7 @@ class _Walker:
             if state is not None:
                 self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
             return
-        real = os.path.realpath(path)
+        real = self.fs.realpath(path)
         if real in self.seen_files:
             return
         partition = self._partition(folder, root)
@@ -411,21 +434,29 @@ class _Walker:
                 self.filtered_segments += 1
             return
         self.seen_files.add(real)
+        if snapshot and _is_tiered_name(name):
+            # RemoteLogManager copies the producer snapshot taken at the *next* segment's base
+            # offset (LogSegmentData.producerSnapshotIndex) under this segment's start offset.
+            self.note(
+                f"{display}: tiered-storage producer snapshot, named by its segment's start offset but "
+                f"holding the producer state at the segment's end: not compared with the replay"
+            )
+            return
         if snapshot:
             partition.snapshots.append(SnapshotFile(path, display, base_offset))
             return
         try:
-            info = os.stat(path)
+            info = self.fs.stat(path)
         except OSError as exc:
             self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
             return
         seg_state, suffix = state
         if partition.kind == "delete" and seg_state == LIVE:
             seg_state = DELETED
-        stem = os.path.join(os.path.dirname(path), name[: name.index(".log")])
+        stem = self.fs.join(self.fs.dirname(path), name[: name.index(".log")])
         sidecars = [self._sidecar(stem, ext, suffix) for ext in _SIDECAR_SUFFIXES]
         partition.segments.append(
-            SegmentFile(path, display, base_offset, seg_state, info.st_size, info.st_mtime_ns // 1_000_000, *sidecars)
+            SegmentFile(path, display, base_offset, seg_state, info.st_size, _mtime_ms(info), *sidecars)
         )
 
     @classmethod
@@ -442,23 +473,22 @@ class _Walker:
             base = base.removesuffix(suffix)
         return (
             name in _KNOWN_OTHER_FILES
-            or base.endswith(_SIDECAR_SUFFIXES + (".snapshot",))
+            or base.endswith(_SIDECAR_SUFFIXES + (".snapshot", _TIERED_LEADER_EPOCH_CHECKPOINT))
             or _KRAFT_SNAPSHOT.match(name) is not None
         )
 
-    @staticmethod
-    def _sidecar(stem: str, ext: str, suffix: str) -> str | None:
+    def _sidecar(self, stem: str, ext: str, suffix: str) -> str | None:
         candidate = stem + ext + suffix
-        return candidate if os.path.isfile(candidate) else None
+        return candidate if self.fs.isfile(candidate) else None
 
     def _partition(self, folder: str, root: str) -> PartitionDir | None:
-        real_folder = os.path.realpath(folder)
+        real_folder = self.fs.realpath(folder)
         existing = self.partitions.get(real_folder)
         if existing is not None or real_folder in self.filtered_out:
             return existing
-        name = os.path.basename(real_folder)
+        name = self.fs.basename(real_folder)
         parsed = parse_partition_dir(name)
-        display = self._display(folder, root) if os.path.isdir(root) else folder
+        display = self._display(folder, root) if self.fs.isdir(root) else folder
         if parsed is None:
             self.note(
                 f"{display}: folder name is not <topic>-<partition>; its segments are audited as topic "
@@ -474,11 +504,11 @@ class _Walker:
             self.filtered_topics.add(topic)
             return None
         partition = PartitionDir(topic, number, real_folder, display, kind, root=self.given.get(root, root))
-        log_dir = os.path.dirname(real_folder)
+        log_dir = self.fs.dirname(real_folder)
         partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
         partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)
-        epochs = os.path.join(real_folder, LEADER_EPOCH_CHECKPOINT)
-        partition.leader_epoch_checkpoint = epochs if os.path.isfile(epochs) else None
+        epochs = self.fs.join(real_folder, LEADER_EPOCH_CHECKPOINT)
+        partition.leader_epoch_checkpoint = epochs if self.fs.isfile(epochs) else None
         self.partitions[real_folder] = partition
         return partition
 
@@ -489,14 +519,24 @@ class _Walker:
         if cached is not None:
             return cached
         offsets: dict[tuple[str, int], int] = {}
-        path = os.path.join(log_dir, name)
-        if os.path.isfile(path):
+        path = self.fs.join(log_dir, name)
+        if self.fs.isfile(path):
             parsed = read_offset_checkpoint(path)
             for problem in parsed.problems:
                 self.note(f"{path}: {problem.message}")
             offsets = {(e.topic, e.partition): e.offset for e in parsed.entries}
         self.checkpoint_cache[(log_dir, name)] = offsets
         return offsets
+
+
+def _is_tiered_name(name: str) -> bool:
+    """A LocalTieredStorage file name: ``<start offset>-<22-character segment id>.<type>``."""
+    match = _BASE_OFFSET.match(name.split(".", 1)[0])
+    return match is not None and match.group(2) is not None
+
+
+def _mtime_ms(info) -> int | None:
+    return None if info.st_mtime_ns is None else info.st_mtime_ns // 1_000_000
 
 
 def _keep_replicas_apart(partitions: list[PartitionDir]) -> None:

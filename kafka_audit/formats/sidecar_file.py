@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_audit.formats import storage
 from kafka_audit.formats.problem import Problem
 
 # Index files are preallocated to segment.index.bytes (10 MiB by default); anything far larger
@@ -80,10 +81,10 @@ def parse_index(
 
 
 def read_sidecar(path: str, parse: Callable[[bytes], SidecarEntries], check: str = "index_mismatch") -> SidecarEntries:
-    """Read ``path`` (at most :data:`MAX_SIDECAR_BYTES`) and parse it; an OSError becomes a problem."""
+    """Read ``path`` (a local path or URI, at most :data:`MAX_SIDECAR_BYTES`) and parse it; an
+    OSError becomes a problem."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_SIDECAR_BYTES + 1)
+        data = storage.read_bytes(path, MAX_SIDECAR_BYTES + 1)
     except OSError as exc:
         result = SidecarEntries([], [], path=path)
         result.add_problem(check, None, f"Cannot read {path}: {exc.strerror or exc}", {"unreadable": True})

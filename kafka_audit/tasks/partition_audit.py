@@ -24,9 +24,11 @@ from kafka_audit.rules.events import Event
 from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
 from kafka_audit.findings import Finding, make_finding, partition_label
+from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.offset_index import read_offset_index
 from kafka_audit.formats.producer_snapshot import read_producer_snapshot
+from kafka_audit.formats.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.formats.time_index import read_time_index
 from kafka_audit.formats.transaction_index import read_transaction_index
 
@@ -60,13 +62,15 @@ class PartitionMeta:
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
+    # ``--storage-option`` settings to read URIs with.
+    storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
     # The --broker-log lines about this partition.
     broker_lines: tuple[BrokerLogLine, ...] = ()
     # The folder's live segments below the first one scanned, which the user did not pass.
     unscanned_segments: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_discovery(cls, found, options) -> "PartitionMeta":
+    def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
         """Build from a discovered partition. The log start offset is the broker's
         ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
         else the first live segment's base offset: of the folder, not of the files given,
@@ -93,6 +97,7 @@ class PartitionMeta:
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
+            storage_options=storage_options,
             broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
             unscanned_segments=list(found.unscanned_segments),
         )
@@ -120,7 +125,14 @@ class PartitionTotals:
 
 
 def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
-    """All partition-level findings for one partition, and its totals."""
+    """All partition-level findings for one partition, and its totals (its sidecars in a store
+    read a few at once, ahead of the checks that read them)."""
+    storage.configure(meta.storage_options)
+    with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1):
+        return _audit_partition(meta, summaries)
+
+
+def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
     findings: list[Finding] = []
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
@@ -154,7 +166,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
         # segment file that cannot be opened at all (the segment step noted why) has no log to
         # verify its indexes against.
         for segment in meta.segments:
-            if segment not in verified and segment not in unreadable:
+            if segment not in verified and segment not in unreadable and _can_open(meta.segments[segment].log, True):
                 verify(segment, [])
 
     unreadable = {
@@ -162,7 +174,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
         for files in meta.segments.values()
         if (files.index or files.time_index or files.txn_index) and not _can_open(files.log)
     }
-    snapshots = [read_producer_snapshot(path) for path, _ in meta.snapshots]
+    snapshots = [_shown_as(read_producer_snapshot(path), display) for path, display in meta.snapshots]
     txn_indexes = {
         files.segment: read_transaction_index(files.txn_index)
         for files in meta.segments.values()
@@ -212,6 +224,20 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     return findings, totals
 
 
+def sidecar_paths(meta: PartitionMeta) -> list[str | None]:
+    """The partition's sidecars in the order the partition step reads them."""
+    files = list(meta.segments.values())
+    paths: list[str | None] = [path for path, _ in meta.snapshots] + [f.txn_index for f in files]
+    for f in files:
+        paths += [f.index, f.time_index]
+    return paths
+
+
+def _shown_as(parsed, display: str):
+    """A sidecar read from ``path`` but named in findings as the user's PATH shows it (the same
+    for a local copy and for its upload to a store)."""
+    parsed.path = display
+    return parsed
 def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None:
     """The join of the partition's broker log lines with its batches; None without lines. Its
     ``events()`` go to the timeline: log start moves, segment deletions, explained rejections."""
@@ -287,9 +313,11 @@ def _not_scanned(meta: PartitionMeta, finding: Finding) -> Finding:
     return finding
 
 
-def _can_open(path: str | None) -> bool:
-    """Whether the segment step could open the segment file (FileRecords)."""
-    if path is None:
+def _can_open(path: str | None, remote_too: bool = False) -> bool:
+    """Whether the segment step could open the segment file (FileRecords). An object in a store
+    is asked only with ``remote_too`` (a request each): it was listed a moment ago, and only a
+    segment that gave no batch needs the answer."""
+    if path is None or (storage.is_remote(path) and not remote_too):
         return True
     try:
         with FileRecords(path):

@@ -9,7 +9,7 @@ findings and summaries are yielded as they are found, counts are accumulated in 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -26,7 +26,9 @@ from kafka_audit.rules.log_validator import (
     validate_records,
 )
 from kafka_audit.findings import Finding, make_finding, partition_label
+from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
+from kafka_audit.formats.range_buffer import first_read
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.default_record import RecordScreen
 from kafka_audit.formats.record_batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, RecordBatch
@@ -51,7 +53,9 @@ class SegmentTask:
     ``replica`` is the partition folder's display path (with topic and partition, the key of
     the partition step); ``segment`` is the path shown in findings (relative to the PATH that
     found it); ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the
-    file's modification time, the default reference time for timestamp checks.
+    file's modification time, the default reference time for timestamp checks (for an object
+    in a store: when the store last wrote it, None when it tells none). ``storage_options``
+    are the ``--storage-option`` settings the executor needs to read a URI.
     """
 
     topic: str
@@ -61,10 +65,11 @@ class SegmentTask:
     segment: str
     base_offset: int
     state: str = "live"
-    mtime_ms: int = 0
+    mtime_ms: int | None = 0
     size: int = 0
     start: int = 0
     stop: int | None = None
+    storage_options: tuple = field(default=(), repr=False, compare=False)  # credentials: not in reprs
 
     @property
     def replica_key(self) -> tuple[str, int, str]:
@@ -77,6 +82,33 @@ class SegmentTask:
     def byte_range(self, start: int, stop: int | None) -> "SegmentTask":
         """The same segment, restricted to the batches starting in ``[start, stop)``."""
         return replace(self, start=start, stop=stop)
+
+
+def with_read_ahead(tasks: Iterable[SegmentTask]) -> Iterator[SegmentTask]:
+    """The tasks in the same order; the first ranged read of each task on an object store starts
+    while the task before it is audited, so the store's latency overlaps the parsing."""
+    previous: SegmentTask | None = None
+    for task in tasks:
+        if task.size and storage.is_remote(task.path):
+            storage.configure(task.storage_options)
+            storage.prefetch_range(*_first_read(task))
+        if previous is not None:
+            yield previous
+            _forget_first_read(previous)
+        previous = task
+    if previous is not None:
+        yield previous
+        _forget_first_read(previous)
+
+
+def _first_read(task: SegmentTask) -> tuple[str, int, int]:
+    return (task.path, *first_read(task.size, task.start, task.stop))
+
+
+def _forget_first_read(task: SegmentTask) -> None:
+    """A task done without taking its first read (it failed before): the bytes are dropped."""
+    if task.size and storage.is_remote(task.path):
+        storage.discard_prefetched([_first_read(task)])
 
 
 @dataclass(slots=True)
@@ -119,9 +151,16 @@ class SegmentAuditor:
     def __init__(self, task: SegmentTask, config: ValidationConfig, reference_time: int | None = None) -> None:
         self.task = task
         self.config = config
+        storage.configure(task.storage_options)
         # SPEC: the reference time defaults to the segment file's modification time.
         self.reference_time = reference_time if reference_time is not None else task.mtime_ms
         self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
+        timestamp_checks = config.timestamp_before_max_ms is not None or config.timestamp_after_max_ms is not None
+        if self.reference_time is None and timestamp_checks and task.start == 0:
+            self.stats.notes.append(
+                f"{task.segment}: timestamp checks not run: its store tells no modification time "
+                f"(give --reference-time)"
+            )
         self.topic_partition = partition_label(task.topic, task.partition)
         self.compacted = config.is_compacted(task.topic)
         # record_screen depends on the batch only through its format, control bit and timestamp
@@ -150,7 +189,7 @@ class SegmentAuditor:
     def _walk(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
         try:
-            segment = FileRecords(task.path)
+            segment = FileRecords(task.path, task.size or None)
         except OSError as exc:
             # Permission, I/O error, vanished since discovery, or not visible on this executor.
             self.stats.unread[task.segment] = f"cannot read ({exc.strerror or exc})"
@@ -166,33 +205,47 @@ class SegmentAuditor:
                     f"the file shrank from {task.size:,} to {segment.size:,} bytes between discovery and reading"
                 )
             pending: list[Problem] = []
+            walked = task.start
             first = True
-            for item in segment.batches(task.start, task.stop):
-                if first and task.start == 0 and isinstance(item, Problem) and self._not_a_segment(item):
-                    yield self._finding(
-                        item.check,
-                        f"Not a Kafka segment: the file does not start with a record batch ({item.message})",
-                        None,
-                        position=0,
-                        details={"not_a_segment": True},
-                    )
-                    return
-                first = False
-                if isinstance(item, Problem):
-                    if item.check == CheckId.CRC_MISMATCH:
-                        pending.append(item)  # its batch follows at once
-                    else:
-                        yield self._problem_finding(item, None)
-                    continue
-                for problem in pending:
-                    yield self._problem_finding(problem, item)
-                pending.clear()
-                findings, summary = self._audit_batch(segment, item)
-                if findings:
-                    yield from findings
-                if item.max_timestamp >= 0:
-                    self._last_timestamp = item.max_timestamp
-                yield summary
+            try:
+                for item in segment.batches(task.start, task.stop):
+                    if first and task.start == 0 and isinstance(item, Problem) and self._not_a_segment(item):
+                        yield self._finding(
+                            item.check,
+                            f"Not a Kafka segment: the file does not start with a record batch ({item.message})",
+                            None,
+                            position=0,
+                            details={"not_a_segment": True},
+                        )
+                        return
+                    first = False
+                    if isinstance(item, Problem):
+                        if item.check == CheckId.CRC_MISMATCH:
+                            pending.append(item)  # its batch follows at once
+                        else:
+                            yield self._problem_finding(item, None)
+                        continue
+                    for problem in pending:
+                        yield self._problem_finding(problem, item)
+                    pending.clear()
+                    walked = item.position
+                    findings, summary = self._audit_batch(segment, item)
+                    if findings:
+                        yield from findings
+                    if item.max_timestamp >= 0:
+                        self._last_timestamp = item.max_timestamp
+                    yield summary
+            except OSError as exc:
+                # A ranged read of an object in a store failed part way (network, object gone):
+                # what was read is audited, the rest is said to be unread (SPEC section 1).
+                yield self._finding(
+                    CheckId.UNREADABLE_SEGMENT,
+                    f"Reading {task.segment} failed after byte {walked}: {exc.strerror or exc}; "
+                    f"the bytes from there to {stop} are not audited",
+                    None,
+                    position=walked,
+                    details={"unread_bytes": stop - walked},
+                )
 
     def _not_a_segment(self, problem: Problem) -> bool:
         """Whether the framing problem at position 0 shows a file that is no segment at all: no
