@@ -106,10 +106,11 @@ def scan(
     result.summary["engine"] = "spark"
     if target is not None:
         frames.write_parquet(spark, result, target)
+    findings = [f.to_dict() for f in result.findings]
     return _result(
         result,
-        findings_df=frames.findings(), batches_df=frames.batches(), producers_df=frames.producers(spark, result.producers),
-        _frames=frames,
+        findings_df=frames.findings(spark, findings), batches_df=frames.batches(),
+        producers_df=frames.producers(spark, result.producers), _frames=frames,
     )
 
 

@@ -86,12 +86,11 @@ class ScanFrames:
     # Spark tasks of the segment step (how the progress display finds its stage).
     segment_tasks: int = 0
 
-    def findings(self):
-        """The ``findings`` dataset (SPEC section 3): JSON payloads decoded by the executors."""
-        from pyspark.sql import functions as F
-
-        rows = self.replica_rows.where(F.col("kind") == schemas.FINDING)
-        return rows.select(F.from_json("payload", schemas.spark_schema(schemas.FINDINGS)).alias("f")).select("f.*")
+    def findings(self, spark, findings: list[dict[str, Any]]):
+        """The ``findings`` dataset (SPEC section 3) of the scan's findings. The driver holds them
+        complete (file accounting, the coordinator's transactional ids are added there), and they
+        are few (at most 1,000 per check and task), so they go back to the session from there."""
+        return spark.createDataFrame(schemas.findings_table(findings), schemas.spark_schema(schemas.FINDINGS))
 
     def batches(self):
         """The ``batches`` dataset: one typed row per record batch."""
@@ -111,7 +110,11 @@ class ScanFrames:
     def write_parquet(self, spark, result: ScanResult, target: str) -> None:
         """Write the three datasets under ``target`` (a folder or URI), each replaced if present."""
         base = target.rstrip("/")
-        datasets = {"findings": self.findings(), "batches": self.batches(), "producers": self.producers(spark, result.producers)}
+        datasets = {
+            "findings": self.findings(spark, [f.to_dict() for f in result.findings]),
+            "batches": self.batches(),
+            "producers": self.producers(spark, result.producers),
+        }
         for name, frame in datasets.items():
             frame.write.mode("overwrite").parquet(f"{base}/{name}")
 

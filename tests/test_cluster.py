@@ -55,7 +55,7 @@ def scan(cluster: StandaloneCluster, *args, cwd: Path, env: dict | None = None) 
 
 
 def test_a_relative_path_is_read_by_executors_whatever_their_working_folder(cluster, tmp_path):
-    shutil.copytree(FIXTURES / "faulty", tmp_path / "data")
+    shutil.copytree(FIXTURES / "faulty", tmp_path / "data", symlinks=True)
     done = scan(cluster, "data", "--format", "json", cwd=tmp_path)
     expected = audit_in_process(discover([str(tmp_path / "data")]), ScanOptions())
     assert done.returncode == 1, done.stderr
