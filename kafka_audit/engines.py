@@ -81,10 +81,8 @@ def _run_on_spark(
     output_parquet: str | None,
 ) -> "ScanResult":
     from kafka_audit import pipeline, spark_session
-    from kafka_audit.audit import with_inferred_compaction
     from kafka_audit.preflight import check_executors
 
-    options = with_inferred_compaction(options, discovery)  # audit_in_process applies it itself
     if display is not None:
         display.starting_spark(remote or master)
     try:
