@@ -132,6 +132,21 @@ def test_crc_mismatch_v2_batch_and_walk_goes_on(tmp_path):
     assert after.position == bad.position + bad.size
 
 
+def test_an_oversized_batch_with_a_bad_crc_is_message_too_large(tmp_path):
+    # UnifiedLog.analyzeAndValidateRecords checks batchSize > config.maxMessageSize before
+    # batch.isValid: the broker answers MESSAGE_TOO_LARGE, not CORRUPT_MESSAGE.
+    log = Log(tmp_path)
+    w = log.partition()
+    fill(w, 1)
+    bad = w.append(BatchSpec(records=keyed(w.next_offset, 4, size=200), faults=Faults(bad_crc=True)))
+    fill(w, 1)
+    findings = log.scan(max_message_bytes=bad.size - 1)
+    assert summary(findings) == [("record_too_large", bad.base_offset, None)]
+    assert (findings[0].error_code, findings[0].error_name) == (10, "MESSAGE_TOO_LARGE")
+    # near miss: at the limit, the CRC is what the broker rejects
+    assert summary(log.scan(max_message_bytes=bad.size)) == [("crc_mismatch", bad.base_offset, None)]
+
+
 def test_offset_gap_beside_a_corrupt_batch_is_still_reported(tmp_path):
     # The corrupt batch explains its own offsets, not the ones before it.
     log = Log(tmp_path)

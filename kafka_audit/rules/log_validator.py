@@ -104,22 +104,30 @@ def validate_batch_header(
     ``DefaultRecordBatch.writeEmptyHeader``). LogValidator's count checks are for client appends
     only (``AppendOrigin.CLIENT``): there a count below the offset range, even 0, is valid.
     """
-    if batch.size > config.max_message_bytes:
-        # UnifiedLog.analyzeAndValidateRecords; the poison pill of KAFKA-15259.
-        return [
-            Violation(
-                "record_too_large",
-                f"The record batch size in the append to {topic_partition} is {batch.size} bytes which "
-                f"exceeds the maximum configured value of {config.max_message_bytes}.",
-                details={"size": batch.size, "max_message_bytes": config.max_message_bytes},
-            )
-        ]
+    oversized = validate_batch_size(batch, topic_partition, config)
+    if oversized is not None:
+        return [oversized]
     if batch.magic != MAGIC_VALUE_V2:
         return []
     violation = _offset_range_violation(batch, topic_partition, compacted) or _origin_violation(
         batch, topic_partition, topic
     )
     return [violation] if violation is not None else []
+
+
+def validate_batch_size(batch: RecordBatch, topic_partition: str, config: ValidationConfig) -> Violation | None:
+    """``UnifiedLog.analyzeAndValidateRecords`` checks each batch's size against
+    ``max.message.bytes`` before anything else, its CRC included (``batch.isValid`` comes next):
+    an oversized batch is answered MESSAGE_TOO_LARGE whatever its CRC. The poison pill of
+    KAFKA-15259."""
+    if batch.size <= config.max_message_bytes:
+        return None
+    return Violation(
+        "record_too_large",
+        f"The record batch size in the append to {topic_partition} is {batch.size} bytes which "
+        f"exceeds the maximum configured value of {config.max_message_bytes}.",
+        details={"size": batch.size, "max_message_bytes": config.max_message_bytes},
+    )
 
 
 def _offset_range_violation(batch: RecordBatch, topic_partition: str, compacted: bool) -> Violation | None:

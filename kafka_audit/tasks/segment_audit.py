@@ -24,6 +24,7 @@ from kafka_audit.rules.log_validator import (
     validate_batch_header,
     validate_control_batch,
     validate_records,
+    validate_batch_size,
 )
 from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats import storage
@@ -225,9 +226,15 @@ class SegmentAuditor:
                         else:
                             yield self._problem_finding(item, None)
                         continue
-                    for problem in pending:
-                        yield self._problem_finding(problem, item)
-                    pending.clear()
+                    if pending:
+                        # The size comes before the CRC (validate_batch_size): an oversized batch
+                        # with a bad CRC is answered MESSAGE_TOO_LARGE.
+                        oversized = validate_batch_size(item, self.topic_partition, self.config)
+                        if oversized is not None:
+                            yield self._finding(oversized.check, oversized.message, item, details=oversized.details)
+                        else:
+                            yield from (self._problem_finding(problem, item) for problem in pending)
+                        pending.clear()
                     walked = item.position
                     findings, summary = self._audit_batch(segment, item)
                     if findings:
