@@ -19,6 +19,7 @@ from kafka_audit.audit import ScanOptions, audit_in_process
 from kafka_audit.formats.log_dir import discover
 from tests.conftest import FIXTURES
 from tests.support.spark_cluster import StandaloneCluster, can_hide_folders
+from tests.test_remote import BUCKET, CASES, s3  # noqa: F401  (s3: the moto server fixture)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -61,7 +62,7 @@ def test_a_relative_path_is_read_by_executors_whatever_their_working_folder(clus
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["summary"]["bytes_read"] == report["summary"]["bytes_found"] == expected.summary["bytes_found"] > 0
-    assert report["summary"]["segments_unreadable"] == 0
+    assert report["summary"]["segments_unreadable"] == expected.summary["segments_unreadable"]
     assert report["summary"]["findings_by_check"] == expected.summary["findings_by_check"]
     assert [f["segment"] for f in report["findings"]] == [f.segment for f in expected.findings]
     assert all(not f["segment"] or not os.path.isabs(f["segment"]) for f in report["findings"])
@@ -110,3 +111,22 @@ def test_executors_without_kafka_audit_are_named_with_the_cause(cluster, tmp_pat
         f"cannot run the audit: cannot import kafka_audit with {venv_without_kafka_audit} "
         "(ModuleNotFoundError: No module named 'kafka_audit')" in line
     )
+
+
+def test_an_s3_scan_on_the_cluster_equals_the_local_scan(cluster, s3, tmp_path):  # noqa: F811
+    """Executors on two workers read the objects of a local S3 server by ranged reads, with the
+    endpoint and credentials given as --storage-option (they travel with the tasks): the report
+    equals the in-process audit of the same files on disk."""
+    case = "fixtures/faulty"
+    options = [arg for key, value in s3.storage_options().items() for arg in ("--storage-option", f"{key}={value}")]
+    done = scan(cluster, f"s3://{BUCKET}/{case}", "--format", "json", *options, cwd=tmp_path)
+    local = subprocess.run(
+        [sys.executable, "-m", "kafka_audit", "scan", str(CASES[case]), "--engine", "local", "--format", "json", "--quiet"],
+        capture_output=True, text=True, timeout=SCAN_TIMEOUT_S,
+    )
+    assert done.returncode == local.returncode == 1, done.stderr
+    remote, expected = json.loads(done.stdout), json.loads(local.stdout)
+    assert remote["summary"]["engine"] == "spark" and expected["summary"]["engine"] == "local"
+    assert remote["findings"] == expected["findings"] != []
+    assert remote["summary"]["batches"] == expected["summary"]["batches"] > 0
+    assert remote["summary"]["bytes_read"] == remote["summary"]["bytes_found"] == expected["summary"]["bytes_found"]
