@@ -102,14 +102,15 @@ def event_order(event: Event) -> tuple:
 
 def timeline(result: ScanResult, keep: ReportFilter) -> list[Event]:
     """The events of the scan in time order: the replay's events (``ScanOptions.timeline``) and
-    one row per reported finding. A finding that is itself a replay event (an ``epoch_bump`` or
-    ``producer_expired`` at the same offset of the same producer) is that event's row, with its
-    ``check`` set, rather than the same sentence twice."""
+    one row per reported finding. A finding that is itself an event (an ``epoch_bump`` or
+    ``producer_expired`` of the replay, a ``broker_rejection`` of a broker log line, at the same
+    offset of the same producer) is that event's row, with its ``check`` set, rather than the same
+    story twice."""
     events = [e for e in result.events if keep.keeps_event(e)]
-    same = {(str(e.kind), e.topic, e.partition, e.offset, e.producer_id): i for i, e in enumerate(events)}
+    same = {(e.check or str(e.kind), e.topic, e.partition, e.offset, e.producer_id): i for i, e in enumerate(events)}
     for finding in result.findings:
-        at = same.get((finding.check, finding.topic, finding.partition, finding.offset, finding.producer_id))
-        if at is not None and events[at].check is None:
+        at = same.pop((finding.check, finding.topic, finding.partition, finding.offset, finding.producer_id), None)
+        if at is not None:
             events[at] = replace(events[at], check=finding.check)
         else:
             events.append(finding_event(finding))

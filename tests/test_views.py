@@ -316,3 +316,13 @@ def test_the_parquet_producers_dataset_carries_the_completed_rows(cli, tmp_path)
     rows = {r["producer_id"]: r for r in pq.read_table(target / "producers").to_pylist() if r["topic"] == "hang"}
     assert rows[7]["transactional_id"] == "tx-late" and rows[7]["findings"]["error"] == 1
     assert rows[5]["transactional_id"] == "tx-done" and rows[9]["transactional_id"] is None
+
+
+def test_a_broker_rejection_is_one_timeline_row_with_its_explanation(cli):
+    # fixtures/broker-logs/producer-errors.server.log holds one refused batch of producer 557891
+    # (fixtures/README.md); the timeline tells it once, as the broker log's row with its check.
+    log = FIXTURES / "broker-logs" / "producer-errors.server.log"
+    events = _json(cli, "timeline", FIXTURES / "producer-errors", "--broker-log", log)["events"]
+    rejections = [e for e in events if e["check"] == "broker_rejection"]
+    assert [(e["kind"], e["producer_id"]) for e in rejections] == [("broker_log", 557891)]
+    assert "557891" in rejections[0]["message"]
