@@ -26,7 +26,7 @@ from kafka_audit.formats.control_record import parse_control_record
 from kafka_audit.formats.compression import DecompressionError
 from kafka_audit.formats.file_records import FileRecords, v2_records_data
 from kafka_audit.formats.internal_topics import Decoder, decoder_for, is_kraft_snapshot
-from kafka_audit.formats.log_dir import parse_base_offset
+from kafka_audit.formats.log_names import parse_base_offset
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.record_batch import TIMESTAMP_TYPE_MASK, Record, RecordBatch, TimestampType
 

@@ -15,14 +15,12 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.formats import log_dir
-from kafka_audit.formats.log_dir import (
+from kafka_audit.formats.log_dir import Discovery, PartitionDir, discover
+from kafka_audit.formats.log_names import (
     CLEANED,
     DELETED,
     LIVE,
     SWAP,
-    Discovery,
-    PartitionDir,
-    discover,
     parse_base_offset,
     parse_partition_dir,
     segment_state,

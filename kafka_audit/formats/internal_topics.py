@@ -11,7 +11,7 @@ from typing import Any
 
 from kafka_audit.formats.coordinator_records import decode_consumer_offsets, decode_transaction_log
 from kafka_audit.formats.file_records import FileRecords
-from kafka_audit.formats.log_dir import parse_partition_dir
+from kafka_audit.formats.log_names import parse_partition_dir
 from kafka_audit.formats.metadata_records import MetadataRecordDecoder
 from kafka_audit.formats.problem import Problem
 

@@ -26,52 +26,31 @@ findings show them relative to the PATH as given.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.formats import storage
+from kafka_audit.formats.log_names import (
+    LIVE,
+    DELETED,
+    STATE_SUFFIXES,
+    SIDECAR_SUFFIXES,
+    TIERED_LEADER_EPOCH_CHECKPOINT,
+    KRAFT_SNAPSHOT,
+    KNOWN_OTHER_FILES,
+    parse_base_offset,
+    parse_partition_dir,
+    segment_state,
+    is_tiered_name,
+)
 from kafka_audit.formats.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
-    OFFSET_CHECKPOINTS,
-    PARTITION_METADATA,
-    META_PROPERTIES,
     read_offset_checkpoint,
 )
 
-LIVE, DELETED, CLEANED, SWAP = "live", "deleted", "cleaned", "swap"
-_STATE_SUFFIXES = {".deleted": DELETED, ".cleaned": CLEANED, ".swap": SWAP}
-_SIDECAR_SUFFIXES = (".index", ".timeindex", ".txnindex")
-# A tiered segment's leader-epoch checkpoint (RemoteLogSegmentFileset.LEADER_EPOCH_CHECKPOINT).
-_TIERED_LEADER_EPOCH_CHECKPOINT = ".leader_epoch_checkpoint"
-# A broker's 20-digit base offset (with a segment id after it in some remote stores' copies), or
-# the LocalTieredStorage plugin's "<start offset>-<22-character segment id>" (KIP-405,
-# RemoteLogSegmentFileset: startOffset + "-" + uuid, the offset not padded).
-_BASE_OFFSET = re.compile(r"^(?:(\d{20})(?:-[A-Za-z0-9_-]+)?|(\d{1,19})-[A-Za-z0-9_-]{22})$")
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-# A tiered-storage partition folder (RemoteTopicPartitionDirectory): "<topic>-<partition>-<topic id>".
-_TIERED_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<uid>[A-Za-z0-9_-]{22})$")
-# UnifiedLog: "<topic>-<partition>.<uniqueId>-delete", "-future" and "-stray" folders.
-_SPECIAL_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<uid>[A-Za-z0-9_-]+)-(?P<kind>delete|future|stray)$")
-# KRaft snapshots of __cluster_metadata (org.apache.kafka.snapshot.Snapshots): <offset>-<epoch>.checkpoint,
-# with .part while being written and .deleted while being deleted.
-_KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint(?:\.part|\.deleted)?$")
-# Files Kafka keeps in a log dir or partition folder that are neither segments nor read here.
-_KNOWN_OTHER_FILES = frozenset(
-    {
-        ".lock",
-        "bootstrap.checkpoint",
-        "quorum-state",
-        "kraft.version",
-        LEADER_EPOCH_CHECKPOINT,
-        PARTITION_METADATA,
-        META_PROPERTIES,
-        *OFFSET_CHECKPOINTS,
-    }
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,54 +150,6 @@ class Discovery:
     @property
     def segment_count(self) -> int:
         return sum(len(p.segments) for p in self.partitions)
-
-
-_LONG_MAX = (1 << 63) - 1
-_INT_MAX = (1 << 31) - 1
-
-
-def parse_base_offset(name: str) -> int | None:
-    """The base offset in a segment or sidecar file name, or None when it has none.
-
-    LogFileUtils.offsetFromFileName parses the digits with Long.parseLong: 20 digits above
-    Long.MAX_VALUE are no offset."""
-    stem = name.split(".", 1)[0]
-    match = _BASE_OFFSET.match(stem)
-    if not match:
-        return None
-    offset = int(match.group(1) or match.group(2))
-    return offset if offset <= _LONG_MAX else None
-
-
-def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
-    """``(topic, partition, kind)`` of a partition folder name, or None.
-
-    UnifiedLog.parseTopicPartitionName reads the partition with ``toInt``: a number above
-    Integer.MAX_VALUE makes the name no partition folder."""
-    special = _SPECIAL_DIR.match(name) or _TIERED_DIR.match(name)
-    number = (special or _PARTITION_DIR.match(name) or {"partition": ""})["partition"]
-    if len(number) > 10:  # past Integer.MAX_VALUE (and int() refuses more than 4300 digits)
-        return None
-    if special and special.re is _TIERED_DIR:
-        parsed = special.group("topic"), int(special.group("partition")), LIVE
-    elif special:
-        parsed = special.group("topic"), int(special.group("partition")), special.group("kind")
-    else:
-        match = _PARTITION_DIR.match(name)
-        if not match:
-            return None
-        parsed = match.group("topic"), int(match.group("partition")), LIVE
-    return parsed if parsed[1] <= _INT_MAX else None
-
-
-def segment_state(name: str) -> tuple[str, str] | None:
-    """For a segment file name, ``(state, suffix)`` (``live`` and ``""`` for a plain ``.log``)."""
-    for suffix, state in _STATE_SUFFIXES.items():
-        if name.endswith(".log" + suffix):
-            return state, suffix
-    if name.endswith(".log"):
-        return LIVE, ""
-    return None
 
 
 def discover(
@@ -434,7 +365,7 @@ class _Walker:
                 self.filtered_segments += 1
             return
         self.seen_files.add(real)
-        if snapshot and _is_tiered_name(name):
+        if snapshot and is_tiered_name(name):
             # RemoteLogManager copies the producer snapshot taken at the *next* segment's base
             # offset (LogSegmentData.producerSnapshotIndex) under this segment's start offset.
             self.note(
@@ -454,7 +385,7 @@ class _Walker:
         if partition.kind == "delete" and seg_state == LIVE:
             seg_state = DELETED
         stem = self.fs.join(self.fs.dirname(path), name[: name.index(".log")])
-        sidecars = [self._sidecar(stem, ext, suffix) for ext in _SIDECAR_SUFFIXES]
+        sidecars = [self._sidecar(stem, ext, suffix) for ext in SIDECAR_SUFFIXES]
         partition.segments.append(
             SegmentFile(path, display, base_offset, seg_state, info.st_size, _mtime_ms(info), *sidecars)
         )
@@ -469,12 +400,12 @@ class _Walker:
         # LogFileUtils: the .deleted (retention), .cleaned and .swap (log cleaner) suffixes apply
         # to a segment's sidecars as to its .log.
         base = name
-        for suffix in _STATE_SUFFIXES:
+        for suffix in STATE_SUFFIXES:
             base = base.removesuffix(suffix)
         return (
-            name in _KNOWN_OTHER_FILES
-            or base.endswith(_SIDECAR_SUFFIXES + (".snapshot", _TIERED_LEADER_EPOCH_CHECKPOINT))
-            or _KRAFT_SNAPSHOT.match(name) is not None
+            name in KNOWN_OTHER_FILES
+            or base.endswith(SIDECAR_SUFFIXES + (".snapshot", TIERED_LEADER_EPOCH_CHECKPOINT))
+            or KRAFT_SNAPSHOT.match(name) is not None
         )
 
     def _sidecar(self, stem: str, ext: str, suffix: str) -> str | None:
@@ -527,12 +458,6 @@ class _Walker:
             offsets = {(e.topic, e.partition): e.offset for e in parsed.entries}
         self.checkpoint_cache[(log_dir, name)] = offsets
         return offsets
-
-
-def _is_tiered_name(name: str) -> bool:
-    """A LocalTieredStorage file name: ``<start offset>-<22-character segment id>.<type>``."""
-    match = _BASE_OFFSET.match(name.split(".", 1)[0])
-    return match is not None and match.group(2) is not None
 
 
 def _mtime_ms(info) -> int | None:
