@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_audit.audit import ScanOptions
+from kafka_audit.audit import ScanOptions, reference_time_problem
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -95,6 +95,9 @@ def scan(
         producer_id_expiration_ms=producer_id_expiration_ms,
         broker_log=_broker_log(broker_logs),
     )
+    problem = reference_time_problem(roots, options)
+    if problem:
+        raise ValueError(problem)
     target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
     if spark is None:
         from kafka_audit.engines import Engine, run_audit

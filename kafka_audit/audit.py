@@ -83,6 +83,23 @@ class Progress:
     partitions_done: int = 0
 
 
+def reference_time_problem(paths: list[str], options: ScanOptions) -> str | None:
+    """Why these timestamp checks cannot run, or None. Without ``--reference-time`` a segment's
+    checks take its file's modification time as the broker's now (when the broker last appended);
+    an object in a store has no such time (its time is the upload's), so remote inputs with
+    timestamp bounds need an explicit reference time rather than a guess."""
+    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
+    if bounds == (None, None) or options.reference_time is not None:
+        return None
+    remote = [p for p in paths if storage.is_remote(p)]
+    if not remote:
+        return None
+    return (
+        f"--timestamp-before-max-ms/--timestamp-after-max-ms on {remote[0]} need --reference-time: an "
+        "object in a store keeps no broker modification time (its time is the upload's)"
+    )
+
+
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
     """One task per segment, or per byte range of a segment larger than 1.5x ``split_bytes``
     (cut at batch boundaries), largest first so the long tasks start early."""

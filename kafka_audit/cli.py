@@ -225,7 +225,7 @@ def audit_paths(
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
     progress display on a terminal (unless ``quiet``), and return the result, whose summary has
     the whole command's wall time and the ``engine`` that ran."""
-    from kafka_audit.audit import set_wall_time
+    from kafka_audit.audit import reference_time_problem, set_wall_time
     from kafka_audit.engines import SparkFailure, run_audit
     from kafka_audit.formats import storage
     from kafka_audit.formats.log_dir import discover
@@ -239,14 +239,9 @@ def audit_paths(
     )
     if not discovery.segment_count and not discovery.unreadable:
         raise _fail(_nothing_found(discovery, paths, topic or [], partition or []))
-    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
-    if bounds != (None, None) and options.reference_time is None and any(storage.is_remote(p) for p in paths):
-        print(
-            "kafka-audit: note: objects in a store keep no broker modification time: their timestamp "
-            "checks take the time the store wrote each object (S3 LastModified...) as the broker's now; "
-            "give --reference-time",
-            file=sys.stderr,
-        )
+    problem = reference_time_problem([str(p) for p in paths], options)
+    if problem:
+        raise _fail(problem)
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks, with_inferred_compaction
+import kafka_audit
+from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks, reference_time_problem, with_inferred_compaction
 from kafka_audit.cli import main
 from kafka_audit.findings import Finding
 from kafka_audit.formats import storage
@@ -131,10 +132,23 @@ def test_listing_keeps_internal_topics(s3):
     assert remote == local
 
 
-def test_remote_reference_time_is_the_objects_last_modified(s3):
+def test_a_remote_object_has_no_modification_time_to_take_as_the_brokers_now(s3):
+    # A store's object time is the upload's: it is never the default reference time.
     found = discover([f"s3://{BUCKET}/fixtures/healthy"], storage_options=s3.storage_options())
-    info = s3.filesystem().info(found.partitions[0].segments[0].path)
-    assert found.partitions[0].segments[0].mtime_ms == int(info["LastModified"].timestamp() * 1000)
+    assert found.segment_count > 0
+    assert {s.mtime_ms for p in found.partitions for s in p.segments} == {None}
+
+
+def test_timestamp_bounds_on_remote_objects_need_a_reference_time(s3):
+    options = ScanOptions(validation=ValidationConfig(timestamp_after_max_ms=3_600_000))
+    problem = reference_time_problem([f"s3://{BUCKET}/fixtures/healthy"], options)
+    assert problem and "need --reference-time" in problem
+    assert reference_time_problem([str(CASES["fixtures/healthy"])], options) is None
+    options.reference_time = 1_700_000_000_000
+    assert reference_time_problem([f"s3://{BUCKET}/fixtures/healthy"], options) is None
+    with pytest.raises(ValueError, match="need --reference-time"):
+        kafka_audit.scan(f"s3://{BUCKET}/fixtures/healthy", timestamp_after_max_ms=3_600_000,
+                         storage_options=s3.storage_options())
 
 
 def _spark_scan(spark, discovery, options: ScanOptions):
@@ -190,8 +204,9 @@ def test_cli_scan_of_s3_with_the_endpoint_from_the_environment(s3, tmp_path):
         timeout=300,
         env={**_env(), **env},
     )
-    assert bounded.returncode == remote.returncode, bounded.stderr
-    assert "take the time the store wrote each object (S3 LastModified...)" in bounded.stderr
+    # Timestamp bounds on objects in a store need --reference-time: exit 2, one line.
+    assert bounded.returncode == 2 and "need --reference-time" in bounded.stderr
+    assert len(bounded.stderr.strip().splitlines()) == 1
 
 
 def _env() -> dict:

@@ -63,8 +63,8 @@ class SegmentFile:
     base_offset: int
     state: str
     size: int
-    # The file's modification time; for an object in a store, when the store last wrote it (S3
-    # LastModified...), None where the store tells none.
+    # The file's modification time (the default reference time of its timestamp checks); None for
+    # an object in a store, whose time is an upload's, not the broker's.
     mtime_ms: int | None
     index: str | None = None
     time_index: str | None = None

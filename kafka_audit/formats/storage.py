@@ -142,27 +142,6 @@ def _os_error(uri: str, exc: BaseException) -> OSError:
     return OSError(errno.EIO, _one_line(None, exc))
 
 
-def _mtime_ns(info: Mapping[str, Any]) -> int | None:
-    """The object's modification time as the store reports it (S3 ``LastModified``, GCS ``updated``,
-    Azure ``last_modified``, HDFS ``mtime``), or None."""
-    for key in ("LastModified", "last_modified", "updated", "mtime"):
-        value = info.get(key)
-        if value is None:
-            continue
-        if hasattr(value, "timestamp"):
-            return int(value.timestamp() * 1e9)
-        if isinstance(value, (int, float)):
-            return int(value * 1e9) if value < 1e11 else int(value * 1e6)
-        if isinstance(value, str):
-            from datetime import datetime
-
-            try:
-                return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1e9)
-            except ValueError:
-                continue
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class RemoteStat:
     """The part of ``os.stat_result`` discovery reads; ``st_ino`` is the object's key."""
@@ -303,7 +282,9 @@ class RemoteTree:
         return RemoteStat(
             stat.S_IFDIR if directory else stat.S_IFREG,
             0 if directory else int(info.get("size") or 0),
-            None if directory else _mtime_ns(info),
+            # No modification time: a store's object time is when it was uploaded, not a broker's
+            # clock, so it is never taken as the reference time (audit.reference_time_problem).
+            None,
             st_ino=key,
         )
 
