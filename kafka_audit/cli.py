@@ -57,8 +57,21 @@ app = typer.Typer(
 _command_started = time.monotonic()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from kafka_audit import __version__
+
+        typer.echo(f"kafka-audit {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _started() -> None:
+def _started(
+    version: Annotated[
+        bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
+    ] = False,
+) -> None:
+    """Forensic auditor for Apache Kafka's on-disk logs."""
     global _command_started
     _command_started = time.monotonic()
 

@@ -506,3 +506,12 @@ def test_output_parquet_writes_the_three_datasets(cli, tmp_path):
     assert sorted(findings["check"]) == sorted(f["check"] for f in report["findings"])
     assert len(pd.read_parquet(tmp_path / "out" / "batches")) == report["summary"]["batches"]
     assert list(pd.read_parquet(tmp_path / "out" / "producers").columns)[:3] == ["topic", "partition", "producer_id"]
+
+
+def test_version_prints_the_package_version_and_exits_0():
+    # SPEC section 1: `kafka-audit --version` and `python -m kafka_audit --version`.
+    from importlib.metadata import version
+
+    done = subprocess.run([sys.executable, "-m", "kafka_audit", "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"kafka-audit {version('kafka-audit')}"
