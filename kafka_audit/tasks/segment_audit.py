@@ -14,11 +14,13 @@ from dataclasses import dataclass, field, replace
 
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.errors import Check, CheckId
-from kafka_audit.formats.control_record import ControlRecord
-from kafka_audit.formats.file_records import BatchRecords
+from kafka_audit.formats.control_record import ControlRecord, parse_control_key_value
+from kafka_audit.formats.file_records import BatchRecords, screen_payload
 from kafka_audit.rules.log_validator import (
     ValidationConfig,
     Violation,
+    control_record_screen,
+    control_record_violation,
     record_screen,
     validate_appended_size,
     validate_batch_header,
@@ -32,7 +34,14 @@ from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.range_buffer import first_read
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.default_record import RecordScreen
-from kafka_audit.formats.record_batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, RecordBatch
+from kafka_audit.formats.record_batch import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    MAGIC_VALUE_V2,
+    TIMESTAMP_TYPE_MASK,
+    RecordBatch,
+    codec_label,
+)
 
 # Findings of one check listed one by one per task; the rest are counted in one last finding. A
 # segment of garbage with plausible framing (every message skipped by its size after a bad CRC)
@@ -167,6 +176,10 @@ class SegmentAuditor:
         # record_screen depends on the batch only through its format, control bit and timestamp
         # type: one lookup per batch instead of building the screen again.
         self._screens: dict[tuple[int, int], RecordScreen | None] = {}
+        # The quick path's screens, by the attribute bits they depend on (control, timestamp type).
+        self._quick_screens: dict[int, RecordScreen] = {}
+        # The quick path's counts, folded into ``stats`` when the walk ends: v2 batches per codec id.
+        self._quick_codecs = [0] * (COMPRESSION_CODEC_MASK + 1)
         # The newest batch timestamp read so far: the time a finding without a batch (bytes that
         # do not hold one) concerns, as those bytes were written after it.
         self._last_timestamp: int | None = None
@@ -236,9 +249,11 @@ class SegmentAuditor:
                             yield from (self._problem_finding(problem, item) for problem in pending)
                         pending.clear()
                     walked = item.position
-                    findings, summary = self._audit_batch(segment, item)
-                    if findings:
-                        yield from findings
+                    summary = self._quick_summary(segment.buffer, item)
+                    if summary is None:
+                        findings, summary = self._audit_batch(segment, item)
+                        if findings:
+                            yield from findings
                     if item.max_timestamp >= 0:
                         self._last_timestamp = item.max_timestamp
                     yield summary
@@ -253,6 +268,8 @@ class SegmentAuditor:
                     position=walked,
                     details={"unread_bytes": stop - walked},
                 )
+            finally:
+                self._fold_quick_counts()
 
     def _not_a_segment(self, problem: Problem) -> bool:
         """Whether the framing problem at position 0 shows a file that is no segment at all: no
@@ -263,6 +280,56 @@ class SegmentAuditor:
             return False
         offset = problem.offset
         return offset is None or not 0 <= offset - self.task.base_offset <= _INT_MAX
+
+    def _quick_summary(self, buf, batch: RecordBatch) -> BatchSummary | None:
+        """The summary of a v2 batch with a valid CRC and nothing to report, in one pass: the
+        header rules, the payload inflated and screened in one call (:func:`screen_payload`), a
+        control batch's one record parsed from its key and value, the appended size. None when
+        any stage might report something: :meth:`_audit_batch` then audits the batch in full,
+        so this path decides nothing :meth:`_audit_batch` would not (it skips only the work
+        whose answer is known to be empty)."""
+        if batch.magic != MAGIC_VALUE_V2 or not batch.crc_valid:
+            return None
+        config = self.config
+        if validate_batch_header(batch, self.topic_partition, config, compacted=self.compacted, topic=self.task.topic):
+            return None
+        attributes = batch.attributes
+        is_control = attributes & CONTROL_FLAG_MASK
+        screen_key = attributes & (CONTROL_FLAG_MASK | TIMESTAMP_TYPE_MASK)
+        screen = self._quick_screens.get(screen_key)
+        if screen is None:
+            if is_control:
+                screen = control_record_screen(batch, config, self.reference_time)
+            else:
+                screen = record_screen(batch, self.task.topic, config, self.reference_time)
+            self._quick_screens[screen_key] = screen
+        passed = screen_payload(buf, batch, screen, is_control)
+        control = None
+        if is_control:
+            # A control batch passes with its one record's (key, value) (validate_control_batch).
+            if passed.__class__ is not tuple:
+                return None
+            control = parse_control_key_value(*passed)
+            if control_record_violation(batch, control, None) is not None:
+                return None
+        elif passed is not True:
+            return None
+        if validate_appended_size(batch, self.topic_partition, config) is not None:
+            return None
+        self._quick_codecs[attributes & COMPRESSION_CODEC_MASK] += 1
+        self.stats.records += batch.record_count
+        task = self.task
+        return BatchSummary.of(task.topic, task.partition, task.segment, task.base_offset, batch, True, control)
+
+    def _fold_quick_counts(self) -> None:
+        """Add the quick path's counts to ``stats`` (the full path counts as it goes)."""
+        stats = self.stats
+        for codec, count in enumerate(self._quick_codecs):
+            if count:
+                stats.batches += count
+                stats.formats[_FORMAT_LABELS[MAGIC_VALUE_V2]] += count
+                stats.codecs[codec_label(codec)] += count
+        self._quick_codecs = [0] * (COMPRESSION_CODEC_MASK + 1)
 
     def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> tuple[list[Finding], BatchSummary]:
         """The findings of one batch (most have none) and its summary for the partition step."""
