@@ -300,6 +300,12 @@ static Py_ssize_t zstd_frames(const uint8_t *data, Py_ssize_t end, Py_ssize_t *s
 }
 
 static PyObject *zstd_key; /* the per-thread decompressor's key in the thread state dict */
+/* Attribute and method names, interned once at import. */
+enum { S_POSITION, S_SIZE, S_ATTRIBUTES, S_BASE_TIMESTAMP, S_RECORD_COUNT, S_REQUIRE_KEY, S_MIN_TIMESTAMP,
+       S_MAX_TIMESTAMP, S_DECOMPRESSOBJ, S_DECOMPRESS, S_EOF, S_UNUSED_DATA, S_COUNT };
+static const char *const name_text[S_COUNT] = {"position", "size", "attributes", "base_timestamp", "record_count",
+    "require_key", "min_timestamp", "max_timestamp", "decompressobj", "decompress", "eof", "unused_data"};
+static PyObject *names[S_COUNT];
 
 /* compression._unzstd_whole: each frame inflated in one decompressobj() call. */
 static int inflate_zstd(const uint8_t *data, Py_ssize_t n, long long max_size, PyObject *factory, payload_t *out)
@@ -325,14 +331,14 @@ static int inflate_zstd(const uint8_t *data, Py_ssize_t n, long long max_size, P
             return -1;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *inflater = PyObject_CallMethod(decompressor, "decompressobj", NULL);
+        PyObject *inflater = PyObject_CallMethodNoArgs(decompressor, names[S_DECOMPRESSOBJ]);
         if (inflater == NULL)
             return library_failed();
         PyObject *in = PyMemoryView_FromMemory((char *)data + starts[i], ends[i] - starts[i], PyBUF_READ);
-        PyObject *part = in ? PyObject_CallMethod(inflater, "decompress", "O", in) : NULL;
+        PyObject *part = in ? PyObject_CallMethodOneArg(inflater, names[S_DECOMPRESS], in) : NULL;
         Py_XDECREF(in);
-        PyObject *eof = part ? PyObject_GetAttrString(inflater, "eof") : NULL;
-        PyObject *unused = eof ? PyObject_GetAttrString(inflater, "unused_data") : NULL;
+        PyObject *eof = part ? PyObject_GetAttr(inflater, names[S_EOF]) : NULL;
+        PyObject *unused = eof ? PyObject_GetAttr(inflater, names[S_UNUSED_DATA]) : NULL;
         Py_DECREF(inflater);
         int whole = unused && PyBytes_Check(part) && eof == Py_True && PyBytes_Check(unused) && PyBytes_GET_SIZE(unused) == 0;
         Py_XDECREF(eof);
@@ -396,9 +402,9 @@ static PyObject *first_record(const uint8_t *data, Py_ssize_t end)
     return pair;
 }
 
-static int long_attr(PyObject *obj, const char *name, long long *out)
+static int long_attr(PyObject *obj, int name, long long *out)
 {
-    PyObject *value = PyObject_GetAttrString(obj, name);
+    PyObject *value = PyObject_GetAttr(obj, names[name]);
     if (value == NULL)
         return 0;
     *out = value == Py_None ? 0 : PyLong_AsLongLong(value);
@@ -415,17 +421,17 @@ static PyObject *screen_payload(PyObject *Py_UNUSED(self), PyObject *const *args
     }
     PyObject *batch = args[1], *screen_obj = args[2];
     long long position, size, attributes, base_timestamp, record_count, max_size;
-    if (!long_attr(batch, "position", &position) || !long_attr(batch, "size", &size)
-        || !long_attr(batch, "attributes", &attributes) || !long_attr(batch, "base_timestamp", &base_timestamp)
-        || !long_attr(batch, "record_count", &record_count))
+    if (!long_attr(batch, S_POSITION, &position) || !long_attr(batch, S_SIZE, &size)
+        || !long_attr(batch, S_ATTRIBUTES, &attributes) || !long_attr(batch, S_BASE_TIMESTAMP, &base_timestamp)
+        || !long_attr(batch, S_RECORD_COUNT, &record_count))
         return NULL;
     max_size = PyLong_AsLongLong(args[3]);
     int want_record = PyObject_IsTrue(args[4]);
     if ((max_size == -1 || want_record < 0) && PyErr_Occurred())
         return NULL;
-    PyObject *require = PyObject_GetAttrString(screen_obj, "require_key");
-    PyObject *low_obj = require ? PyObject_GetAttrString(screen_obj, "min_timestamp") : NULL;
-    PyObject *high_obj = low_obj ? PyObject_GetAttrString(screen_obj, "max_timestamp") : NULL;
+    PyObject *require = PyObject_GetAttr(screen_obj, names[S_REQUIRE_KEY]);
+    PyObject *low_obj = require ? PyObject_GetAttr(screen_obj, names[S_MIN_TIMESTAMP]) : NULL;
+    PyObject *high_obj = low_obj ? PyObject_GetAttr(screen_obj, names[S_MAX_TIMESTAMP]) : NULL;
     int require_key = high_obj ? PyObject_IsTrue(require) : -1;
     int has_low = 0, has_high = 0, ok = require_key >= 0;
     wide low = 0, high = 0;
@@ -489,6 +495,11 @@ PyMODINIT_FUNC PyInit__record_screen(void)
     zstd_key = PyUnicode_InternFromString("kafka_audit.formats._record_screen.zstd_decompressor");
     if (zstd_key == NULL)
         return NULL;
+    for (int i = 0; i < S_COUNT; i++) {
+        names[i] = PyUnicode_InternFromString(name_text[i]);
+        if (names[i] == NULL)
+            return NULL;
+    }
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

@@ -23,6 +23,7 @@ from kafka_audit.formats.control_record import ControlRecord, parse_control_reco
 from kafka_audit.formats.default_record import RecordScreen
 from kafka_audit.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
     CompressionType,
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
@@ -30,6 +31,7 @@ from kafka_audit.formats.record_batch import (
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
     Record,
     RecordBatch,
     TimestampType,
@@ -163,9 +165,10 @@ def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> V
 
     On disk a control batch is the broker's when it carries the transactional bit (transaction
     markers, ``MemoryRecords.withEndTransactionMarker``) or lies in the KRaft metadata log; any
-    other can only have come from a client."""
-    if batch.is_control:
-        if batch.is_transactional or topic == KRAFT_METADATA_TOPIC:
+    other can only have come from a client. ``batch`` is a v2 batch (validate_batch_header)."""
+    attributes = batch.attributes
+    if attributes & CONTROL_FLAG_MASK:  # RecordBatch.is_control, of a v2 batch
+        if attributes & TRANSACTIONAL_FLAG_MASK or topic == KRAFT_METADATA_TOPIC:
             return None
         return Violation(
             "invalid_control_batch",
