@@ -19,11 +19,12 @@ import pytest
 import zstandard
 
 from kafka_audit.audit import ScanOptions, plan_tasks, with_inferred_compaction
-from kafka_audit.formats import file_records
+from kafka_audit.formats import file_records, payload_screen
 from kafka_audit.formats.compression import compress
 from kafka_audit.formats.control_record import parse_control_key_value, parse_control_record
 from kafka_audit.formats.default_record import RecordScreen, decode_records
-from kafka_audit.formats.file_records import FileRecords, screen_payload, screen_payload_py
+from kafka_audit.formats.file_records import FileRecords
+from kafka_audit.formats.payload_screen import screen_payload, screen_payload_py
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.formats.record_batch import (
     V2_ATTRIBUTES_OFFSET,
@@ -42,7 +43,7 @@ CORPUS = REPO.parent.parent / "shared" / "corpus" / "real"
 CORPUS_SOURCES = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
 TS = 1_700_000_000_000
 compiled = pytest.mark.skipif(
-    file_records._compiled_payload_screen is None, reason="the C payload screen is not built"
+    payload_screen._compiled_payload_screen is None, reason="the C payload screen is not built"
 )
 
 
@@ -282,9 +283,9 @@ def test_compiled_payload_screen_keeps_the_bomb_cap() -> None:
     raw = _raw_records(1, 10)
     buf = _v2_with_payload(compress(4, raw, 2), 4, 1)
     (batch,) = _batches(buf)
-    args = (buf, batch, RecordScreen(), 0, False, file_records.LZ4_BLOCK_INTO, file_records.ZSTD_DECOMPRESSOR)
-    assert file_records._compiled_payload_screen(*args) is None
-    assert file_records._compiled_payload_screen(*args[:3], 1 << 20, *args[4:]) is True
+    args = (buf, batch, RecordScreen(), 0, False, payload_screen.LZ4_BLOCK_INTO, payload_screen.ZSTD_DECOMPRESSOR)
+    assert payload_screen._compiled_payload_screen(*args) is None
+    assert payload_screen._compiled_payload_screen(*args[:3], 1 << 20, *args[4:]) is True
 
 
 # -- the pieces the quick path builds differently ------------------------------------------------

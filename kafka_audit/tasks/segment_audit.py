@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.errors import Check, CheckId
 from kafka_audit.formats.control_record import ControlRecord, parse_control_key_value
-from kafka_audit.formats.file_records import BatchRecords, screen_payload
+from kafka_audit.formats.file_records import BatchRecords
+from kafka_audit.formats.payload_screen import screen_payload
 from kafka_audit.rules.log_validator import (
     ValidationConfig,
     Violation,
