@@ -333,3 +333,14 @@ def test_cached_control_parse_is_the_record_parse(key, value) -> None:
 def _raw_control(key: bytes | None, value: bytes | None) -> bytes:
     data = encode_batch(BatchSpec(records=(RecordSpec(key=key, value=value),)))
     return data[V2_RECORDS_OFFSET:]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_quick_path_without_the_c_build_audits_as_the_full_audit_does(seed: int, tmp_path: Path, monkeypatch) -> None:
+    """Without the compiled payload screen the quick path screens with screen_payload_py."""
+    monkeypatch.setattr(payload_screen, "_compiled_payload_screen", None)
+    shutil.copytree(FIXTURES[1], tmp_path / "logs", symlinks=True)
+    folder = tmp_path / "logs" / "bad-0"
+    folder.mkdir()
+    (folder / "00000000000000000000.log").write_bytes(_segment_of(_damaged_batches(seed)))
+    assert _assert_same(tmp_path / "logs", monkeypatch) > 0
