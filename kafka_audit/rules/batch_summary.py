@@ -62,7 +62,7 @@ class BatchSummary(NamedTuple):
         else:
             control_type, coordinator_epoch = NO_CONTROL_TYPE, -1
         # tuple.__new__ with the fields in order: the NamedTuple's own __new__ is a Python call
-        # per batch (tests/test_segment_audit_quick.py checks the order against the keywords).
+        # per batch (tests/test_quick_path.py checks the order against the keywords).
         return _new(
             cls,
             (
