@@ -75,6 +75,7 @@ from kafka_audit.rules.transactions import (
     OpenTxn,
     compare_txn_index,
     open_transaction_findings,
+    track_transaction,
 )
 
 __all__ = ["PartitionLog", "ProducerStateReplay", "ReplayStats", "in_sequence", "replay_partition"]
@@ -345,7 +346,7 @@ class ProducerStateReplay:
         elif self.bumps.pending:
             self.bumps.next_batch(batch)
         if batch.is_transactional or pid in self.open_txns:
-            self._track_transaction(batch, resyncing)
+            track_transaction(self, batch, resyncing)
 
     def _compaction_explains(self, rejection: Rejection, batch: BatchSummary, before) -> bool:
         """The cleaner removes whole batches: a new epoch or a sequence that starts ahead."""
@@ -362,47 +363,6 @@ class ProducerStateReplay:
             or self.log.compacted
             or self.client.origin is AppendOrigin.COORDINATOR
         )
-
-    def _track_transaction(self, batch: BatchSummary, resyncing: bool) -> None:
-        """A transactional batch, or any batch of a producer with an open transaction."""
-        pid, epoch = batch.producer_id, batch.producer_epoch
-        txn = self.open_txns.get(pid)
-        if txn is not None:
-            txn.last_timestamp = batch.max_timestamp
-        if batch.is_transactional:
-            if txn is None:
-                self.open_txns[pid] = OpenTxn(pid, batch.base_offset, batch.max_timestamp, epoch, batch, batch.max_timestamp)
-                self.uncertain_txns.discard(pid)
-                if self.timeline:
-                    self.event(
-                        EventKind.TRANSACTION_BEGIN,
-                        batch,
-                        f"Producer {pid} began a transaction at offset {batch.base_offset} in partition {self.tp}",
-                    )
-            elif txn.epoch != epoch:
-                if not resyncing:
-                    self.finding(
-                        "transaction_state_violation",
-                        f"Transactional write from producer {pid} at offset {batch.base_offset} in partition "
-                        f"{self.tp} has epoch {epoch}, but its open transaction that started at offset "
-                        f"{txn.first_offset} has epoch {txn.epoch}",
-                        batch,
-                        {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
-                    )
-                txn.epoch = epoch
-        elif txn is not None:
-            if resyncing:
-                # The invalid batch may have been this transaction's end marker.
-                del self.open_txns[pid]
-                self.uncertain_txns.discard(pid)
-                return
-            self.finding(
-                "transaction_state_violation",
-                f"Expected transactional write from producer {pid} at offset {batch.base_offset} in partition "
-                f"{self.tp}",
-                batch,
-                {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
-            )
 
     def _unknown_producer(self, batch: BatchSummary) -> None:
         """UnknownProducerId: a first batch with sequence != 0 and no state to check it against."""

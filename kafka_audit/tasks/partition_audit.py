@@ -279,15 +279,19 @@ class _Coverage:
         self.end = 0
 
     def gap_before(self, summary: BatchSummary) -> bool:
-        gap = False
-        if self.current is None or summary.segment != self.current.segment:
-            gap = self._close()
-            while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
-                gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
-                self.next += 1
-            self.current = self.order[self.next] if self.next < len(self.order) else None
+        current = self.current
+        if current is not None and summary.segment == current.segment:  # the common case
+            gap = summary.position != self.end
+            self.end = summary.position + summary.size
+            return gap
+        # Another segment: the current one's tail, and segments skipped on the way.
+        gap = self._close()
+        while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
+            gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
             self.next += 1
-            self.end = 0
+        self.current = self.order[self.next] if self.next < len(self.order) else None
+        self.next += 1
+        self.end = 0
         gap |= summary.position != self.end
         self.end = summary.position + summary.size
         return gap
