@@ -94,14 +94,14 @@ def test_fencing_fixtures_fork_the_written_state(monkeypatch):
             with monkeypatch.context() as patch:
                 patch.setattr(partition_audit, "ProducerStateReplay", RecordedReplay)
                 audit_partition(meta, iter(summaries))
-            forked += [replay._written is not None for replay in RecordedReplay.made]
+            forked += [len(replay.states()) == 2 for replay in RecordedReplay.made]
     assert forked == [True, True, True]
     (meta, summaries), *_ = partition_inputs([str(FIXTURES / "healthy")])
     RecordedReplay.made.clear()
     with monkeypatch.context() as patch:
         patch.setattr(partition_audit, "ProducerStateReplay", RecordedReplay)
         audit_partition(meta, iter(summaries))
-    assert RecordedReplay.made[0]._written is None
+    assert len(RecordedReplay.made[0].states()) == 1
 
 
 @pytest.mark.parametrize("corpus", ["real", "real-broker"])
