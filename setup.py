@@ -35,7 +35,7 @@ setup(
         Extension(
             "kafka_audit.formats._record_screen",
             sources=["kafka_audit/formats/_record_screen.c"],
-            depends=[_GRAMMAR_H],
+            depends=[_GRAMMAR_H, "kafka_audit/formats/_payload_inflate.h"],
             define_macros=_grammar_macros(),
             optional=True,
         ),

@@ -51,6 +51,12 @@ _ZSTD_LEVEL = 3
 _ZSTD_SLICE = 1024
 
 
+# The library calls of the LZ4 and zstd fast paths below, also handed to the compiled payload
+# screen (file_records.screen_payload) so that it inflates with exactly the same ones.
+LZ4_BLOCK_INTO = cramjam.lz4.decompress_block_into
+ZSTD_DECOMPRESSOR = zstandard.ZstdDecompressor
+
+
 class DecompressionError(Exception):
     """A payload that does not decompress, an unknown codec id, or a decompression bomb."""
 
@@ -256,7 +262,7 @@ def _unlz4_independent(data: bytes, blocks: list[tuple[int, int, bool]], block_m
             parts.append(view[start : start + length])
             continue
         try:
-            size = cramjam.lz4.decompress_block_into(view[start : start + length], scratch)
+            size = LZ4_BLOCK_INTO(view[start : start + length], scratch)
         except Exception as exc:
             raise _failed(CompressionType.LZ4, exc) from None
         parts.append(scratch[:size].tobytes())
@@ -461,7 +467,7 @@ def _unzstd_whole(data: bytes, max_size: int) -> bytes | None:
         return None
     decompressor = getattr(_zstd_local, "decompressor", None)
     if decompressor is None:
-        decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor()
+        decompressor = _zstd_local.decompressor = ZSTD_DECOMPRESSOR()
     parts = []
     try:
         for start, end, _ in frames:

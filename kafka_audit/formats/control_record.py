@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from functools import lru_cache
 
 from kafka_audit.formats.record_batch import ControlRecordType, Record
 
@@ -44,9 +45,19 @@ def encode_end_transaction_marker(coordinator_epoch: int, version: int = 0) -> b
 
 def parse_control_record(record: Record) -> ControlRecord:
     """ControlRecordType.parse and EndTransactionMarker.deserialize, without raising."""
-    key = record.key
+    return _parse(record.key, record.key_size, record.value, record.value_size)
+
+
+@lru_cache(maxsize=1024)
+def parse_control_key_value(key: bytes | None, value: bytes | None) -> ControlRecord:
+    """:func:`parse_control_record` of a record with this key and value (None: null). Cached: the
+    markers of a partition repeat the same few keys and values (a ControlRecord is frozen)."""
+    return _parse(key, -1 if key is None else len(key), value, -1 if value is None else len(value))
+
+
+def _parse(key: bytes | None, key_size: int, value: bytes | None, value_size: int) -> ControlRecord:
     if key is None or len(key) < _KEY.size:
-        return ControlRecord(error=f"Invalid control record key of {record.key_size} bytes")
+        return ControlRecord(error=f"Invalid control record key of {key_size} bytes")
     version, type_id = _KEY.unpack_from(key)
     if version != CURRENT_CONTROL_KEY_VERSION:
         return ControlRecord(version, type_id, error=f"Unknown control record key version {version}")
@@ -54,11 +65,8 @@ def parse_control_record(record: Record) -> ControlRecord:
         return ControlRecord(version, type_id, error=f"Unknown control record type {type_id}")
     if type_id not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         return ControlRecord(version, type_id)
-    value = record.value
     if value is None or len(value) < _MARKER.size:
-        return ControlRecord(
-            version, type_id, error=f"Invalid transaction marker value of {record.value_size} bytes"
-        )
+        return ControlRecord(version, type_id, error=f"Invalid transaction marker value of {value_size} bytes")
     marker_version, coordinator_epoch = _MARKER.unpack_from(value)
     if marker_version < 0:
         return ControlRecord(version, type_id, error=f"Invalid transaction marker version {marker_version}")

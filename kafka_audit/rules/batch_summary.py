@@ -56,28 +56,40 @@ class BatchSummary(NamedTuple):
         valid: bool,
         control: ControlRecord | None,
     ) -> "BatchSummary":
-        marker_ok = control is not None and control.error is None
-        return cls(
-            topic,
-            partition,
-            segment,
-            segment_base_offset,
-            batch.position,
-            batch.base_offset,
-            batch.last_offset,
-            batch.magic,
-            valid,
-            batch.producer_id,
-            batch.producer_epoch,
-            batch.base_sequence,
-            batch.last_sequence,
-            batch.is_transactional,
-            batch.is_control,
-            control.type if marker_ok and control.type is not None else NO_CONTROL_TYPE,
-            control.coordinator_epoch if marker_ok and control.coordinator_epoch is not None else -1,
-            batch.max_timestamp,
-            batch.record_count or 0,
-            batch.size,
-            batch.compression,
-            batch.crc_valid,
+        if control is not None and control.error is None:
+            control_type = NO_CONTROL_TYPE if control.type is None else control.type
+            coordinator_epoch = -1 if control.coordinator_epoch is None else control.coordinator_epoch
+        else:
+            control_type, coordinator_epoch = NO_CONTROL_TYPE, -1
+        # tuple.__new__ with the fields in order: the NamedTuple's own __new__ is a Python call
+        # per batch (tests/test_quick_path.py checks the order against the keywords).
+        return _new(
+            cls,
+            (
+                topic,
+                partition,
+                segment,
+                segment_base_offset,
+                batch.position,
+                batch.base_offset,
+                batch.last_offset,
+                batch.magic,
+                valid,
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.base_sequence,
+                batch.last_sequence,
+                batch.is_transactional,
+                batch.is_control,
+                control_type,
+                coordinator_epoch,
+                batch.max_timestamp,
+                batch.record_count or 0,
+                batch.size,
+                batch.compression,
+                batch.crc_valid,
+            ),
         )
+
+
+_new = tuple.__new__

@@ -23,6 +23,7 @@ from kafka_audit.formats.control_record import ControlRecord, parse_control_reco
 from kafka_audit.formats.default_record import RecordScreen
 from kafka_audit.formats.record_batch import (
     COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
     CompressionType,
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
@@ -30,6 +31,7 @@ from kafka_audit.formats.record_batch import (
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
     Record,
     RecordBatch,
     TimestampType,
@@ -135,7 +137,8 @@ def _offset_range_violation(batch: RecordBatch, topic_partition: str, compacted:
     of a compacted topic excepted)."""
     count = batch.record_count or 0
     count_from_offsets = batch.last_offset - batch.base_offset + 1
-    details = {"record_count": count, "last_offset_delta": batch.last_offset_delta}
+    if count == count_from_offsets and count > 0:  # the common batch: none of the rules below fires
+        return None
     if count_from_offsets <= 0:
         message = (
             f"Batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}] "
@@ -150,6 +153,7 @@ def _offset_range_violation(batch: RecordBatch, topic_partition: str, compacted:
         )
     else:
         return None
+    details = {"record_count": count, "last_offset_delta": batch.last_offset_delta}
     return Violation("non_monotonic_offsets", message, details=details)
 
 
@@ -161,9 +165,10 @@ def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> V
 
     On disk a control batch is the broker's when it carries the transactional bit (transaction
     markers, ``MemoryRecords.withEndTransactionMarker``) or lies in the KRaft metadata log; any
-    other can only have come from a client."""
-    if batch.is_control:
-        if batch.is_transactional or topic == KRAFT_METADATA_TOPIC:
+    other can only have come from a client. ``batch`` is a v2 batch (validate_batch_header)."""
+    attributes = batch.attributes
+    if attributes & CONTROL_FLAG_MASK:  # RecordBatch.is_control, of a v2 batch
+        if attributes & TRANSACTIONAL_FLAG_MASK or topic == KRAFT_METADATA_TOPIC:
             return None
         return Violation(
             "invalid_control_batch",
@@ -219,18 +224,23 @@ def validate_control_batch(
             )
         ], None
     control = parse_control_record(records[0])
+    violation = control_record_violation(batch, control, records[0].offset)
+    return ([] if violation is None else [violation]), control
+
+
+def control_record_violation(batch: RecordBatch, control: ControlRecord, offset: int | None) -> Violation | None:
+    """The rule a control batch's one record (at ``offset``) breaks: it is no well-formed control
+    record, or it is a transaction marker without the transaction's producer id."""
     if control.error:
-        return [Violation("invalid_control_batch", control.error, record_index=0, offset=records[0].offset)], control
+        return Violation("invalid_control_batch", control.error, record_index=0, offset=offset)
     if control.is_transaction_marker and batch.producer_id == NO_PRODUCER_ID:
-        return [
-            Violation(
-                "invalid_control_batch",
-                "Transaction marker written without the transaction's producer id",
-                record_index=0,
-                offset=records[0].offset,
-            )
-        ], control
-    return [], control
+        return Violation(
+            "invalid_control_batch",
+            "Transaction marker written without the transaction's producer id",
+            record_index=0,
+            offset=offset,
+        )
+    return None
 
 
 def validate_records(
@@ -383,6 +393,23 @@ def record_screen(
     """
     if batch.magic != MAGIC_VALUE_V2 or batch.is_control:
         return None
+    return RecordScreen(config.is_compacted(topic), *_timestamp_bounds(batch, config, reference_time))
+
+
+def control_record_screen(batch: RecordBatch, config: ValidationConfig, reference_time: int | None) -> RecordScreen | None:
+    """The screen a v2 control batch's records can be held to instead of :func:`validate_records`:
+    as :func:`record_screen`'s, without the key rule (a control record is no compacted topic's
+    record), its offset delta its index satisfying both offset rules. None for other batches."""
+    if batch.magic != MAGIC_VALUE_V2 or not batch.is_control:
+        return None
+    return RecordScreen(False, *_timestamp_bounds(batch, config, reference_time))
+
+
+def _timestamp_bounds(
+    batch: RecordBatch, config: ValidationConfig, reference_time: int | None
+) -> tuple[int | None, int | None]:
+    """The timestamps validateTimestamp accepts for the batch's records: ``(low, high)``, None
+    where unbounded (no reference time, LOG_APPEND_TIME, or no bound configured)."""
     low = high = None
     if (
         reference_time is not None
@@ -393,7 +420,7 @@ def record_screen(
             low = reference_time - config.timestamp_before_max_ms
         if config.timestamp_after_max_ms is not None:
             high = reference_time + config.timestamp_after_max_ms
-    return RecordScreen(config.is_compacted(topic), low, high)
+    return low, high
 
 
 def _cleaned_offset_violation(

@@ -14,11 +14,14 @@ from dataclasses import dataclass, field, replace
 
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.errors import Check, CheckId
-from kafka_audit.formats.control_record import ControlRecord
+from kafka_audit.formats.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.formats.file_records import BatchRecords
+from kafka_audit.formats.payload_screen import screen_payload
 from kafka_audit.rules.log_validator import (
     ValidationConfig,
     Violation,
+    control_record_screen,
+    control_record_violation,
     record_screen,
     validate_appended_size,
     validate_batch_header,
@@ -32,7 +35,14 @@ from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.range_buffer import first_read
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.default_record import RecordScreen
-from kafka_audit.formats.record_batch import CONTROL_FLAG_MASK, TIMESTAMP_TYPE_MASK, RecordBatch
+from kafka_audit.formats.record_batch import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    MAGIC_VALUE_V2,
+    TIMESTAMP_TYPE_MASK,
+    RecordBatch,
+    codec_label,
+)
 
 # Findings of one check listed one by one per task; the rest are counted in one last finding. A
 # segment of garbage with plausible framing (every message skipped by its size after a bad CRC)
@@ -167,25 +177,35 @@ class SegmentAuditor:
         # record_screen depends on the batch only through its format, control bit and timestamp
         # type: one lookup per batch instead of building the screen again.
         self._screens: dict[tuple[int, int], RecordScreen | None] = {}
+        # The quick path's screens, by the attribute bits they depend on (control, timestamp type).
+        self._quick_screens: dict[int, RecordScreen] = {}
+        # The quick path's counts, folded into ``stats`` when the walk ends: v2 batches per codec id.
+        self._quick_codecs = [0] * (COMPRESSION_CODEC_MASK + 1)
+        self._quick_records = 0
         # The newest batch timestamp read so far: the time a finding without a batch (bytes that
         # do not hold one) concerns, as those bytes were written after it.
         self._last_timestamp: int | None = None
+        self._counts: Counter = Counter()  # findings per check (run)
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
         that counts the rest) and its batch summaries, in file order."""
-        counts: Counter = Counter()
-        for item in self._walk():
-            if isinstance(item, Finding):
-                counts[item.check] += 1
-                if counts[item.check] > MAX_FINDINGS_PER_CHECK:
-                    continue
-            yield item
-        for check, count in sorted(counts.items()):
+        self._counts = Counter()
+        yield from self._walk()
+        for check, count in sorted(self._counts.items()):
             if count > MAX_FINDINGS_PER_CHECK:
                 more = count - MAX_FINDINGS_PER_CHECK
                 message = f"{more} more {check} findings in {self.task.segment} (not listed one by one)"
                 yield self._finding(check, message, None, details={"more_findings": more})
+
+    def _capped(self, findings: Iterable[Finding]) -> Iterator[Finding]:
+        """The findings of a check while it has given fewer than :data:`MAX_FINDINGS_PER_CHECK`;
+        the rest are only counted (the walk yields its summaries around this, without a count)."""
+        counts = self._counts
+        for finding in findings:
+            counts[finding.check] += 1
+            if counts[finding.check] <= MAX_FINDINGS_PER_CHECK:
+                yield finding
 
     def _walk(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
@@ -211,48 +231,54 @@ class SegmentAuditor:
             try:
                 for item in segment.batches(task.start, task.stop):
                     if first and task.start == 0 and isinstance(item, Problem) and self._not_a_segment(item):
-                        yield self._finding(
+                        yield from self._capped((self._finding(
                             item.check,
                             f"Not a Kafka segment: the file does not start with a record batch ({item.message})",
                             None,
                             position=0,
                             details={"not_a_segment": True},
-                        )
+                        ),))
                         return
                     first = False
                     if isinstance(item, Problem):
                         if item.check == CheckId.CRC_MISMATCH:
                             pending.append(item)  # its batch follows at once
                         else:
-                            yield self._problem_finding(item, None)
+                            yield from self._capped((self._problem_finding(item, None),))
                         continue
                     if pending:
                         # The size comes before the CRC (validate_batch_size): an oversized batch
                         # with a bad CRC is answered MESSAGE_TOO_LARGE.
                         oversized = validate_batch_size(item, self.topic_partition, self.config)
                         if oversized is not None:
-                            yield self._finding(oversized.check, oversized.message, item, details=oversized.details)
+                            yield from self._capped(
+                                (self._finding(oversized.check, oversized.message, item, details=oversized.details),)
+                            )
                         else:
-                            yield from (self._problem_finding(problem, item) for problem in pending)
+                            yield from self._capped(self._problem_finding(problem, item) for problem in pending)
                         pending.clear()
                     walked = item.position
-                    findings, summary = self._audit_batch(segment, item)
-                    if findings:
-                        yield from findings
+                    summary = self._quick_summary(segment.buffer, item)
+                    if summary is None:
+                        findings, summary = self._audit_batch(segment, item)
+                        if findings:
+                            yield from self._capped(findings)
                     if item.max_timestamp >= 0:
                         self._last_timestamp = item.max_timestamp
                     yield summary
             except OSError as exc:
                 # A ranged read of an object in a store failed part way (network, object gone):
                 # what was read is audited, the rest is said to be unread (SPEC section 1).
-                yield self._finding(
+                yield from self._capped((self._finding(
                     CheckId.UNREADABLE_SEGMENT,
                     f"Reading {task.segment} failed after byte {walked}: {exc.strerror or exc}; "
                     f"the bytes from there to {stop} are not audited",
                     None,
                     position=walked,
                     details={"unread_bytes": stop - walked},
-                )
+                ),))
+            finally:
+                self._fold_quick_counts()
 
     def _not_a_segment(self, problem: Problem) -> bool:
         """Whether the framing problem at position 0 shows a file that is no segment at all: no
@@ -263,6 +289,57 @@ class SegmentAuditor:
             return False
         offset = problem.offset
         return offset is None or not 0 <= offset - self.task.base_offset <= _INT_MAX
+
+    def _quick_summary(self, buf, batch: RecordBatch) -> BatchSummary | None:
+        """The summary of a v2 batch with a valid CRC and nothing to report, in one pass: the
+        header rules, the payload inflated and screened in one call (:func:`screen_payload`), a
+        control batch's one record parsed from its key and value, the appended size. None when
+        any stage might report something: :meth:`_audit_batch` then audits the batch in full,
+        so this path decides nothing :meth:`_audit_batch` would not (it skips only the work
+        whose answer is known to be empty)."""
+        if batch.magic != MAGIC_VALUE_V2 or not batch.crc_valid:
+            return None
+        config, topic_partition, task = self.config, self.topic_partition, self.task
+        if validate_batch_header(batch, topic_partition, config, compacted=self.compacted, topic=task.topic):
+            return None
+        attributes = batch.attributes
+        is_control = attributes & CONTROL_FLAG_MASK
+        screen_key = attributes & (CONTROL_FLAG_MASK | TIMESTAMP_TYPE_MASK)
+        screen = self._quick_screens.get(screen_key)
+        if screen is None:
+            if is_control:
+                screen = control_record_screen(batch, config, self.reference_time)
+            else:
+                screen = record_screen(batch, task.topic, config, self.reference_time)
+            self._quick_screens[screen_key] = screen
+        passed = screen_payload(buf, batch, screen, is_control)
+        control = None
+        if is_control:
+            # A control batch passes with its one record's (key, value) (validate_control_batch).
+            if passed.__class__ is not tuple:
+                return None
+            control = parse_control_key_value(*passed)
+            if control_record_violation(batch, control, None) is not None:
+                return None
+        elif passed is not True:
+            return None
+        if validate_appended_size(batch, topic_partition, config) is not None:
+            return None
+        self._quick_codecs[attributes & COMPRESSION_CODEC_MASK] += 1
+        self._quick_records += batch.record_count
+        return BatchSummary.of(task.topic, task.partition, task.segment, task.base_offset, batch, True, control)
+
+    def _fold_quick_counts(self) -> None:
+        """Add the quick path's counts to ``stats`` (the full path counts as it goes)."""
+        stats = self.stats
+        for codec, count in enumerate(self._quick_codecs):
+            if count:
+                stats.batches += count
+                stats.formats[_FORMAT_LABELS[MAGIC_VALUE_V2]] += count
+                stats.codecs[codec_label(codec)] += count
+        stats.records += self._quick_records
+        self._quick_codecs = [0] * (COMPRESSION_CODEC_MASK + 1)
+        self._quick_records = 0
 
     def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> tuple[list[Finding], BatchSummary]:
         """The findings of one batch (most have none) and its summary for the partition step."""
