@@ -163,15 +163,11 @@ class SegmentAuditor:
         self.task = task
         self.config = config
         storage.configure(task.storage_options)
-        # SPEC: the reference time defaults to the segment file's modification time.
+        # SPEC: the reference time defaults to the segment file's modification time. Only an
+        # object in a store has none, and timestamp bounds over a URI need --reference-time
+        # (audit.reference_time_problem refuses the scan before it starts).
         self.reference_time = reference_time if reference_time is not None else task.mtime_ms
         self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
-        timestamp_checks = config.timestamp_before_max_ms is not None or config.timestamp_after_max_ms is not None
-        if self.reference_time is None and timestamp_checks and task.start == 0:
-            self.stats.notes.append(
-                f"{task.segment}: timestamp checks not run: its store tells no modification time "
-                f"(give --reference-time)"
-            )
         self.topic_partition = partition_label(task.topic, task.partition)
         self.compacted = config.is_compacted(task.topic)
         # record_screen depends on the batch only through its format, control bit and timestamp
