@@ -10,8 +10,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
-# /work/main/../shared, or /work/wt/<name>/../../shared from a worktree.
-SHARED = next((p for p in (REPO.parent / "shared", REPO.parent.parent / "shared") if p.is_dir()), REPO.parent / "shared")
+from tests.support.audit_run import SHARED  # noqa: E402
 CORPUS = SHARED / "corpus" / "real"
 
 

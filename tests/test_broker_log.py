@@ -13,12 +13,10 @@ import pytest
 from kafka_audit.formats.broker_log import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogError, read_broker_logs
 from kafka_audit.formats.broker_log_lines import PRODUCE_EXCEPTIONS, parse_topic_partition
 from kafka_audit.rules.broker_rejection import kafka_error
+from tests.support.audit_run import SHARED
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms
 
-REAL_BROKER = next(
-    (p for p in (Path(__file__).resolve().parents[n] / "shared" / "corpus" / "real-broker" for n in (1, 2, 3)) if p.is_dir()),
-    None,
-)
+REAL_BROKER = SHARED / "corpus" / "real-broker" if (SHARED / "corpus" / "real-broker").is_dir() else None
 
 APPEND_FAILED = "[2022-03-14 16:11:02,431] ERROR [ReplicaManager broker=23] Error processing append operation on partition test-8 (kafka.server.ReplicaManager)\n"
 

@@ -21,8 +21,9 @@ from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.log_dir import discover
 from kafka_audit.formats.problem import Problem
 from kafka_audit.formats.record_batch import ControlRecordType, RecordBatch
+from tests.support.audit_run import SHARED
 
-CORPUS = Path(__file__).resolve().parent.parent.parent / "shared" / "corpus" / "real"
+CORPUS = SHARED / "corpus" / "real"
 EXPERTS = "fuzibotond__Experts-in-team-innovation"
 
 # (batches, records) per source, as kafka-python reads them (control records count as records).

@@ -17,9 +17,9 @@ from kafka_audit.formats.file_records import FileRecords
 from kafka_audit.formats.internal_topics import decoder_for, is_kraft_snapshot, read_transaction_log
 from kafka_audit.formats.metadata_records import MetadataRecordDecoder
 from kafka_audit.formats.problem import Problem
-from tests.conftest import REPO
+from tests.support.audit_run import SHARED as SHARED_DIR
 
-SHARED = next((p for p in (REPO.parent / "shared", REPO.parent.parent / "shared") if p.is_dir()), None)
+SHARED = SHARED_DIR if SHARED_DIR.is_dir() else None
 
 
 @pytest.fixture(scope="module")

@@ -35,11 +35,12 @@ from kafka_audit.formats.record_batch import (
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.tasks.segment_audit import SegmentAuditor
+from tests.support.audit_run import SHARED
 from tests.support.writer import BatchSpec, ControlSpec, RecordSpec, encode_batch, records
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = [REPO / "fixtures" / name for name in ("healthy", "faulty", "producer-errors")]
-CORPUS = REPO.parent.parent / "shared" / "corpus" / "real"
+CORPUS = SHARED / "corpus" / "real"
 CORPUS_SOURCES = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
 TS = 1_700_000_000_000
 compiled = pytest.mark.skipif(

@@ -24,14 +24,14 @@ from kafka_audit.formats.log_dir import discover
 from kafka_audit.formats.range_buffer import RangeBuffer
 from kafka_audit.formats.record_batch import RecordBatch
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
-from tests.conftest import FIXTURES, REPO
+from tests.conftest import FIXTURES
+from tests.support.audit_run import SHARED
 from tests.support.s3_server import CREDENTIALS, S3Server, upload_tree
 from tests.support.writer import LogDirWriter, Producer, records
 
 BUCKET = "audit"
 FIXTURE_DIRS = ["healthy", "faulty", "producer-errors"]
-_CORPUS_CANDIDATES = [REPO.parent / "shared" / "corpus" / "real-broker", Path("/work/shared/corpus/real-broker")]
-REAL_BROKER = next((p for p in _CORPUS_CANDIDATES if p.is_dir()), None)
+REAL_BROKER = SHARED / "corpus" / "real-broker" if (SHARED / "corpus" / "real-broker").is_dir() else None
 REAL_BROKER_CASES = sorted(p.parent.name for p in REAL_BROKER.glob("*/data")) if REAL_BROKER else []
 
 

@@ -21,10 +21,11 @@ from typer.testing import CliRunner
 from kafka_audit.cli import app
 from kafka_audit.formats.record_batch import ControlRecordType
 from kafka_audit.view_reports import EVENT_FIELDS, PRODUCER_FIELDS
-from tests.conftest import FIXTURES, REPO
+from tests.support.audit_run import SHARED as SHARED_DIR
+from tests.conftest import FIXTURES
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, LogDirWriter, records
 
-SHARED = next((p for p in (REPO.parent / "shared", REPO.parent.parent / "shared") if p.is_dir()), None)
+SHARED = SHARED_DIR if SHARED_DIR.is_dir() else None
 REAL_BROKER = SHARED / "corpus" / "real-broker" if SHARED else Path("/nonexistent")
 needs_corpus = pytest.mark.skipif(not REAL_BROKER.is_dir(), reason="real-broker corpus not found")
 

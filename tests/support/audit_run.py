@@ -12,15 +12,17 @@ from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX
 
 _REPO = Path(__file__).resolve().parent.parent.parent
 # /work/shared beside the main checkout, or two levels up from a worktree (/work/wt/<name>).
-_SHARED_CANDIDATES = (_REPO.parent / "shared", _REPO.parent.parent / "shared")
+# The one place tests find it; SHARED names the first candidate when neither exists.
+SHARED = next(
+    (p for p in (_REPO.parent / "shared", _REPO.parent.parent / "shared") if p.is_dir()), _REPO.parent / "shared"
+)
 
 
 def shared_corpus(name: str) -> Path:
     """``shared/corpus/<name>``, or skip the test when the shared corpora are absent."""
-    for shared in _SHARED_CANDIDATES:
-        path = shared / "corpus" / name
-        if path.is_dir():
-            return path
+    path = SHARED / "corpus" / name
+    if path.is_dir():
+        return path
     pytest.skip(f"shared corpus {name!r} not found beside the repository")
 
 
