@@ -180,7 +180,7 @@ def test_the_partition_step_needs_no_sort_or_shuffle_of_its_own(any_spark):
     from kafka_audit.pipeline import build_frames
 
     found = discover([str(FIXTURES / "faulty")])
-    options = options_of(FIXTURES / "faulty")
+    options = replace(options_of(FIXTURES / "faulty"), shuffle_partitions=3)  # a small input gets one
     frames = build_frames(any_spark, found, options, plan_tasks(found, options.split_bytes))
     plan = _physical_plan(frames.replica_rows)
     grouped = plan[plan.index("FlatMapGroupsInArrow"):]
