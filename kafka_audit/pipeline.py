@@ -35,12 +35,10 @@ from __future__ import annotations
 
 import heapq
 import pickle
-import threading
 import time
 import warnings
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from operator import itemgetter
@@ -63,6 +61,7 @@ from kafka_audit.findings import Finding
 from kafka_audit.formats import storage
 from kafka_audit.formats.log_dir import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.spark_progress import is_connect, watch
 from kafka_audit.tasks.partition_audit import PartitionTotals, audit_partition
 from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 
@@ -166,7 +165,7 @@ def run_job(
         frames = build_frames(spark, discovery, options, tasks)
         if keep:
             frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist(), frames.segment_tasks)
-        with _watch(spark, progress, frames.segment_tasks, on_progress):
+        with watch(spark, progress, frames.segment_tasks, on_progress):
             table = frames.replica_rows.select("kind", "blob").toArrow()
         for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
             value = pickle.loads(blob)
@@ -238,7 +237,7 @@ def default_parallelism(spark) -> int:
     """The session's default parallelism: the SparkContext's on a classic session; on Spark Connect
     (no SparkContext) ``spark.default.parallelism`` when set, else the number of partitions Spark
     gives a range by default, which is the same figure."""
-    if not _is_connect(spark):
+    if not is_connect(spark):
         return spark.sparkContext.defaultParallelism
     configured = spark.conf.get("spark.default.parallelism", None)
     if configured:
@@ -248,9 +247,6 @@ def default_parallelism(spark) -> int:
     probe = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id()).alias("last")).collect()
     return max(1, probe[0]["last"] + 1)
 
-
-def _is_connect(spark) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _segment_step_of(
@@ -449,72 +445,3 @@ def spark_hash_int(value: int, seed: int = 42) -> int:
     h = h * 0xC2B2AE35 & _MASK
     h ^= h >> 16
     return h - (1 << 32) if h & 0x80000000 else h
-
-
-@contextmanager
-def _watch(
-    spark, progress: Progress, segment_tasks: int, on_progress: Callable[[Progress], None] | None
-) -> Iterator[None]:
-    """Feed ``progress`` from Spark while the job runs (the status tracker on a classic session,
-    the progress handler on Spark Connect; no accumulators) and call ``on_progress`` twice a
-    second. Segments and bytes are counted by the segment step's Spark tasks done (the stage of
-    ``segment_tasks`` tasks), partitions by the later stages' tasks; all are complete at the end."""
-    if on_progress is None:
-        yield
-        return
-    stop = threading.Event()
-    seen: dict[int, tuple[int, int]] = {}
-    if _is_connect(spark):
-
-        def handler(stages, inflight_tasks, operation_id, done) -> None:  # pyspark calls it by keyword
-            for stage in stages:
-                seen[stage.stage_id] = (stage.num_completed_tasks, stage.num_tasks)
-
-        spark.registerProgressHandler(handler)
-        poll = None
-    else:
-        tracker = spark.sparkContext.statusTracker()
-
-        def poll() -> None:
-            active = set(tracker.getActiveStageIds())
-            for stage in set(seen) - active:  # a stage no longer active has finished
-                seen[stage] = (seen[stage][1], seen[stage][1])
-            for stage in active:
-                info = tracker.getStageInfo(stage)
-                if info is not None:
-                    seen[stage] = (info.numCompletedTasks, info.numTasks)
-
-    def loop() -> None:
-        while not stop.wait(0.5):
-            if poll is not None:
-                poll()
-            _count_done(progress, dict(seen), segment_tasks)
-            on_progress(progress)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-        if poll is None:
-            spark.removeProgressHandler(handler)
-    progress.segments_done, progress.bytes_done = progress.segments_total, progress.bytes_total
-    progress.partitions_done = progress.partitions_total
-    on_progress(progress)
-
-
-def _count_done(progress: Progress, stages: dict[int, tuple[int, int]], segment_tasks: int) -> None:
-    """Segments, bytes and partitions done, in proportion to the Spark tasks done of the segment
-    step's stage (the first of ``segment_tasks`` tasks) and of the stages after it."""
-    segment_stage = next((stage for stage in sorted(stages) if stages[stage][1] == segment_tasks), None)
-    if segment_stage is None:
-        return
-    done, total = stages[segment_stage]
-    progress.segments_done = progress.segments_total * done // total
-    progress.bytes_done = progress.bytes_total * done // total
-    later = [stages[stage] for stage in stages if stage > segment_stage]
-    later_total = sum(total for _, total in later)
-    if later_total:
-        progress.partitions_done = progress.partitions_total * sum(done for done, _ in later) // later_total

@@ -212,7 +212,7 @@ def test_progress_comes_from_spark_without_accumulators(any_spark):
 
 def test_progress_counts_the_segment_stage_and_the_stages_after_it():
     from kafka_audit.audit import Progress
-    from kafka_audit.pipeline import _count_done
+    from kafka_audit.spark_progress import _count_done
 
     progress = Progress(segments_total=40, bytes_total=4000, partitions_total=6)
     _count_done(progress, {3: (2, 2), 4: (5, 10)}, 10)  # stage 3: the tasks' own shuffle
