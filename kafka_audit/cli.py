@@ -1,17 +1,10 @@
-"""``kafka-audit scan`` and ``kafka-audit dump`` (SPEC section 1).
+"""The ``kafka-audit`` commands: ``scan``, ``producers``, ``timeline`` and ``dump`` (SPEC section 1).
 
-Exit codes: 0 no finding at or above ``--fail-on``; 1 at least one; 2 a usage error, no
-segment under the paths, or a path that does not exist or cannot be read (one line on stderr).
-
-The options every command that audits PATHs takes (SPEC: ``producers`` and ``timeline`` take
-the same PATH, filter and engine options as ``scan``) are defined once, below, as annotated
-parameter types: :data:`PathsArgument`, :data:`TopicOption`, :data:`PartitionOption`,
-:data:`EngineOption`, :data:`MasterOption`, :data:`ConfOption`, :data:`QuietOption`,
-:data:`StorageOption`. A command
-declares its parameters with them and hands them to :func:`audit_paths`, which checks the paths,
-discovers the segments, runs the audit on the chosen engine with the progress display, and
-returns the :class:`~kafka_audit.audit.ScanResult` (wall time of the whole command, ``engine`` in
-the summary)::
+The options and exit codes they share are in :mod:`kafka_audit.cli_options`. A command that audits
+PATHs declares its parameters with the option types there and hands them to :func:`audit_paths`,
+which checks the paths, discovers the segments, runs the audit on the chosen engine with the
+progress display, and returns the :class:`~kafka_audit.audit.ScanResult` (wall time of the whole
+command, ``engine`` in the summary)::
 
     @app.command()
     def producers(paths: PathsArgument, topic: TopicOption = None, partition: PartitionOption = None,
@@ -29,17 +22,42 @@ imported inside the commands, pyspark only by the Spark engine.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
-from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
+from kafka_audit.cli_options import (
+    DEFAULT_MASTER,
+    EXIT_FINDINGS,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    TEXT_ERRORS,
+    BrokerLogOption,
+    ConfOption,
+    DumpFormat,
+    EngineOption,
+    FailOn,
+    MasterOption,
+    OutputFormat,
+    PartitionOption,
+    PathsArgument,
+    ProducerIdOption,
+    QuietOption,
+    SinceOption,
+    StorageOption,
+    TopicOption,
+    UntilOption,
+    check_paths,
+    fail,
+    parse_conf,
+    parse_reference_time,
+    parse_storage_options,
+)
 from kafka_audit.engines import Engine
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 
@@ -76,149 +94,6 @@ def _started(
     _command_started = time.monotonic()
 
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-# What a shell reports for a process ended by Ctrl-C (128 + SIGINT).
-EXIT_INTERRUPTED = 130
-# Epoch milliseconds: ASCII digits, at most a long's 19 (str.isdigit would take "²").
-_EPOCH_MS = re.compile(r"-?[0-9]{1,19}")
-# File names that are not UTF-8 reach reports as surrogate escapes; print them escaped.
-_TEXT_ERRORS = "backslashreplace"
-
-
-class OutputFormat(str, Enum):
-    table = "table"
-    json = "json"
-    ndjson = "ndjson"
-    csv = "csv"
-
-
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
-
-
-class DumpFormat(str, Enum):
-    text = "text"
-    json = "json"
-
-
-def _fail(message: str) -> typer.Exit:
-    """One line on stderr and exit code 2."""
-    print(f"kafka-audit: {message}", file=sys.stderr)
-    return typer.Exit(EXIT_USAGE)
-
-
-def parse_reference_time(value: str, option: str = "--reference-time") -> int:
-    """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
-    text = value.strip()
-    if _EPOCH_MS.fullmatch(text):
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise _fail(f"{option} {value!r} is neither epoch milliseconds nor an ISO-8601 time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp() * 1000)
-
-
-def parse_conf(pairs: list[str]) -> dict[str, str]:
-    conf = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise _fail(f"--conf {pair!r} is not KEY=VALUE")
-        conf[key.strip()] = value
-    return conf
-
-
-def parse_storage_options(pairs: list[str]) -> dict:
-    """``--storage-option KEY=VALUE`` pairs; ``true``/``false`` and JSON values are typed."""
-    from kafka_audit.formats.storage import parse_option_value
-
-    options = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise _fail(f"--storage-option {pair!r} is not KEY=VALUE")
-        options[key.strip()] = parse_option_value(value)
-    return options
-
-
-def _check_paths(paths: list[str] | list[Path]) -> None:
-    """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
-    cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
-    from kafka_audit.formats import storage
-
-    for given in paths:
-        text = str(given)
-        try:
-            storage.check_path(text)
-        except OSError as exc:
-            raise _fail(f"{text}: {exc.strerror or exc}") from None
-        if storage.is_remote(text):
-            continue
-        path = Path(storage.local_path(text))
-        if not os.path.lexists(path):
-            raise _fail(f"{path}: no such file or directory")
-        if not os.path.exists(path):
-            raise _fail(f"{path}: broken symbolic link")
-        if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
-            raise _fail(f"{path}: permission denied")
-
-
-# -- the options of every command that audits PATHs (scan, producers, timeline) ----------------
-
-DEFAULT_MASTER = "local[*]"
-PathsArgument = Annotated[
-    list[str],
-    typer.Argument(
-        metavar="PATH",
-        help="Log dirs, partition folders, .log files, or trees holding them; local paths or "
-        "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
-    ),
-]
-TopicOption = Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")]
-PartitionOption = Annotated[
-    Optional[list[int]], typer.Option("--partition", help="Audit only this partition number (repeatable).")
-]
-EngineOption = Annotated[
-    Engine,
-    typer.Option(
-        "--engine",
-        help="spark: the Spark job; local: the same audit in this process, no JVM "
-        "(quick answers on small local inputs).",
-    ),
-]
-MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
-ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")]
-QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
-ProducerIdOption = Annotated[
-    Optional[list[int]],
-    typer.Option("--producer-id", help="Report only findings, producers and events of this producer id (repeatable)."),
-]
-SinceOption = Annotated[
-    Optional[str], typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
-]
-UntilOption = Annotated[
-    Optional[str], typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
-]
-StorageOption = Annotated[
-    Optional[list[str]],
-    typer.Option(
-        "--storage-option",
-        help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
-        "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
-    ),
-]
-BrokerLogOption = Annotated[
-    Optional[list[Path]],
-    typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
-                 "files) whose produce errors are explained against the log (repeatable)."),
-]
-
 
 def audit_paths(
     paths: list[str],
@@ -245,16 +120,16 @@ def audit_paths(
 
     storage_options = parse_storage_options(storage_option or [])
     storage.configure(storage_options)
-    _check_paths(paths)
+    check_paths(paths)
     spark_conf = parse_conf(conf or [])
     discovery = discover(
         [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
     )
     if not discovery.segment_count and not discovery.unreadable:
-        raise _fail(_nothing_found(discovery, paths, topic or [], partition or []))
+        raise fail(_nothing_found(discovery, paths, topic or [], partition or []))
     problem = reference_time_problem([str(p) for p in paths], options)
     if problem:
-        raise _fail(problem)
+        raise fail(problem)
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:
@@ -265,7 +140,7 @@ def audit_paths(
             with PhaseDisplay(display_console) as display:
                 result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
     except SparkFailure as failure:  # one line naming the root cause and the kept log
-        raise _fail(f"Spark failed: {failure}") from None
+        raise fail(f"Spark failed: {failure}") from None
     set_wall_time(result.summary, time.monotonic() - _command_started)
     return result
 
@@ -276,7 +151,7 @@ def _progress_console() -> Optional[Console]:
     at its log (:func:`kafka_audit.spark_session.create_spark_session`)."""
     if not Console(stderr=True).is_terminal:
         return None
-    terminal = os.fdopen(os.dup(2), "w", encoding="utf-8", errors=_TEXT_ERRORS, closefd=True)
+    terminal = os.fdopen(os.dup(2), "w", encoding="utf-8", errors=TEXT_ERRORS, closefd=True)
     return Console(file=terminal, force_terminal=True)
 
 
@@ -392,7 +267,7 @@ def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], unti
     start = parse_reference_time(since, "--since") if since is not None else None
     end = parse_reference_time(until, "--until") if until is not None else None
     if start is not None and end is not None and start > end:
-        raise _fail(f"--since {since!r} is after --until {until!r}")
+        raise fail(f"--since {since!r} is after --until {until!r}")
     return ReportFilter(frozenset(producer_ids) if producer_ids else None, start, end)
 
 
@@ -409,7 +284,7 @@ def _write_view(result, view: str, keep, format: "OutputFormat", output: Optiona
         key, rows, fields = "events", event_rows(timeline(result, keep), names), view_reports.EVENT_FIELDS
         render = view_reports.render_timeline
     if format is OutputFormat.table:
-        console = Console(file=open(output, "w", encoding="utf-8", errors=_TEXT_ERRORS), width=160) if output else Console()
+        console = Console(file=open(output, "w", encoding="utf-8", errors=TEXT_ERRORS), width=160) if output else Console()
         try:
             render(result.summary, rows, console)
         finally:
@@ -433,7 +308,7 @@ def read_broker_log(paths: Optional[list[Path]]):
     try:
         return read_broker_logs([str(p) for p in paths])
     except BrokerLogError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
 
 def _parquet_target(target: Optional[str]) -> Optional[str]:
@@ -442,7 +317,7 @@ def _parquet_target(target: Optional[str]) -> Optional[str]:
         return target
     path = Path(target).absolute()
     if path.exists() and not path.is_dir():
-        raise _fail(f"--output-parquet {target}: not a directory")
+        raise fail(f"--output-parquet {target}: not a directory")
     return str(path)
 
 
@@ -468,11 +343,11 @@ def _check_output(output: Optional[Path]) -> None:
         return
     folder = output.parent if str(output.parent) else Path(".")
     if output.is_dir():
-        raise _fail(f"--output {output}: is a directory")
+        raise fail(f"--output {output}: is a directory")
     if not folder.is_dir():
-        raise _fail(f"--output {output}: folder {folder} does not exist")
+        raise fail(f"--output {output}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
-        raise _fail(f"--output {output}: permission denied")
+        raise fail(f"--output {output}: permission denied")
 
 
 def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
@@ -480,7 +355,7 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
 
     if format is OutputFormat.table:
         if output:
-            with open(output, "w", encoding="utf-8", errors=_TEXT_ERRORS) as handle:
+            with open(output, "w", encoding="utf-8", errors=TEXT_ERRORS) as handle:
                 report.render_table(result, Console(file=handle, width=160, force_terminal=False))
         else:
             report.render_table(result, Console())
@@ -493,7 +368,7 @@ def _emit(text: str, output: Optional[Path]) -> None:
     if text and not text.endswith("\n"):
         text += "\n"
     if output:
-        output.write_text(text, encoding="utf-8", errors=_TEXT_ERRORS)
+        output.write_text(text, encoding="utf-8", errors=TEXT_ERRORS)
     else:
         sys.stdout.write(text)
 
@@ -508,12 +383,12 @@ def dump(
     """Decode segments and sidecar files, like kafka-dump-log --deep-iteration."""
     from kafka_audit.dump import dump_file
 
-    _check_paths(files)
+    check_paths(files)
     for path in files:
         if path.is_dir():
-            raise _fail(f"{path}: is a directory; dump takes files")
+            raise fail(f"{path}: is a directory; dump takes files")
         if not path.is_file():
-            raise _fail(f"{path}: not a regular file")
+            raise fail(f"{path}: not a regular file")
     write = sys.stdout.write
     for path in files:
         for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
@@ -526,7 +401,7 @@ def main(argv: list[str] | None = None) -> None:
     options; a call without arguments prints the help."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
-            stream.reconfigure(errors=_TEXT_ERRORS)
+            stream.reconfigure(errors=TEXT_ERRORS)
     try:
         code = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
