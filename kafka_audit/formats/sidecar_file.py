@@ -42,12 +42,17 @@ def parse_index(
     kind: str,
     name: str,
     max_entries: int | None,
-    unwritten: Callable[[int, tuple], bool],
-    make: Callable[[tuple], Any],
+    relative_offset_field: int,
+    make: Callable[[list[tuple]], list[Any]],
 ) -> SidecarEntries:
     """The entries of an ``.index`` / ``.timeindex`` file (``AbstractIndex``): fixed-size
-    ``entry`` records, read until ``unwritten(number, fields)`` says the preallocated tail has
-    begun (``DumpLogSegments``' stop rule), and at most ``max_entries`` of them.
+    ``entry`` records, read until the preallocated tail begins, and at most ``max_entries`` of
+    them; ``make`` turns the kept records (tuples of ``entry``'s fields) into entries.
+
+    The tail begins (``DumpLogSegments``' stop rule: ``entry.offset() == index.baseOffset() &&
+    i > 0``) at the first record after the first whose field ``relative_offset_field`` (the
+    offset relative to the segment's base offset) is 0; an all-zero first record is unwritten
+    space too (no broker indexes position 0 or timestamp 0 at the base offset).
 
     Problems: a length that is not a whole number of entries (``AbstractIndex.sanityCheck``: "...
     is corrupt, found N bytes which is not a multiple of ..."; the whole entries before it are
@@ -55,28 +60,38 @@ def parse_index(
     rest cannot agree with the log; a garbage file is not turned into millions of entries).
     """
     result = SidecarEntries([], [])
-    usable = len(data) - len(data) % entry.size
+    size = entry.size
+    usable = len(data) - len(data) % size
     if usable != len(data):
         result.add_problem(
             "index_mismatch",
             usable,
-            f"{kind} file {name} is corrupt, found {len(data)} bytes which is not a multiple of {entry.size}",
+            f"{kind} file {name} is corrupt, found {len(data)} bytes which is not a multiple of {size}",
             {"size": len(data)},
         )
-    for number, fields in enumerate(entry.iter_unpack(data[:usable])):
-        if unwritten(number, fields):
-            result.preallocated_bytes = usable - number * entry.size
-            break
-        if max_entries is not None and number >= max_entries:
-            result.add_problem(
-                "index_mismatch",
-                number * entry.size,
-                f"{kind} file {name} holds more entries than its segment has batches ({max_entries}); "
-                f"the entries from byte {number * entry.size} on are not read",
-                {"max_entries": max_entries},
-            )
-            break
-        result.entries.append(make(fields))
+    records = list(entry.iter_unpack(data[:usable]))
+    if not records:
+        return result
+    if not any(records[0]):
+        written = 0
+    else:
+        relative = [fields[relative_offset_field] for fields in records]
+        try:
+            written = relative.index(0, 1)
+        except ValueError:
+            written = len(records)
+    if max_entries is not None and written > max(max_entries, 0):
+        written = max(max_entries, 0)
+        result.add_problem(
+            "index_mismatch",
+            written * size,
+            f"{kind} file {name} holds more entries than its segment has batches ({max_entries}); "
+            f"the entries from byte {written * size} on are not read",
+            {"max_entries": max_entries},
+        )
+    elif written < len(records):
+        result.preallocated_bytes = usable - written * size
+    result.entries = make(records[:written] if written < len(records) else records)
     return result
 
 

@@ -17,9 +17,10 @@ from kafka_audit.formats.sidecar_file import SidecarEntries, parse_index, read_s
 _ENTRY = struct.Struct(">qi")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TimestampOffset:
-    """One time index entry, the offset made absolute (``TimestampOffset``)."""
+    """One time index entry, the offset made absolute (``TimestampOffset``). Not frozen: a
+    frozen dataclass is three times slower to build, and an index holds thousands."""
 
     timestamp: int
     offset: int
@@ -43,8 +44,8 @@ def parse_time_index(
         "Time index",
         name,
         max_entries,
-        lambda number, fields: fields[1] == 0 and (number > 0 or fields[0] == 0),
-        lambda fields: TimestampOffset(fields[0], base_offset + fields[1]),
+        1,
+        lambda records: [TimestampOffset(timestamp, base_offset + relative) for timestamp, relative in records],
     )
 
 

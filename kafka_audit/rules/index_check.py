@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from operator import attrgetter
 
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.findings import Finding, make_finding
@@ -64,6 +65,8 @@ class _IndexFindings:
             )
         return self.found
 
+_BASE_OFFSET, _POSITION, _LAST_OFFSET = attrgetter("base_offset"), attrgetter("position"), attrgetter("last_offset")
+
 
 @dataclass(slots=True)
 class SegmentBatches:
@@ -76,18 +79,20 @@ class SegmentBatches:
 
     @classmethod
     def of(cls, batches: list[BatchSummary]) -> "SegmentBatches":
-        ordered = sorted((b for b in batches if b.valid), key=lambda b: b.base_offset)
+        ordered = sorted([b for b in batches if b.valid], key=_BASE_OFFSET)
         return cls(
-            {b.position: b for b in ordered},
-            [b.base_offset for b in ordered],
+            dict(zip(map(_POSITION, ordered), ordered)),
+            list(map(_BASE_OFFSET, ordered)),
             ordered,
-            {b.last_offset for b in ordered},
+            set(map(_LAST_OFFSET, ordered)),
         )
 
     def containing(self, offset: int) -> BatchSummary | None:
         at = bisect.bisect_right(self.base_offsets, offset) - 1
-        if at >= 0 and self.batches[at].base_offset <= offset <= self.batches[at].last_offset:
-            return self.batches[at]
+        if at >= 0:
+            batch = self.batches[at]
+            if batch.base_offset <= offset <= batch.last_offset:
+                return batch
         return None
 
 
@@ -96,9 +101,10 @@ def verify_offset_index(
 ) -> list[Finding]:
     """``entries`` have ``offset`` (absolute) and ``position``; ``where`` names topic/partition/segment."""
     found = _IndexFindings(where, index_path)
+    by_position, last_offsets, count = log.by_position, log.last_offsets, len(entries)
     previous = None
     for number, entry in enumerate(entries):
-        batch = log.by_position.get(entry.position)
+        batch = by_position.get(entry.position)
         problem = None
         if previous is not None and (entry.offset <= previous.offset or entry.position <= previous.position):
             problem = (
@@ -107,13 +113,13 @@ def verify_offset_index(
             )
         elif batch is None:
             problem = f"Index offset {entry.offset} points to position {entry.position}, where no batch starts"
-        elif entry.offset < batch.last_offset or entry.offset not in log.last_offsets:
+        elif entry.offset < batch.last_offset or entry.offset not in last_offsets:
             problem = (
                 f"Index offset {entry.offset} at position {entry.position} does not match the log: "
                 f"the batch there ends at offset {batch.last_offset}"
             )
-        elif number + 1 < len(entries):
-            following = log.by_position.get(entries[number + 1].position)
+        elif number + 1 < count:
+            following = by_position.get(entries[number + 1].position)
             if following is not None and entry.offset >= following.base_offset:
                 problem = (
                     f"Index offset {entry.offset} at position {entry.position} reaches into the next entry's "

@@ -13,6 +13,9 @@ from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.record_batch import MAGIC_VALUE_V2
 
 
+_NONE: list[Finding] = []  # never appended to: what observe returns for a batch that follows
+
+
 class OffsetContinuity:
     """Fed one partition's batches in log order (segment base offset, then file position);
     :meth:`observe` returns the findings each batch causes.
@@ -32,6 +35,20 @@ class OffsetContinuity:
         self.unreadable: list[tuple[int | None, int]] = []
 
     def observe(self, batch: BatchSummary) -> list[Finding]:
+        """The findings ``batch`` causes (an empty sequence for most)."""
+        previous = self.previous
+        if batch.valid and previous is not None and not self.unreadable:
+            # The common case, decided without building anything: the batch follows the previous
+            # one at the next offset, inside its segment (no overlap, no gap, nothing to explain).
+            base_offset = batch.base_offset
+            if base_offset == previous.last_offset + 1 and base_offset >= batch.segment_base_offset:
+                if batch.last_offset > previous.last_offset:
+                    self.previous = batch
+                return _NONE
+        return self.judge(batch)
+
+    def judge(self, batch: BatchSummary) -> list[Finding]:
+        """:meth:`observe` without its shortcut for a batch that follows the previous one."""
         if not batch.valid:
             if batch.magic >= MAGIC_VALUE_V2:
                 if batch.last_offset >= batch.base_offset:

@@ -26,6 +26,9 @@ from kafka_audit.formats.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 
 
+_COMMIT, _ABORT = int(ControlRecordType.COMMIT), int(ControlRecordType.ABORT)
+
+
 @dataclass(slots=True)
 class ProducerActivity:
     """One producer id's activity in one partition."""
@@ -45,36 +48,6 @@ class ProducerActivity:
     committed: int = 0
     aborted: int = 0
     in_transaction: bool = False
-
-    def observe(self, batch: BatchSummary) -> None:
-        if batch.producer_epoch not in self.epochs:
-            self.epochs.append(batch.producer_epoch)
-        if self.first_offset is None:
-            self.first_offset = batch.base_offset
-        self.last_offset = batch.last_offset
-        if batch.max_timestamp >= 0:
-            if self.first_timestamp is None or batch.max_timestamp < self.first_timestamp:
-                self.first_timestamp = batch.max_timestamp
-            if self.last_timestamp is None or batch.max_timestamp > self.last_timestamp:
-                self.last_timestamp = batch.max_timestamp
-        if batch.is_control:
-            if batch.control_type == ControlRecordType.COMMIT:
-                self.committed += 1
-                self.in_transaction = False
-            elif batch.control_type == ControlRecordType.ABORT:
-                self.aborted += 1
-                self.in_transaction = False
-            return
-        self.batches += 1
-        self.records += batch.record_count
-        if batch.base_sequence >= 0:
-            span = self.sequences.get(batch.producer_epoch)
-            if span is None:
-                self.sequences[batch.producer_epoch] = [batch.base_sequence, batch.last_sequence]
-            else:
-                span[1] = batch.last_sequence
-        if batch.is_transactional:
-            self.in_transaction = True
 
     def to_row(self) -> dict[str, Any]:
         """The SPEC section 3 ``producers`` row; ``transactional_id`` and ``findings`` are filled by
@@ -111,7 +84,36 @@ class ProducerActivityLog:
         activity = self.producers.get(batch.producer_id)
         if activity is None:
             activity = self.producers[batch.producer_id] = ProducerActivity(self.topic, self.partition, batch.producer_id)
-        activity.observe(batch)
+        epoch = batch.producer_epoch
+        if epoch not in activity.epochs:
+            activity.epochs.append(epoch)
+        if activity.first_offset is None:
+            activity.first_offset = batch.base_offset
+        activity.last_offset = batch.last_offset
+        timestamp = batch.max_timestamp
+        if timestamp >= 0:
+            if activity.first_timestamp is None or timestamp < activity.first_timestamp:
+                activity.first_timestamp = timestamp
+            if activity.last_timestamp is None or timestamp > activity.last_timestamp:
+                activity.last_timestamp = timestamp
+        if batch.is_control:
+            if batch.control_type == _COMMIT:
+                activity.committed += 1
+                activity.in_transaction = False
+            elif batch.control_type == _ABORT:
+                activity.aborted += 1
+                activity.in_transaction = False
+            return
+        activity.batches += 1
+        activity.records += batch.record_count
+        if batch.base_sequence >= 0:
+            span = activity.sequences.get(epoch)
+            if span is None:
+                activity.sequences[epoch] = [batch.base_sequence, batch.last_sequence]
+            else:
+                span[1] = batch.last_sequence
+        if batch.is_transactional:
+            activity.in_transaction = True
 
     def rows(self) -> list[dict[str, Any]]:
         return [self.producers[pid].to_row() for pid in sorted(self.producers)]

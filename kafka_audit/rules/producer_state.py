@@ -13,7 +13,11 @@ The replay runs the one state machine of :mod:`kafka_audit.rules.producer_entry`
   a batch with a sequence anomaly is then recorded as the log holds it (one gap, one finding);
 - as the broker that wrote the log rebuilds its state (``AppendOrigin.REPLICATION``): that is
   what its ``.snapshot`` files capture, and each later snapshot is compared with it
-  (``snapshot_mismatch``; see :mod:`kafka_audit.rules.snapshot_compare`).
+  (``snapshot_mismatch``; see :mod:`kafka_audit.rules.snapshot_compare`). A client append that
+  succeeds updates an entry exactly as a replicated one does, so this second state is the first
+  one itself until the client rejects a batch that the log holds (a fenced write, a duplicate, a
+  fenced coordinator's marker); it becomes a copy at that first rejection
+  (:attr:`ProducerStateReplay.written`).
 
 On top of Kafka's checks the audit says what an offline copy of the log shows:
 
@@ -41,7 +45,8 @@ take no part.
 Timeline events (:class:`kafka_audit.rules.events.Event`), in log order, on
 :attr:`ProducerStateReplay.events`: ``log_start_moved`` (the log starts above 0), ``snapshot``
 (each snapshot compared), ``producer_expired``, ``epoch_bump`` (with its reason),
-``transaction_begin`` / ``transaction_commit`` / ``transaction_abort``.
+``transaction_begin`` / ``transaction_commit`` / ``transaction_abort``; only with
+``PartitionLog.timeline`` (the findings are the same without).
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.producer_entry import (
     NO_PRODUCER_EPOCH,
     AppendOrigin,
+    ProducerStateEntry,
     ProducerStates,
     Rejection,
     in_sequence,
@@ -69,6 +75,7 @@ from kafka_audit.rules.transactions import (
     OpenTxn,
     compare_txn_index,
     open_transaction_findings,
+    track_transaction,
 )
 
 __all__ = ["PartitionLog", "ProducerStateReplay", "ReplayStats", "in_sequence", "replay_partition"]
@@ -93,7 +100,7 @@ class PartitionLog:
     the ``.txnindex`` entries per segment (keyed like ``BatchSummary.segment``); segments without a
     ``.txnindex`` file are absent. ``compacted``: ``cleanup.policy=compact`` (decided by the caller:
     ``kafka_audit.compaction``). ``reference_time``: the broker's "now" for transaction ages
-    (None: the partition's newest timestamp).
+    (None: the partition's newest timestamp). ``timeline``: build the timeline events.
     """
 
     topic: str
@@ -105,6 +112,7 @@ class PartitionLog:
     compacted: bool = False
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     reference_time: int | None = None
+    timeline: bool = True
 
 
 @dataclass(slots=True)
@@ -130,7 +138,8 @@ class ProducerStateReplay:
         self.tp = partition_label(log.topic, log.partition)
         origin = AppendOrigin.COORDINATOR if log.topic in COORDINATOR_TOPICS else AppendOrigin.CLIENT
         self.client = ProducerStates(self.tp, origin)
-        self.written = ProducerStates(self.tp, AppendOrigin.REPLICATION)
+        self._written: ProducerStates | None = None  # None: the client's map (see written)
+        self.timeline = log.timeline
         self.findings: list[Finding] = []
         self.events: list[Event] = []
         self.stats = ReplayStats()
@@ -160,6 +169,34 @@ class ProducerStateReplay:
                 offset=log.log_start_offset,
             )
 
+    @property
+    def written(self) -> ProducerStates:
+        """The state as the broker that wrote the log rebuilt it (``AppendOrigin.REPLICATION``):
+        the client's map itself until :meth:`fork_written`."""
+        return self._written if self._written is not None else self.client
+
+    def fork_written(self) -> ProducerStates:
+        """Give the written state a map of its own, a copy of the client's (they are equal until
+        the client rejects a batch the log holds); from then on every batch updates both."""
+        if self._written is None:
+            self._written = self.client.copy(AppendOrigin.REPLICATION)
+        return self._written
+
+    def states(self) -> tuple[ProducerStates, ...]:
+        """The distinct producer-state maps (the client's, and the written one once forked)."""
+        return (self.client,) if self._written is None else (self.client, self._written)
+
+    def _written_holds(self, batch: BatchSummary) -> None:
+        """The client rejected ``batch``, which the log holds: a written state still shared with
+        the client forks here (the client's state before the batch) and appends it (a forked one
+        did already)."""
+        if self._written is None:
+            written = self.fork_written()
+            if batch.is_control:
+                written.append_marker(batch)
+            else:
+                written.append_data(batch)
+
     # -- output -----------------------------------------------------------------------------------
 
     def finding(self, check: str, message: str, batch, details: dict | None = None, offset: int | None = None, **kw) -> Finding:
@@ -178,6 +215,8 @@ class ProducerStateReplay:
         return found
 
     def event(self, kind: EventKind, batch, message: str, offset: int | None = None, timestamp: int | None = None) -> None:
+        if not self.timeline:
+            return
         self.events.append(
             Event(
                 kind=kind,
@@ -205,38 +244,50 @@ class ProducerStateReplay:
             return
         if batch.magic < 2:
             return
-        if not self._started:
-            self._started = True
-            self.snapshots.start(batch.base_offset)
-        self.snapshots.compare_due(batch.base_offset)
+        base_offset = batch.base_offset
+        if base_offset >= self.snapshots.next_due:  # always true for the first batch
+            if not self._started:
+                self._started = True
+                self.snapshots.start(base_offset)
+            self.snapshots.compare_due(base_offset)
         self.stats.batches_replayed += 1
-        if batch.last_offset > self._last_valid_offset:
-            self._last_valid_offset = batch.last_offset
-        if batch.max_timestamp > self.newest_timestamp:
-            self.newest_timestamp = batch.max_timestamp
-        end = batch.last_offset + 1
-        if self.log_end_offset is None or end > self.log_end_offset:
-            self.log_end_offset = end
+        last_offset = batch.last_offset
+        if last_offset > self._last_valid_offset:
+            self._last_valid_offset = last_offset
+        timestamp = batch.max_timestamp
+        if timestamp > self.newest_timestamp:
+            self.newest_timestamp = timestamp
+        if self.log_end_offset is None or last_offset >= self.log_end_offset:
+            self.log_end_offset = last_offset + 1
         pid = batch.producer_id
         if pid < 0:
             return
         self.last_batches[pid] = batch
+        client, written = self.client, self._written
         if batch.is_control:
-            if batch.control_type in (ABORT, COMMIT):
-                self._expire(batch)
-                self.written.append_marker(batch)
-                self._append_marker(batch)
-            else:
+            if batch.control_type not in (ABORT, COMMIT):
                 # An empty control batch (its transaction cleaned away) appends nothing, but
                 # ProducerStateManager.update still records the producer id (testAppendEmptyControlBatch).
-                self.client.touch(pid)
-                self.written.touch(pid)
-            return
-        if batch.base_sequence < 0 and self.client.origin is AppendOrigin.CLIENT:
+                for states in self.states():
+                    states.touch(pid)
+                return
+        elif batch.base_sequence < 0 and client.origin is AppendOrigin.CLIENT:
             return  # a client's producer id without a sequence: rejected by the batch checks (87)
-        self._expire(batch)
-        self.written.append_data(batch)
-        self._append_data(batch)
+        # producer.id.expiration.ms: the broker forgot a producer idle that long.
+        removed = client.expire(pid, timestamp, self.log.producer_id_expiration_ms)
+        if written is not None:
+            written.expire(pid, timestamp, self.log.producer_id_expiration_ms)
+        if removed is not None:
+            self._expired(batch, removed)
+        before = client.entries.get(pid)  # the client's entry as the batch finds it
+        if batch.is_control:
+            if written is not None:
+                written.append_marker(batch)
+            self._append_marker(batch, before)
+        else:
+            if written is not None:
+                written.append_data(batch)
+            self._append_data(batch, before)
 
     def untrusted(self) -> None:
         """A batch that cannot be trusted here (``valid`` False, or bytes the caller could not
@@ -247,16 +298,13 @@ class ProducerStateReplay:
         self.uncertain_txns.update(self.open_txns)
 
     def _resyncing(self, pid: int) -> bool:
+        """Whether the producer's next batch re-synchronises it (never before an invalid batch)."""
         return pid in self.resync or (self.invalid_after is not None and self.client.get(pid) is None)
 
-    def _expire(self, batch: BatchSummary) -> None:
-        """producer.id.expiration.ms: the broker forgot a producer idle that long."""
+    def _expired(self, batch: BatchSummary, removed: ProducerStateEntry) -> None:
+        """``producer_expired``: the client's entry was removed as the batch came."""
         pid = batch.producer_id
         expiration = self.log.producer_id_expiration_ms
-        removed = self.client.expire(pid, batch.max_timestamp, expiration)
-        self.written.expire(pid, batch.max_timestamp, expiration)
-        if removed is None:
-            return
         idle = batch.max_timestamp - removed.last_timestamp
         expected = next_sequence(removed.last_seq)
         self.expired.add(pid)
@@ -269,16 +317,16 @@ class ProducerStateReplay:
         self.finding("producer_expired", message, batch, {"idle_ms": idle, "expected_sequence": expected})
         self.event(EventKind.PRODUCER_EXPIRED, batch, message)
 
-    def _append_data(self, batch: BatchSummary) -> None:
+    def _append_data(self, batch: BatchSummary, before: ProducerStateEntry | None) -> None:
         """ProducerAppendInfo.appendDataBatch as a client append, then the transaction state."""
         pid = batch.producer_id
-        before = self.client.get(pid)
-        resyncing = self._resyncing(pid)
+        resyncing = self.invalid_after is not None and self._resyncing(pid)
         previous_epoch = before.producer_epoch if before is not None else NO_PRODUCER_EPOCH
         origin = AppendOrigin.COORDINATOR if resyncing else None
         rejection = self.client.append_data(batch, origin)
         if rejection is not None:
             if rejection.check in ("fenced_epoch_write", "duplicate_sequence"):
+                self._written_holds(batch)
                 self._reject(rejection, batch)
                 return
             if not self._compaction_explains(rejection, batch, before):
@@ -295,9 +343,10 @@ class ProducerStateReplay:
         self.resync.discard(pid)
         if previous_epoch != NO_PRODUCER_EPOCH and batch.producer_epoch > previous_epoch:
             self.bumps.data_bump(batch, previous_epoch)
-        else:
+        elif self.bumps.pending:
             self.bumps.next_batch(batch)
-        self._track_transaction(batch, resyncing)
+        if batch.is_transactional or pid in self.open_txns:
+            track_transaction(self, batch, resyncing)
 
     def _compaction_explains(self, rejection: Rejection, batch: BatchSummary, before) -> bool:
         """The cleaner removes whole batches: a new epoch or a sequence that starts ahead."""
@@ -314,45 +363,6 @@ class ProducerStateReplay:
             or self.log.compacted
             or self.client.origin is AppendOrigin.COORDINATOR
         )
-
-    def _track_transaction(self, batch: BatchSummary, resyncing: bool) -> None:
-        pid, epoch = batch.producer_id, batch.producer_epoch
-        txn = self.open_txns.get(pid)
-        if txn is not None:
-            txn.last_timestamp = batch.max_timestamp
-        if batch.is_transactional:
-            if txn is None:
-                self.open_txns[pid] = OpenTxn(pid, batch.base_offset, batch.max_timestamp, epoch, batch, batch.max_timestamp)
-                self.uncertain_txns.discard(pid)
-                self.event(
-                    EventKind.TRANSACTION_BEGIN,
-                    batch,
-                    f"Producer {pid} began a transaction at offset {batch.base_offset} in partition {self.tp}",
-                )
-            elif txn.epoch != epoch:
-                if not resyncing:
-                    self.finding(
-                        "transaction_state_violation",
-                        f"Transactional write from producer {pid} at offset {batch.base_offset} in partition "
-                        f"{self.tp} has epoch {epoch}, but its open transaction that started at offset "
-                        f"{txn.first_offset} has epoch {txn.epoch}",
-                        batch,
-                        {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
-                    )
-                txn.epoch = epoch
-        elif txn is not None:
-            if resyncing:
-                # The invalid batch may have been this transaction's end marker.
-                del self.open_txns[pid]
-                self.uncertain_txns.discard(pid)
-                return
-            self.finding(
-                "transaction_state_violation",
-                f"Expected transactional write from producer {pid} at offset {batch.base_offset} in partition "
-                f"{self.tp}",
-                batch,
-                {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
-            )
 
     def _unknown_producer(self, batch: BatchSummary) -> None:
         """UnknownProducerId: a first batch with sequence != 0 and no state to check it against."""
@@ -385,15 +395,15 @@ class ProducerStateReplay:
                 details,
             )
 
-    def _append_marker(self, batch: BatchSummary) -> None:
+    def _append_marker(self, batch: BatchSummary, before: ProducerStateEntry | None) -> None:
         """ProducerAppendInfo.appendEndTxnMarker as a client append, then close the transaction."""
         pid = batch.producer_id
-        before = self.client.get(pid)
-        resyncing = self._resyncing(pid)
+        resyncing = self.invalid_after is not None and self._resyncing(pid)
         previous_epoch = before.producer_epoch if before is not None else NO_PRODUCER_EPOCH
         kind = MARKER_NAMES[batch.control_type]
         rejection = self.client.append_marker(batch)
         if rejection is not None:
+            self._written_holds(batch)
             self._reject(rejection, batch)
             if rejection.check == "fenced_epoch_write":
                 return
@@ -407,7 +417,7 @@ class ProducerStateReplay:
         self.uncertain_txns.discard(pid)
         if previous_epoch != NO_PRODUCER_EPOCH and batch.producer_epoch > previous_epoch:
             self.bumps.marker_bump(batch, previous_epoch, txn)
-        else:
+        elif self.bumps.pending:
             self.bumps.next_batch(batch)
         if txn is None:
             if not (resyncing or uncertain):
@@ -424,20 +434,22 @@ class ProducerStateReplay:
         if batch.control_type == ABORT:
             self.stats.transactions_aborted += 1
             self.aborted.append(DerivedAbortedTxn(pid, txn.first_offset, batch.base_offset, batch.segment, batch))
-            self.event(
-                EventKind.TRANSACTION_ABORT,
-                batch,
-                f"Producer {pid} aborted its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
-                f"partition {self.tp}",
-            )
+            if self.timeline:
+                self.event(
+                    EventKind.TRANSACTION_ABORT,
+                    batch,
+                    f"Producer {pid} aborted its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
+                    f"partition {self.tp}",
+                )
         else:
             self.stats.transactions_committed += 1
-            self.event(
-                EventKind.TRANSACTION_COMMIT,
-                batch,
-                f"Producer {pid} committed its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
-                f"partition {self.tp}",
-            )
+            if self.timeline:
+                self.event(
+                    EventKind.TRANSACTION_COMMIT,
+                    batch,
+                    f"Producer {pid} committed its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
+                    f"partition {self.tp}",
+                )
 
     # -- end of log -------------------------------------------------------------------------------
 

@@ -40,6 +40,9 @@ class SnapshotComparer:
         self.snapshots = sorted((s for s in replay.log.snapshots if _usable(s)), key=lambda s: s.offset)
         self._entries: dict[int, dict[int, ProducerSnapshotEntry]] = {}
         self._pending: list[ProducerSnapshot] = []
+        # The offset of the next snapshot to compare, for the replay's per-batch test: inf when
+        # none is left, -inf before :meth:`start` (the first batch starts the comparison).
+        self.next_due: float = float("-inf")
         self.anchors: dict[int, Anchor] = {}
 
     def entries(self, snapshot: ProducerSnapshot) -> dict[int, ProducerSnapshotEntry]:
@@ -67,6 +70,7 @@ class SnapshotComparer:
             else:
                 later.append(snapshot)
         self._pending = later[::-1]  # pop() from the end gives the lowest offset
+        self.next_due = self._pending[-1].offset if self._pending else float("inf")
         if seed is not None:
             for entry in self.entries(seed).values():
                 self._adopt(entry, seed.offset)
@@ -82,13 +86,14 @@ class SnapshotComparer:
                 # (ProducerStateManager.truncateAndReload); nothing to compare them with.
                 continue
             self._compare(snapshot)
+        self.next_due = pending[-1].offset if pending else float("inf")
 
     def _adopt(self, entry: ProducerSnapshotEntry, offset: int) -> None:
         """loadProducerEntry into both maps; an open transaction becomes the replay's too."""
         replay = self.replay
         pid = entry.producer_id
-        replay.client.load(entry)
-        replay.written.load(entry)
+        for states in replay.states():
+            states.load(entry)
         replay.resync.discard(pid)
         replay.expired.discard(pid)
         anchor_offset = entry.last_offset if entry.last_offset >= 0 else offset
@@ -139,7 +144,7 @@ class SnapshotComparer:
                 stored["last_offset"] = entry.last_offset
             else:
                 # Known only from a marker: the snapshot knows the sequences the log no longer shows.
-                for states in (replay.client, replay.written):
+                for states in replay.states():
                     state = states.get(pid)
                     if state is not None and not state.batch_metadata and state.producer_epoch == entry.producer_epoch:
                         state.batch_metadata.append(

@@ -18,10 +18,14 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats.transaction_index import AbortedTxn
+from kafka_audit.rules.events import EventKind
+
+if TYPE_CHECKING:
+    from kafka_audit.rules.producer_state import ProducerStateReplay
 
 # How many aborted transactions a per-segment finding lists in its details.
 _LISTED = 20
@@ -72,6 +76,51 @@ class DerivedAbortedTxn(NamedTuple):
     last_offset: int
     segment: str
     marker: Any
+
+
+def track_transaction(replay: "ProducerStateReplay", batch: Any, resyncing: bool) -> None:
+    """The replay's open transactions after a data batch (``ProducerAppendInfo.appendDataBatch``
+    starting a ``TxnMetadata``): a transactional batch, or any batch of a producer with an open
+    transaction (``transaction_state_violation`` when its epoch or kind does not fit, except
+    while the producer re-synchronises)."""
+    pid, epoch = batch.producer_id, batch.producer_epoch
+    txn = replay.open_txns.get(pid)
+    if txn is not None:
+        txn.last_timestamp = batch.max_timestamp
+    if batch.is_transactional:
+        if txn is None:
+            replay.open_txns[pid] = OpenTxn(pid, batch.base_offset, batch.max_timestamp, epoch, batch, batch.max_timestamp)
+            replay.uncertain_txns.discard(pid)
+            if replay.timeline:
+                replay.event(
+                    EventKind.TRANSACTION_BEGIN,
+                    batch,
+                    f"Producer {pid} began a transaction at offset {batch.base_offset} in partition {replay.tp}",
+                )
+        elif txn.epoch != epoch:
+            if not resyncing:
+                replay.finding(
+                    "transaction_state_violation",
+                    f"Transactional write from producer {pid} at offset {batch.base_offset} in partition "
+                    f"{replay.tp} has epoch {epoch}, but its open transaction that started at offset "
+                    f"{txn.first_offset} has epoch {txn.epoch}",
+                    batch,
+                    {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
+                )
+            txn.epoch = epoch
+    elif txn is not None:
+        if resyncing:
+            # The invalid batch may have been this transaction's end marker.
+            del replay.open_txns[pid]
+            replay.uncertain_txns.discard(pid)
+            return
+        replay.finding(
+            "transaction_state_violation",
+            f"Expected transactional write from producer {pid} at offset {batch.base_offset} in partition "
+            f"{replay.tp}",
+            batch,
+            {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
+        )
 
 
 def aborted_txn_key(entry: AbortedTxn) -> tuple[int, int, int]:

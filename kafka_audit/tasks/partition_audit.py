@@ -12,7 +12,7 @@ merged across partitions by :meth:`PartitionTotals.merge`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_audit.formats.broker_log_lines import BrokerLogLine
@@ -22,7 +22,7 @@ from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, v
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.producer_activity import ProducerActivityLog
-from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.producer_state import ABORT, COMMIT, PartitionLog, ProducerStateReplay
 from kafka_audit.findings import Finding, make_finding, partition_label
 from kafka_audit.formats import storage
 from kafka_audit.formats.file_records import FileRecords
@@ -146,29 +146,6 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         verified.add(segment)
         findings.extend(_verify_indexes(meta, segment, batches))
 
-    def tap() -> Iterator[BatchSummary]:
-        nonlocal current_segment, segment_batches
-        for summary in summaries:
-            if summary.segment not in meta.segments:
-                continue  # deleted/cleaned/swap files: audited record by record, not replayed
-            if summary.segment != current_segment:
-                if current_segment is not None:
-                    verify(current_segment, segment_batches)
-                current_segment, segment_batches = summary.segment, []
-            segment_batches.append(summary)
-            findings.extend(continuity.observe(summary))
-            _count(summary, totals)
-            activity.observe(summary)
-            yield summary
-        if current_segment is not None:
-            verify(current_segment, segment_batches)
-        # Segments without a readable batch still have indexes that must agree with that; a
-        # segment file that cannot be opened at all (the segment step noted why) has no log to
-        # verify its indexes against.
-        for segment in meta.segments:
-            if segment not in verified and segment not in unreadable and _can_open(meta.segments[segment].log, True):
-                verify(segment, [])
-
     unreadable = {
         files.segment
         for files in meta.segments.values()
@@ -197,18 +174,54 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         compacted=meta.compacted,
         producer_id_expiration_ms=meta.producer_id_expiration_ms,
         reference_time=meta.reference_time,
+        timeline=meta.timeline,
     )
     replay = ProducerStateReplay(log)
     coverage = _Coverage(meta.segments)
-    batches = tap()
+    live = meta.segments
+    producers = totals.producers
     # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
     rejections = broker_rejections(meta, snapshots)
     if rejections is not None:
-        batches = rejections.watch(batches)
-    for summary in batches:
-        if coverage.gap_before(summary):
+        summaries = rejections.watch(summary for summary in summaries if summary.segment in live)
+    # One pass: each summary is buffered for its segment's index verification, observed for the
+    # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
+    # runs once per batch).
+    buffer = segment_batches.append
+    observe_offsets, observe_activity = continuity.observe, activity.observe
+    gap_before, append = coverage.gap_before, replay.append
+    for summary in summaries:
+        if summary.segment != current_segment:
+            if summary.segment not in live:
+                continue  # deleted/cleaned/swap files: audited record by record, not replayed
+            if current_segment is not None:
+                verify(current_segment, segment_batches)
+            current_segment, segment_batches = summary.segment, []
+            buffer = segment_batches.append
+        buffer(summary)
+        found = observe_offsets(summary)
+        if found:
+            findings.extend(found)
+        if summary.valid:
+            if summary.producer_id >= 0:
+                producers.add(summary.producer_id)
+                observe_activity(summary)
+            if summary.is_control:  # an end marker is a transaction's end
+                if summary.control_type == COMMIT:
+                    totals.committed += 1
+                elif summary.control_type == ABORT:
+                    totals.aborted += 1
+        if gap_before(summary):
             replay.untrusted()
-        replay.append(summary)
+        append(summary)
+    if current_segment is not None:
+        verify(current_segment, segment_batches)
+    # Segments without a readable batch still have indexes that must agree with that; a segment
+    # file that cannot be opened at all (the segment step noted why) has no log to verify its
+    # indexes against.
+    for segment in live:
+        if segment not in verified and segment not in unreadable and _can_open(live[segment].log, True):
+            verify(segment, [])
     if coverage.gap_at_end():
         replay.untrusted()
     replayed = replay.finish()
@@ -266,15 +279,19 @@ class _Coverage:
         self.end = 0
 
     def gap_before(self, summary: BatchSummary) -> bool:
-        gap = False
-        if self.current is None or summary.segment != self.current.segment:
-            gap = self._close()
-            while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
-                gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
-                self.next += 1
-            self.current = self.order[self.next] if self.next < len(self.order) else None
+        current = self.current
+        if current is not None and summary.segment == current.segment:  # the common case
+            gap = summary.position != self.end
+            self.end = summary.position + summary.size
+            return gap
+        # Another segment: the current one's tail, and segments skipped on the way.
+        gap = self._close()
+        while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
+            gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
             self.next += 1
-            self.end = 0
+        self.current = self.order[self.next] if self.next < len(self.order) else None
+        self.next += 1
+        self.end = 0
         gap |= summary.position != self.end
         self.end = summary.position + summary.size
         return gap
@@ -324,18 +341,6 @@ def _can_open(path: str | None, remote_too: bool = False) -> bool:
             return True
     except (OSError, ValueError):
         return False
-
-
-def _count(summary: BatchSummary, totals: PartitionTotals) -> None:
-    if not summary.valid:
-        return
-    if summary.producer_id >= 0:
-        totals.producers.add(summary.producer_id)
-    if summary.is_transaction_marker:
-        if summary.control_type == 1:
-            totals.committed += 1
-        else:
-            totals.aborted += 1
 
 
 def _verify_indexes(meta: PartitionMeta, segment: str, batches: list[BatchSummary]) -> list[Finding]:

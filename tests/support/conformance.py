@@ -23,6 +23,7 @@ from kafka_audit.tasks.segment_audit import SegmentAuditor
 from kafka_audit.formats.producer_snapshot import read_producer_snapshot
 from kafka_audit.formats.transaction_index import read_transaction_index
 from kafka_audit.rules.producer_state import PartitionLog
+from tests.support.partition_paths import states
 from tests.support.writer import (
     TS_BASE,
     BatchSpec,
@@ -149,7 +150,13 @@ def _replay(discovery, options: ScanOptions) -> ProducerStateReplay:
         reference_time=meta.reference_time,
     )
     replay = ProducerStateReplay(log)
+    # The same replay with its written state forked before the first batch (both states run
+    # every batch): the lazy fork must end in the same states and findings.
+    eager = ProducerStateReplay(log)
+    eager.fork_written()
     for summary in summaries:
         replay.append(summary)
-    replay.finish()
+        eager.append(summary)
+    assert replay.finish() == eager.finish()
+    assert states(replay) == states(eager)
     return replay
