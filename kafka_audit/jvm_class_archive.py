@@ -3,12 +3,15 @@ verifies thousands of classes from 280 jars at every start; mapped from an archi
 it loaded last time, a ready session takes 2.0 s instead of 4.7 s (``scan fixtures``, 2-core VM,
 JDK 17, PySpark 4.3). One archive per Java runtime, PySpark install and driver class path, in the
 user's cache directory; recorded by a first run, then mapped by every later one.
+
+An archive is 120-160 MB, so the cache is pruned at every start (:func:`prune`): it keeps the
+archive this run maps, drops those whose PySpark install is gone, keeps the
+:data:`KEEP_ARCHIVES` most recently used ones, and removes recordings left by dead JVMs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import os
 import re
@@ -27,6 +30,17 @@ _CDS_MAGIC = (0xF00BABA2, 0xF00BABA8)
 
 # A recording whose JVM still seems alive after this long is given up (its process id reused).
 _STALE_S = 86400
+# A recording without its JVM's process id, untouched this long, has no JVM writing it.
+_UNMARKED_STALE_S = 600
+# Archives kept in the cache, the one a run maps included, most recently used first: one per
+# PySpark install in use. Four covers a developer's few environments (this project's worktrees
+# and main, a PySpark upgrade) at about 600 MB; an archive evicted costs one run without it
+# (about 2.7 s) and is recorded again. Those of installs that no longer exist go first.
+KEEP_ARCHIVES = 4
+# Beside each archive: the PySpark install it was made for (its ``__file__``); its mtime is the
+# archive's last use.
+_INSTALL = ".install"
+_RECORDING = re.compile(r"^(?P<archive>spark-driver-.+\.jsa)\.\d+" + re.escape(_PARTIAL) + "$")
 
 
 @dataclass(frozen=True)
@@ -61,10 +75,13 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
     extra = (conf or {}).get("spark.driver.extraClassPath", "")
     digest = hashlib.sha1("\0".join((version, pyspark.__file__, extra)).encode()).hexdigest()[:12]
     archive = folder / f"spark-driver-{pyspark.__version__}-java-{version}-{digest}.jsa"
+    recording = _adopt_finished_recordings(folder, archive)
+    prune(folder, archive)
     if major >= 19:
+        _note_use(archive, pyspark.__file__)
         return ClassDataSharing(f"-XX:+AutoCreateSharedArchive -XX:SharedArchiveFile={archive}")
-    recording = _adopt_finished_recordings(archive)
     if archive.is_file():
+        _note_use(archive, pyspark.__file__)
         return ClassDataSharing(f"-XX:SharedArchiveFile={archive}")
     if not record or recording or major < 13:
         return ClassDataSharing("")
@@ -72,15 +89,22 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
     return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial)
 
 
-def _adopt_finished_recordings(archive: Path) -> bool:
-    """Move an archive whose recording JVM has exited into place; True while one still records.
+def _adopt_finished_recordings(folder: Path, archive: Path) -> bool:
+    """Move every archive in ``folder`` whose recording JVM has exited into place (if whole and
+    none is there yet), drop the rest of what dead JVMs left; True while one still records
+    ``archive``.
 
     A recording is ``<archive>.<pid>.partial`` with the recording JVM's process id beside it in
-    ``<partial>.jvm``; one whose JVM never started, or seems to run for more than a day (its
-    process id taken by another process), is dropped or adopted as if it had ended."""
+    ``<partial>.jvm``; one whose JVM never started (no id, untouched for 10 minutes), or seems to
+    run for more than a day (its process id taken by another process), is dropped or adopted as
+    if it had ended."""
     recording = False
-    found = archive.parent.glob(f"{glob.escape(archive.name)}.*{_PARTIAL}*")
+    found = folder.glob(f"*.jsa.*{_PARTIAL}*")
     for partial in {path.with_name(path.name.removesuffix(_JVM_MARKER)) for path in found}:
+        named = _RECORDING.match(partial.name)
+        if named is None:
+            continue
+        target = partial.with_name(named.group("archive"))
         marker = partial.with_name(partial.name + _JVM_MARKER)
         try:
             jvm = int(marker.read_text())
@@ -88,18 +112,63 @@ def _adopt_finished_recordings(archive: Path) -> bool:
             jvm = None
         try:
             if jvm is not None and (not _alive(jvm) or time.time() - marker.stat().st_mtime > _STALE_S):
-                if _complete_archive(partial) and not archive.exists():
-                    os.replace(partial, archive)
+                if _complete_archive(partial) and not target.exists():
+                    os.replace(partial, target)
                 else:
                     partial.unlink(missing_ok=True)
                 marker.unlink()
-            elif jvm is not None or time.time() - partial.stat().st_mtime < _STALE_S:
-                recording = True
+            elif jvm is not None or time.time() - partial.stat().st_mtime < _UNMARKED_STALE_S:
+                recording = recording or target == archive
             else:
                 partial.unlink()
         except OSError:
-            recording = True  # another run is adopting it
+            recording = recording or target == archive  # another run is adopting it
     return recording
+
+
+def prune(folder: Path, current: Path, keep: int = KEEP_ARCHIVES) -> list[Path]:
+    """Remove the archives ``folder`` need not keep, ``current`` (this run's) never: those whose
+    PySpark install no longer exists, then all but the ``keep`` - 1 most recently used others
+    (last use: the mtime of the note :func:`_note_use` leaves, else the archive's own). A JVM
+    that maps a removed archive keeps its mapping. Returns the archives removed."""
+    others = []
+    for archive in folder.glob("spark-driver-*.jsa"):
+        if archive == current:
+            continue
+        note = archive.with_name(archive.name + _INSTALL)
+        try:
+            install = note.read_text(encoding="utf-8")
+            used = note.stat().st_mtime
+        except OSError:
+            install, used = None, _mtime(archive)
+        others.append((install is not None and not os.path.exists(install), used, archive))
+    others.sort(key=lambda item: (item[0], -item[1]))
+    removed = []
+    for index, (gone, _, archive) in enumerate(others):
+        if gone or index >= keep - 1:
+            with contextlib.suppress(OSError):  # another run removed it first
+                archive.unlink()
+                removed.append(archive)
+            with contextlib.suppress(OSError):
+                archive.with_name(archive.name + _INSTALL).unlink()
+    for note in folder.glob(f"spark-driver-*.jsa{_INSTALL}"):  # notes of archives removed by hand
+        if not note.with_name(note.name.removesuffix(_INSTALL)).exists():
+            with contextlib.suppress(OSError):
+                note.unlink()
+    return removed
+
+
+def _note_use(archive: Path, install: str) -> None:
+    """Note beside ``archive`` the PySpark install it serves; the note's mtime is its last use."""
+    with contextlib.suppress(OSError):
+        archive.with_name(archive.name + _INSTALL).write_text(install, encoding="utf-8")
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _complete_archive(path: Path) -> bool:

@@ -6,38 +6,41 @@
    travel as a small DataFrame (``schemas.TASKS``: paths and settings only), hash-partitioned so
    that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
 2. ``mapInArrow`` (:func:`_segment_step`): each Spark task audits its segments and emits Arrow
-   batches of ``schemas.SEGMENT_ROWS``: a typed row per record batch, a row per finding and one
-   with the task's counts.
+   batches of ``schemas.SEGMENT_ROWS``: per segment task, its batch summaries as a few values
+   (pickled runs of up to 4,096 summaries, about 70 bytes each) under their sort keys, a row per
+   finding and one with the task's counts. Spark moves and sorts a few rows per segment task and
+   never looks inside a value (a typed row per record batch cost its JVM more CPU than the audit).
 3. Those rows and one metadata row per replica (topic, partition, folder) are repartitioned by
    ``place``, a key per replica chosen so that replicas are dealt out over the partitions by bytes
    (:func:`place_replicas`), and sorted within partitions by (place, kind, segment base offset,
    segment, position): a replica's rows arrive together at one task, metadata first, then the
-   segment step's findings and counts, then its batches in log order.
+   segment step's findings and counts, then its batch values in log order.
 4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
-   batches into the partition step (offsets, indexes, producer-state replay). The grouping needs
-   no shuffle or sort of its own: the plan's exchange and sort above already give it.
-5. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver.
+   summaries, a value at a time, into the partition step (offsets, indexes, producer-state
+   replay). The grouping needs no shuffle or sort of its own: the plan's exchange and sort above
+   already give it.
+5. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver. The ``batches`` dataset
+   expands the values into typed rows (:meth:`ScanFrames.batches`), only when it is asked for.
 
 Memory per replica in the partition step: Spark sorts the rows with its external sorter (spilling
-to disk), and the Python worker holds one Arrow batch (``spark.sql.execution.arrow.
-maxRecordsPerBatch`` rows, 10,000 by default, about 2 MB) plus what ``audit_partition`` keeps: the
-replay's per-producer state and the batch summaries of the segment being index-verified. One
-replica of 10 M batches therefore costs what its largest segment's summaries cost (about 0.4 KB
-a batch: 1 GiB segments of 16 KiB batches, 65 K summaries, about 27 MB), not 10 M summaries.
+to disk), and the Python worker holds one Arrow batch (at most ``spark.sql.execution.arrow.
+maxRecordsPerBatch`` rows, 10,000 by default, and ``maxBytesPerBatch``, 64 MiB), one value being
+replayed (at most 4,096 summaries, under 2 MB) plus what ``audit_partition`` keeps: the replay's
+per-producer state and the batch summaries of the segment being index-verified. One replica of
+10 M batches therefore costs what its largest segment's summaries cost (about 0.4 KB a batch: 1 GiB
+segments of 16 KiB batches, 65 K summaries, about 27 MB), not 10 M summaries.
 """
 
 from __future__ import annotations
 
 import heapq
 import pickle
-import threading
 import time
 import warnings
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain, repeat
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -58,6 +61,7 @@ from kafka_audit.findings import Finding
 from kafka_audit.formats import storage
 from kafka_audit.formats.log_dir import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.spark_progress import is_connect, watch
 from kafka_audit.tasks.partition_audit import PartitionTotals, audit_partition
 from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 
@@ -66,12 +70,12 @@ warnings.filterwarnings("ignore", message="PySpark does not yet fully support pa
 
 # The task columns that are names from the file system, sent as bytes.
 _NAME_COLUMNS = ("topic", "replica", "path", "segment")
-# Batch rows per Arrow batch the segment step sends (Spark's own default batch size).
+# Bytes of segments a Spark task audits (see :func:`segment_slots`), and on a small input.
+_TASK_BYTES = 256 << 20
+_SMALL_TASK_BYTES = 16 << 20
+# Batch summaries per Arrow batch that the segment step sends, and per batch row's value.
 _ROWS_PER_BATCH = 10_000
-# What the partition step reads of the segment step's rows: the batch columns it replays, not
-# those of the ``batches`` dataset only (each value costs the JVM two conversions and a sort).
-_REPLAYED = [name for name in schemas.SUMMARY_NAMES if name not in ("topic", "partition", "compression", "crc_valid")]
-_REPLICA_COLUMNS = ["kind", "place", *_REPLAYED, "payload", "blob"]
+_SUMMARIES_PER_VALUE = 4_096
 # The order of a replica's rows at the partition step (see the module docstring).
 _REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
 
@@ -96,7 +100,8 @@ class ScanFrames:
         """The ``batches`` dataset: one typed row per record batch."""
         from pyspark.sql import functions as F
 
-        rows = self.segment_rows.where(F.col("kind") == schemas.BATCH)
+        values = self.segment_rows.where(F.col("kind") == schemas.BATCH).select("blob")
+        rows = values.mapInArrow(_expand_batches, schemas.spark_schema(schemas.SUMMARIES))
         source = {"codec": F.col("compression"), "topic": F.decode("topic", "UTF-8"), "segment": F.decode("segment", "UTF-8")}
         return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
 
@@ -160,7 +165,7 @@ def run_job(
         frames = build_frames(spark, discovery, options, tasks)
         if keep:
             frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist(), frames.segment_tasks)
-        with _watch(spark, progress, frames.segment_tasks, on_progress):
+        with watch(spark, progress, frames.segment_tasks, on_progress):
             table = frames.replica_rows.select("kind", "blob").toArrow()
         for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
             value = pickle.loads(blob)
@@ -176,13 +181,11 @@ def run_job(
 def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
     """The job's plan (nothing runs yet): tasks -> segment step -> replicas -> partition step."""
     parallelism = default_parallelism(spark)
-    # A Spark task per slot of segment tasks: a few per core, more when the data is large, in
-    # whole rounds (with 17 slots on 2 cores, one core idled through the last one).
     total = sum(t.byte_count for t in tasks)
-    slots = max(parallelism * 4, -(-total // options.split_bytes))
-    groups = pack_tasks(tasks, -(-slots // parallelism) * parallelism)
+    small = -(-total // min(_SMALL_TASK_BYTES, options.split_bytes))
+    groups = pack_tasks(tasks, min(segment_slots(total, parallelism), small))
     metas = partition_metas(discovery, options)
-    count = max(1, min(len(metas), options.shuffle_partitions or parallelism * 2))
+    count = max(1, min(len(metas), options.shuffle_partitions or min(parallelism * 2, small)))
     replicas = sorted(metas)
     buckets = place_replicas(tasks, count)
     places = dict(zip(replicas, keys_for_buckets([buckets.get(key, 0) for key in replicas], count)))
@@ -199,9 +202,7 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
     task_table = pa.Table.from_arrays(
         [pa.array(column, type=f.type) for column, f in zip(zip(*task_rows), schemas.TASKS)], schema=schemas.TASKS
     )
-    meta_table = _rare_rows(
-        [(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas]
-    )
+    meta_table = _segment_rows([_rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas])
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
     segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options))
     segment_rows = (
@@ -211,7 +212,6 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
     )
     replica_rows = (
         segment_rows.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
-        .select(*_REPLICA_COLUMNS)
         .repartition(count, "place")
         .sortWithinPartitions(*_REPLICA_ORDER)
         .groupBy("place")
@@ -220,11 +220,24 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
     return ScanFrames(segment_rows, replica_rows, len(groups))
 
 
+def segment_slots(total: int, parallelism: int) -> int:
+    """Spark tasks for the segment step over ``total`` bytes: whole rounds of ``parallelism``
+    (with 17 tasks on 2 cores, one core idled through the last one) of about
+    :data:`_TASK_BYTES` each. A small input gets fewer (:func:`build_frames`): one task per
+    :data:`_SMALL_TASK_BYTES` (or per ``split_bytes`` if smaller), and as many partition-step
+    tasks.
+
+    A Spark task costs its Python worker and the JVM about 40 ms of CPU besides its audit
+    (1 GiB on ``local[2]``: 20 tasks of 54 MB took 3.3 s, 4-8 tasks 2.95 s), so tasks are large;
+    the plan's byte ranges (``split_bytes``) still let them be balanced by bytes."""
+    return max(1, -(-total // (parallelism * _TASK_BYTES))) * parallelism
+
+
 def default_parallelism(spark) -> int:
     """The session's default parallelism: the SparkContext's on a classic session; on Spark Connect
     (no SparkContext) ``spark.default.parallelism`` when set, else the number of partitions Spark
     gives a range by default, which is the same figure."""
-    if not _is_connect(spark):
+    if not is_connect(spark):
         return spark.sparkContext.defaultParallelism
     configured = spark.conf.get("spark.default.parallelism", None)
     if configured:
@@ -235,9 +248,6 @@ def default_parallelism(spark) -> int:
     return max(1, probe[0]["last"] + 1)
 
 
-def _is_connect(spark) -> bool:
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
 
 def _segment_step_of(
     options: ScanOptions, storage_options: tuple = ()
@@ -245,9 +255,9 @@ def _segment_step_of(
     validation, reference_time = options.validation, options.reference_time
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Executor side: audit each segment task of this Spark task (``mapInArrow``). Rows are
-        sent in Arrow batches of about :data:`_ROWS_PER_BATCH` rows across tasks: an Arrow
-        batch per segment task cost as much as the audit itself (a fixed cost per column)."""
+        """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
+        batch summaries leave as values of up to :data:`_SUMMARIES_PER_VALUE` (:func:`_value_rows`);
+        rows are sent in Arrow batches holding about :data:`_ROWS_PER_BATCH` summaries."""
         places: dict[SegmentTask, int] = {}
 
         def tasks() -> Iterator[SegmentTask]:
@@ -261,59 +271,60 @@ def _segment_step_of(
                     places[task] = place
                     yield task
 
-        batch_places: list[int] = []
-        summaries: list[BatchSummary] = []
-        rare: list[tuple] = []
+        rows: list[tuple] = []
+        pending = 0
         for task in with_read_ahead(tasks()):
             place = places.pop(task)
             auditor = SegmentAuditor(task, validation, reference_time)
-            count = len(summaries)
+            summaries: list[BatchSummary] = []
             for item in auditor.run():
                 if isinstance(item, BatchSummary):
                     summaries.append(item)
                 else:
                     finding = item.to_dict()
-                    rare.append((schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
-            batch_places.extend([place] * (len(summaries) - count))
-            rare.append((schemas.STATS, place, None, pickle.dumps(auditor.stats)))
-            if len(summaries) >= _ROWS_PER_BATCH:
-                yield _batch_rows(batch_places, summaries)
-                batch_places, summaries = [], []
-        yield _rare_rows(rare)
-        if summaries:
-            yield _batch_rows(batch_places, summaries)
+                    rows.append(_rare_row(schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+            rows.append(_rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
+            rows.extend(_value_rows(place, summaries))
+            pending += len(summaries)
+            if pending >= _ROWS_PER_BATCH:
+                yield _segment_rows(rows)
+                rows, pending = [], 0
+        if rows:
+            yield _segment_rows(rows)
 
     return segment_step
 
 
-def _batch_rows(places: list[int], summaries: list[BatchSummary]) -> pa.RecordBatch:
-    """Typed rows of batch summaries (``schemas.SEGMENT_ROWS``), ``places[i]`` being the place of
-    ``summaries[i]``."""
-    count = len(summaries)
-    columns = [pa.array([schemas.BATCH] * count, pa.int8()), pa.array(places, pa.int32())]
-    # A column at a time (zip(*summaries) of thousands of tuples took ten times as long).
-    values = [list(map(itemgetter(i), summaries)) for i in range(len(schemas.SUMMARY_FIELDS))]
-    for i in (0, 2):  # topic and segment: names as bytes
-        values[i] = list(map(schemas.name_bytes, values[i]))
-    columns += [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARY_FIELDS)]
-    columns += [pa.nulls(count, pa.string()), pa.nulls(count, pa.binary())]
-    return pa.RecordBatch.from_arrays(columns, schema=schemas.SEGMENT_ROWS)
+def _value_rows(place: int, summaries: list[BatchSummary], per_value: int = _SUMMARIES_PER_VALUE) -> Iterator[tuple]:
+    """Batch rows of one segment task's summaries (in log order): each holds up to
+    ``per_value`` of them as one value, a pickled list of plain tuples, keyed by
+    its first summary's segment and position. Spark sorts and moves a few rows per task and never
+    looks inside them (a typed row per batch cost the JVM three conversions and a sort each)."""
+    for start in range(0, len(summaries), per_value):
+        chunk = summaries[start : start + per_value]
+        first = chunk[0]
+        value = pickle.dumps(list(map(tuple, chunk)), pickle.HIGHEST_PROTOCOL)
+        yield (schemas.BATCH, place, first.segment_base_offset, schemas.name_bytes(first.segment), first.position,
+               None, value)
 
 
-def _rare_rows(rows: list[tuple]) -> pa.RecordBatch:
-    """Rows of (kind, place, payload, blob) in ``schemas.SEGMENT_ROWS``, batch columns null."""
-    kinds, places, payloads, blobs = zip(*rows) if rows else ((), (), (), ())
-    count = len(rows)
-    columns = [pa.array(kinds, pa.int8()), pa.array(places, pa.int32())]
-    columns += [pa.nulls(count, f.type) for f in schemas.SUMMARY_FIELDS]
-    columns += [pa.array(payloads, pa.string()), pa.array(blobs, pa.binary())]
-    return pa.RecordBatch.from_arrays(columns, schema=schemas.SEGMENT_ROWS)
+def _rare_row(kind: int, place: int, payload: str | None, blob: bytes) -> tuple:
+    """A row of ``schemas.SEGMENT_ROWS`` other than a batch row: no sort keys after its kind."""
+    return (kind, place, None, None, None, payload, blob)
+
+
+def _segment_rows(rows: list[tuple]) -> pa.RecordBatch:
+    """Rows (tuples in ``schemas.SEGMENT_ROWS``'s order) as one Arrow batch."""
+    columns = zip(*rows) if rows else [()] * len(schemas.SEGMENT_ROWS)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=f.type) for column, f in zip(columns, schemas.SEGMENT_ROWS)], schema=schemas.SEGMENT_ROWS
+    )
 
 
 def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: one replica's rows (``applyInArrow``, iterator form), in the order of
     ``_REPLICA_ORDER``: its metadata, the segment step's counts and findings (passed on), then its
-    batches in log order, which stream into the partition step."""
+    batch rows in log order, whose summaries stream into the partition step."""
     meta = None
     out: list[tuple] = []
     rest = iter(batches)
@@ -321,8 +332,8 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     for batch in rest:
         kinds = batch.column(0).to_pylist()
         head = next((i for i, kind in enumerate(kinds) if kind == schemas.BATCH), len(kinds))
-        payloads, blobs = batch.column("payload").to_pylist(), batch.column("blob").to_pylist()
-        for kind, payload, blob in zip(kinds[:head], payloads[:head], blobs[:head]):
+        payloads, blobs = batch.column("payload").to_pylist()[:head], batch.column("blob").to_pylist()[:head]
+        for kind, payload, blob in zip(kinds, payloads, blobs):
             if kind == schemas.META:
                 meta = pickle.loads(blob)
             else:
@@ -332,7 +343,7 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             break
     if meta is None:
         raise RuntimeError("a replica's rows reached the partition step without its metadata row")
-    findings, totals = audit_partition(meta, _summaries(meta, chain(first, rest)))
+    findings, totals = audit_partition(meta, _summaries(chain(first, rest)))
     for finding in findings:
         value = finding.to_dict()
         out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))
@@ -344,19 +355,39 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     )
 
 
-def _summaries(meta, batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
-    """Batch summaries back from typed rows, one Arrow batch at a time (the replica's topic and
-    partition from its metadata; the dataset-only fields left at their defaults)."""
-    defaults = BatchSummary._field_defaults
+def _summaries(batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
+    """Batch summaries back from batch rows, one value at a time (read in place from the Arrow
+    batch: a value is unpickled from Arrow's buffer, not copied into a bytes object first)."""
+    make = BatchSummary._make
     for batch in batches:
-        count = batch.num_rows
-        columns = [batch.column(name).to_pylist() for name in _REPLAYED]
-        columns[0] = [segment.decode("utf-8", "surrogateescape") for segment in columns[0]]
-        yield from map(
-            BatchSummary._make,
-            zip(repeat(meta.topic, count), repeat(meta.partition, count), *columns,
-                repeat(defaults["compression"], count), repeat(defaults["crc_valid"], count)),
-        )
+        for value in batch.column("blob"):
+            yield from map(make, pickle.loads(value.as_buffer()))
+
+
+def _expand_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side, for the ``batches`` dataset only (``mapInArrow`` over the batch rows): a
+    typed row per summary (``schemas.SUMMARY_FIELDS``), in Arrow batches of about
+    :data:`_ROWS_PER_BATCH` rows."""
+    summaries: list[tuple] = []
+    for batch in batches:
+        for value in batch.column("blob"):
+            summaries.extend(pickle.loads(value.as_buffer()))
+            if len(summaries) >= _ROWS_PER_BATCH:
+                yield _summary_batch(summaries)
+                summaries = []
+    if summaries:
+        yield _summary_batch(summaries)
+
+
+def _summary_batch(summaries: list[tuple]) -> pa.RecordBatch:
+    """Typed rows (``schemas.SUMMARY_FIELDS``) of summary tuples, built a column at a time
+    (zip(*summaries) of thousands of tuples took ten times as long)."""
+    values = [list(map(itemgetter(i), summaries)) for i in range(len(schemas.SUMMARY_FIELDS))]
+    for i in (0, 2):  # topic and segment: names as bytes
+        values[i] = list(map(schemas.name_bytes, values[i]))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARY_FIELDS)], schema=schemas.SUMMARIES
+    )
 
 
 def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:
@@ -414,72 +445,3 @@ def spark_hash_int(value: int, seed: int = 42) -> int:
     h = h * 0xC2B2AE35 & _MASK
     h ^= h >> 16
     return h - (1 << 32) if h & 0x80000000 else h
-
-
-@contextmanager
-def _watch(
-    spark, progress: Progress, segment_tasks: int, on_progress: Callable[[Progress], None] | None
-) -> Iterator[None]:
-    """Feed ``progress`` from Spark while the job runs (the status tracker on a classic session,
-    the progress handler on Spark Connect; no accumulators) and call ``on_progress`` twice a
-    second. Segments and bytes are counted by the segment step's Spark tasks done (the stage of
-    ``segment_tasks`` tasks), partitions by the later stages' tasks; all are complete at the end."""
-    if on_progress is None:
-        yield
-        return
-    stop = threading.Event()
-    seen: dict[int, tuple[int, int]] = {}
-    if _is_connect(spark):
-
-        def handler(stages, inflight_tasks, operation_id, done) -> None:  # pyspark calls it by keyword
-            for stage in stages:
-                seen[stage.stage_id] = (stage.num_completed_tasks, stage.num_tasks)
-
-        spark.registerProgressHandler(handler)
-        poll = None
-    else:
-        tracker = spark.sparkContext.statusTracker()
-
-        def poll() -> None:
-            active = set(tracker.getActiveStageIds())
-            for stage in set(seen) - active:  # a stage no longer active has finished
-                seen[stage] = (seen[stage][1], seen[stage][1])
-            for stage in active:
-                info = tracker.getStageInfo(stage)
-                if info is not None:
-                    seen[stage] = (info.numCompletedTasks, info.numTasks)
-
-    def loop() -> None:
-        while not stop.wait(0.5):
-            if poll is not None:
-                poll()
-            _count_done(progress, dict(seen), segment_tasks)
-            on_progress(progress)
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
-        if poll is None:
-            spark.removeProgressHandler(handler)
-    progress.segments_done, progress.bytes_done = progress.segments_total, progress.bytes_total
-    progress.partitions_done = progress.partitions_total
-    on_progress(progress)
-
-
-def _count_done(progress: Progress, stages: dict[int, tuple[int, int]], segment_tasks: int) -> None:
-    """Segments, bytes and partitions done, in proportion to the Spark tasks done of the segment
-    step's stage (the first of ``segment_tasks`` tasks) and of the stages after it."""
-    segment_stage = next((stage for stage in sorted(stages) if stages[stage][1] == segment_tasks), None)
-    if segment_stage is None:
-        return
-    done, total = stages[segment_stage]
-    progress.segments_done = progress.segments_total * done // total
-    progress.bytes_done = progress.bytes_total * done // total
-    later = [stages[stage] for stage in stages if stage > segment_stage]
-    later_total = sum(total for _, total in later)
-    if later_total:
-        progress.partitions_done = progress.partitions_total * sum(done for done, _ in later) // later_total

@@ -4,11 +4,11 @@ One Arrow schema per table; the Spark side derives its ``StructType`` from it
 (:func:`spark_schema`), so the executors' Arrow batches, the Spark DataFrames and the Parquet
 files written by Spark or by pyarrow all have the same columns and types.
 
-The job's rows (``pipeline.py``) carry a ``kind`` column. Batch rows, the hot ones (one per
-record batch), have typed columns; rare rows (findings, counts, a replica's metadata, later
-per-producer rows and timeline events) carry a JSON ``payload`` for readers and a pickled
-``blob`` for the driver. A new kind of rare row (per-producer rows, timeline events) needs no
-new column.
+The job's rows (``pipeline.py``) carry a ``kind`` column. Batch rows carry a run of a segment
+task's batch summaries as one pickled value (``blob``) under its sort keys; the ``batches``
+dataset expands them into typed rows (``SUMMARIES``). Rare rows (findings, counts, a replica's
+metadata) carry a JSON ``payload`` for readers and a pickled ``blob`` for the driver. A new kind
+of rare row needs no new column.
 """
 
 from __future__ import annotations
@@ -154,9 +154,22 @@ SUMMARY_FIELDS = [
 ]
 SUMMARY_NAMES = [f.name for f in SUMMARY_FIELDS]
 
-# What the segment step emits and the partition step reads.
+# A batch summary as a typed row (the ``batches`` dataset's source).
+SUMMARIES = pa.schema(SUMMARY_FIELDS)
+
+# What the segment step emits and the partition step reads: the kind, the replica's ``place``,
+# the sort keys of batch rows (the segment and the position of their first batch) and a value.
+# A batch row's ``blob`` holds a run of a segment task's batch summaries, in log order.
 SEGMENT_ROWS = pa.schema(
-    [("kind", pa.int8()), ("place", pa.int32()), *SUMMARY_FIELDS, ("payload", pa.string()), ("blob", pa.binary())]
+    [
+        ("kind", pa.int8()),
+        ("place", pa.int32()),
+        ("segment_base_offset", pa.int64()),
+        ("segment", pa.binary()),
+        ("position", pa.int64()),
+        ("payload", pa.string()),
+        ("blob", pa.binary()),
+    ]
 )
 
 # What the partition step emits.

@@ -96,3 +96,56 @@ def test_the_dataset_schemas_agree_with_the_job_rows():
         sent = job["compression" if f.name == "codec" else f.name]
         assert sent == (pa.binary() if f.name in ("topic", "segment") else f.type), f.name
     assert schemas.FINDINGS.names == list(FIELD_NAMES)
+
+
+def _sorted_batches(folder) -> pa.Table:
+    table = ds.dataset(folder, format="parquet").to_table()
+    return table.sort_by([("topic", "ascending"), ("partition", "ascending"), ("segment", "ascending"),
+                          ("position", "ascending")])
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", ["faulty", "producer-errors"])
+def test_the_batches_dataset_on_spark_is_the_in_process_one(any_spark, name, tmp_path):
+    """The ``batches`` rows Spark expands from the job's batch values are, row for row and type
+    for type, those the in-process engine writes from its summaries with pyarrow."""
+    log_dir = FIXTURES / name
+    given = json.loads((log_dir / "EXPECTED.json").read_text())["options"]
+    options = {key: given[key] for key in API_OPTIONS if key in given}
+    kafka_audit.scan(log_dir, output_parquet=str(tmp_path / "local"), **options)
+    kafka_audit.scan(log_dir, spark=any_spark, output_parquet=str(tmp_path / "spark"), **options).unpersist()
+    local, spark = _sorted_batches(tmp_path / "local" / "batches"), _sorted_batches(tmp_path / "spark" / "batches")
+    assert local.num_rows > 0 and spark.schema == local.schema == schemas.BATCHES
+    assert spark.to_pylist() == local.to_pylist()
+
+
+def test_batch_values_give_back_every_summary_in_order():
+    """A segment task's summaries, cut into values of a few, come back whole and in log order
+    (the partition step) and as the ``batches`` dataset's typed rows (its expansion)."""
+    from kafka_audit.pipeline import _expand_batches, _segment_rows, _summaries, _value_rows
+    from kafka_audit.rules.batch_summary import BatchSummary
+    from kafka_audit.rules.log_validator import ValidationConfig
+    from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentTask
+
+    folder = next(p for p in sorted(FAULTY.iterdir()) if p.is_dir() and len(list(p.glob("*.log"))) > 0)
+    log = sorted(folder.glob("*.log"))[0]
+    task = SegmentTask(topic=folder.name.rsplit("-", 1)[0], partition=int(folder.name.rsplit("-", 1)[1]),
+                       replica=folder.name, path=str(log), segment=f"{folder.name}/{log.name}",
+                       base_offset=int(log.stem), size=log.stat().st_size)
+    summaries = [s for s in SegmentAuditor(task, ValidationConfig()).run() if isinstance(s, BatchSummary)]
+    assert len(summaries) > 3
+    rows = list(_value_rows(7, summaries, per_value=3))
+    assert len(rows) == -(-len(summaries) // 3)
+    assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
+        (schemas.BATCH, 7, s.segment_base_offset, schemas.name_bytes(s.segment), s.position) for s in summaries[::3]
+    ]
+    batch = _segment_rows(rows)
+    assert list(_summaries(iter([batch.slice(0, 1), batch.slice(1)]))) == summaries
+    expanded = pa.Table.from_batches(list(_expand_batches(iter([batch]))))
+    typed = schemas.batches_table(summaries)
+    assert expanded.num_rows == typed.num_rows
+    for name in schemas.BATCHES.names:
+        column = expanded.column("compression" if name == "codec" else name).to_pylist()
+        if name in ("topic", "segment"):
+            column = [value.decode("utf-8", "replace") for value in column]
+        assert column == typed.column(name).to_pylist(), name

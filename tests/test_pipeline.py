@@ -180,7 +180,7 @@ def test_the_partition_step_needs_no_sort_or_shuffle_of_its_own(any_spark):
     from kafka_audit.pipeline import build_frames
 
     found = discover([str(FIXTURES / "faulty")])
-    options = options_of(FIXTURES / "faulty")
+    options = replace(options_of(FIXTURES / "faulty"), shuffle_partitions=3)  # a small input gets one
     frames = build_frames(any_spark, found, options, plan_tasks(found, options.split_bytes))
     plan = _physical_plan(frames.replica_rows)
     grouped = plan[plan.index("FlatMapGroupsInArrow"):]
@@ -212,7 +212,7 @@ def test_progress_comes_from_spark_without_accumulators(any_spark):
 
 def test_progress_counts_the_segment_stage_and_the_stages_after_it():
     from kafka_audit.audit import Progress
-    from kafka_audit.pipeline import _count_done
+    from kafka_audit.spark_progress import _count_done
 
     progress = Progress(segments_total=40, bytes_total=4000, partitions_total=6)
     _count_done(progress, {3: (2, 2), 4: (5, 10)}, 10)  # stage 3: the tasks' own shuffle

@@ -52,6 +52,29 @@ def test_a_classic_session_passes_and_names_a_path_it_cannot_see(spark, tmp_path
     assert str(failure.value).endswith(f" cannot run the audit: cannot see {tmp_path / 'gone'} (No such file or directory)")
 
 
+@pytest.mark.spark
+def test_a_local_session_on_this_python_is_probed_here_without_a_job(spark, tmp_path, monkeypatch):
+    """``local[...]`` with Python workers on this interpreter: the probe runs in this process;
+    with another Python path (another environment, maybe) the probe job runs as before."""
+    import socket
+
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    found = check_executors(spark, [str(tmp_path)])
+    assert set(tracker.getJobIdsForGroup()) == before
+    assert found.executors == [f"{socket.gethostname()} (pid {os.getpid()})"]
+    with pytest.raises(PreflightFailure, match="cannot see"):
+        check_executors(spark, [str(tmp_path / "gone")])
+    folder = os.path.dirname(sys.executable)
+    other = next((os.path.join(folder, name) for name in ("python3", "python", f"python3.{sys.version_info[1]}")
+                  if os.path.join(folder, name) != sys.executable and os.path.exists(os.path.join(folder, name))), None)
+    if other is None:
+        pytest.skip("no second name for this interpreter")
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", other)
+    check_executors(spark, [str(tmp_path)])
+    assert set(tracker.getJobIdsForGroup()) > before
+
+
 @pytest.fixture(scope="module")
 def connect(tmp_path_factory):
     for module in ("grpc", "grpc_status", "pandas", "pyarrow"):

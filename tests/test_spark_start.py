@@ -3,13 +3,16 @@ cache directory (recorded once, adopted when its JVM is gone, then mapped by eve
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from kafka_audit import jvm_class_archive
-from kafka_audit.jvm_class_archive import class_data_sharing
+from kafka_audit.jvm_class_archive import class_data_sharing, prune
 
 
 @pytest.fixture
@@ -65,7 +68,8 @@ def test_a_finished_recording_is_adopted_and_mapped(cache):
     mapped = class_data_sharing({})
     archive = _option(mapped, "SharedArchiveFile")
     assert archive is not None and archive == str(sharing.partial).rsplit(".", 2)[0]
-    assert sorted(p.name for p in cache.iterdir()) == [archive.rsplit("/", 1)[1]]
+    name = archive.rsplit("/", 1)[1]
+    assert sorted(p.name for p in cache.iterdir()) == [name, name + ".install"]  # and the install it serves
     assert open(archive, "rb").read() == _ARCHIVE
 
 
@@ -91,3 +95,89 @@ def test_an_unwritable_cache_dir_means_no_archive(tmp_path, monkeypatch):
     blocked.write_text("not a directory")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     assert class_data_sharing({}).java_options == ""
+
+
+# -- pruning the cache: archives of other installs, recordings left by dead JVMs -----------------
+
+
+def _archive(folder, name: str, used: float, install: str | None = None):
+    """An archive in ``folder`` last used at ``used`` (the note's mtime, or the archive's own)."""
+    path = folder / f"spark-driver-4.3.0-java-17-{name}.jsa"
+    path.write_bytes(_ARCHIVE)
+    os.utime(path, (used, used))
+    if install is not None:
+        note = path.with_name(path.name + ".install")
+        note.write_text(install)
+        os.utime(note, (used, used))
+    return path
+
+
+def _names(folder) -> list[str]:
+    return sorted(p.name.removeprefix("spark-driver-4.3.0-java-17-") for p in folder.glob("spark-driver-*"))
+
+
+def test_prune_keeps_the_current_archive_and_the_most_recently_used_others(tmp_path):
+    now = time.time()
+    existing = tmp_path / "pyspark" / "__init__.py"
+    existing.parent.mkdir()
+    existing.write_text("")
+    current = _archive(tmp_path, "current", now - 9000, str(existing))  # the oldest, but this run's
+    for age in range(1, 6):
+        _archive(tmp_path, f"age{age}", now - age * 1000, str(existing) if age % 2 else None)
+    removed = prune(tmp_path, current, keep=3)
+    assert sorted(p.name for p in removed) == sorted(f"spark-driver-4.3.0-java-17-age{a}.jsa" for a in (3, 4, 5))
+    assert _names(tmp_path) == ["age1.jsa", "age1.jsa.install", "age2.jsa", "current.jsa", "current.jsa.install"]
+
+
+def test_prune_removes_the_archives_of_installs_that_are_gone_first(tmp_path):
+    now = time.time()
+    current = _archive(tmp_path, "current", now, str(tmp_path))
+    _archive(tmp_path, "gone", now, str(tmp_path / "deleted-venv" / "pyspark" / "__init__.py"))
+    _archive(tmp_path, "old", now - 5000, str(tmp_path))
+    _archive(tmp_path, "unknown", now - 9000)  # made before notes were kept: judged by its age only
+    assert [p.name.split("-")[-1] for p in prune(tmp_path, current, keep=3)] == ["gone.jsa"]
+    assert _names(tmp_path) == ["current.jsa", "current.jsa.install", "old.jsa", "old.jsa.install", "unknown.jsa"]
+    (tmp_path / "spark-driver-4.3.0-java-17-old.jsa").unlink()  # removed by hand: its note follows
+    prune(tmp_path, current, keep=3)
+    assert _names(tmp_path) == ["current.jsa", "current.jsa.install", "unknown.jsa"]
+
+
+def test_recordings_of_any_archive_left_by_dead_jvms_are_adopted_or_removed(tmp_path):
+    """A whole recording whose JVM exited becomes its archive; one cut short, or without a JVM
+    process id and untouched for 10 minutes, is removed; one whose JVM runs is left alone."""
+    current = tmp_path / "spark-driver-4.3.0-java-17-current.jsa"
+    old = time.time() - 3600
+
+    def recording(name: str, content: bytes, jvm: str | None):
+        partial = tmp_path / f"spark-driver-4.3.0-java-17-{name}.jsa.123{'' if jvm else '4'}.partial"
+        partial.write_bytes(content)
+        os.utime(partial, (old, old))
+        if jvm is not None:
+            partial.with_name(partial.name + ".jvm").write_text(jvm)
+
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        recording("whole", _ARCHIVE, _finished_jvm())
+        recording("cut", bytes(4096), _finished_jvm())
+        recording("unmarked", _ARCHIVE, None)
+        recording("running", b"", str(running.pid))
+        assert jvm_class_archive._adopt_finished_recordings(tmp_path, current) is False
+        assert _names(tmp_path) == ["running.jsa.123.partial", "running.jsa.123.partial.jvm", "whole.jsa"]
+        assert (tmp_path / "spark-driver-4.3.0-java-17-whole.jsa").read_bytes() == _ARCHIVE
+        running_archive = tmp_path / "spark-driver-4.3.0-java-17-running.jsa"
+        assert jvm_class_archive._adopt_finished_recordings(tmp_path, running_archive) is True
+    finally:
+        running.kill()
+        running.wait()
+
+
+def test_class_data_sharing_prunes_the_cache_and_notes_the_install_it_maps(cache):
+    import pyspark
+
+    sharing = class_data_sharing({})
+    current = Path(str(sharing.partial).rsplit(".", 2)[0])
+    current.write_bytes(_ARCHIVE)
+    gone = _archive(cache, "gone", time.time(), str(cache / "no-such-venv" / "pyspark" / "__init__.py"))
+    assert _option(class_data_sharing({}), "SharedArchiveFile") == str(current)
+    assert not gone.exists()
+    assert current.with_name(current.name + ".install").read_text() == pyspark.__file__
