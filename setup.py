@@ -1,17 +1,17 @@
 """The one thing pyproject.toml cannot say without experimental settings: the optional C builds of
-the record screen (kafka_audit/formats/_record_screen.c) and of dump's record lines
-(kafka_audit/_record_text.c). ``optional=True``: without a compiler the install still succeeds and
-the pure-Python code runs. Both read records through kafka_audit/formats/_record_grammar.h, with
+the record screen (kafka_audit/record/_record_screen.c) and of dump's record lines
+(kafka_audit/record/_record_text.c). ``optional=True``: without a compiler the install still succeeds and
+the pure-Python code runs. Both read records through kafka_audit/record/_record_grammar.h, with
 the grammar's widths (varint lengths, the header bound) taken from
-kafka_audit/formats/default_record.py, their one home."""
+kafka_audit/record/default_record.py, their one home."""
 
 import ast
 from pathlib import Path
 
 from setuptools import Extension, setup
 
-_GRAMMAR = Path(__file__).resolve().parent / "kafka_audit" / "formats" / "default_record.py"
-_GRAMMAR_H = "kafka_audit/formats/_record_grammar.h"  # read_varint and skip_bytes, for both C files
+_GRAMMAR = Path(__file__).resolve().parent / "kafka_audit" / "record" / "default_record.py"
+_GRAMMAR_H = "kafka_audit/record/_record_grammar.h"  # read_varint and skip_bytes, for both C files
 _SHARED = ("MAX_VARINT_BYTES", "MAX_VARLONG_BYTES", "MIN_HEADER_BYTES")
 
 
@@ -33,15 +33,15 @@ def _grammar_macros() -> list[tuple[str, str]]:
 setup(
     ext_modules=[
         Extension(
-            "kafka_audit.formats._record_screen",
-            sources=["kafka_audit/formats/_record_screen.c"],
-            depends=[_GRAMMAR_H, "kafka_audit/formats/_payload_inflate.h"],
+            "kafka_audit.record._record_screen",
+            sources=["kafka_audit/record/_record_screen.c"],
+            depends=[_GRAMMAR_H, "kafka_audit/record/_payload_inflate.h"],
             define_macros=_grammar_macros(),
             optional=True,
         ),
         Extension(
-            "kafka_audit._record_text",
-            sources=["kafka_audit/_record_text.c"],
+            "kafka_audit.record._record_text",
+            sources=["kafka_audit/record/_record_text.c"],
             depends=[_GRAMMAR_H],
             define_macros=_grammar_macros(),
             optional=True,

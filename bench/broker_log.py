@@ -1,4 +1,4 @@
-"""How fast ``--broker-log`` files are read (kafka_audit/formats/broker_log.py): prints lines/s and
+"""How fast ``--broker-log`` files are read (kafka_audit/io/broker_log.py): prints lines/s and
 MB/s for a synthetic ``server.log`` (plain and gzip).
 
     python bench/broker_log.py --lines 1000000
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kafka_audit.formats.broker_log import read_broker_logs  # noqa: E402
+from kafka_audit.io.broker_log import read_broker_logs  # noqa: E402
 
 NOISE = (
     "[{t}] INFO [LocalLog partition=ret-{p}, dir=/var/lib/kafka/data] Rolled new log segment at offset {n} in 4 ms. (kafka.log.LocalLog)",

@@ -34,14 +34,14 @@ RDD_COMMIT = "c2fe862"
 
 def load_rdd_job(commit: str):
     source = subprocess.run(
-        ["git", "show", f"{commit}:kafka_audit/pipeline.py"], cwd=REPO, capture_output=True, text=True, check=True
+        ["git", "show", f"{commit}:kafka_audit/engines/spark_job.py"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     from pyspark import cloudpickle
 
     spec = importlib.util.spec_from_loader("kafka_audit_rdd_pipeline", loader=None)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    exec(compile(source, f"{commit}:kafka_audit/pipeline.py", "exec"), module.__dict__)
+    exec(compile(source, f"{commit}:kafka_audit/engines/spark_job.py", "exec"), module.__dict__)
     cloudpickle.register_pickle_by_value(module)  # the executors cannot import it by name
     return module
 
@@ -80,10 +80,10 @@ def main() -> None:
     parser.add_argument("--rdd-commit", default=RDD_COMMIT)
     args = parser.parse_args()
 
-    from kafka_audit import pipeline
-    from kafka_audit.audit import ScanOptions
-    from kafka_audit.formats.log_dir import discover
-    from kafka_audit.spark_session import spark_session
+    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.engines import spark_job as pipeline
+    from kafka_audit.engines.spark_session import spark_session
+    from kafka_audit.log.log_dir import discover
 
     root = args.data_dir / f"log-dir-{args.size_mb}mb"
     datagen.ensure(root, args.size_mb, log=lambda m: print(m, file=sys.stderr))

@@ -2,7 +2,7 @@
 
 Each case copies one to three partition folders (from ``fixtures/`` and ``../shared/corpus/real/``)
 into a fresh temporary log dir, damages them with a few random mutations, and runs the whole audit
-core (:func:`kafka_audit.audit.audit_in_process`, no Spark) on it in a forked child process with a
+core (:func:`kafka_audit.audit.plan.audit_in_process`, no Spark) on it in a forked child process with a
 time limit. The originals are only ever read.
 
 Mutations: byte flips (raw, or with the batch CRC recomputed so the damage reaches the record
@@ -44,16 +44,16 @@ sys.path.insert(0, str(REPO))
 
 import crc32c  # noqa: E402
 
-from kafka_audit.formats.compression import DecompressionError, compress, decompress  # noqa: E402
-from kafka_audit.formats.record_batch import (  # noqa: E402
+from kafka_audit.record.compression import DecompressionError, compress, decompress  # noqa: E402
+from kafka_audit.record.record_batch import (  # noqa: E402
     HEADER_SIZE_UP_TO_MAGIC,
     LEGACY_CRC_OFFSET,
     LEGACY_MAGIC_OFFSET,
     LEGACY_RECORD_OVERHEAD_V0,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
-    SIZE_OFFSET,
     MAGIC_VALUE_V2,
+    SIZE_OFFSET,
     V2_ATTRIBUTES_OFFSET,
     V2_BASE_SEQUENCE_OFFSET,
     V2_BASE_TIMESTAMP_OFFSET,
@@ -615,11 +615,11 @@ def tree_fingerprint(root: Path) -> dict[str, tuple]:
 def audit_case(root: str) -> tuple[list[str], dict[str, int]]:
     """Run the audit core; return contract violations and the findings per check (an exception
     propagates)."""
-    from kafka_audit.audit import ScanOptions, audit_in_process
-    from kafka_audit.errors import CHECKS
-    from kafka_audit.formats.file_records import FileRecords, read_batch_records
-    from kafka_audit.formats.log_dir import discover
-    from kafka_audit.formats.record_batch import RecordBatch
+    from kafka_audit.audit.plan import ScanOptions, audit_in_process
+    from kafka_audit.log.log_dir import discover
+    from kafka_audit.record.file_records import FileRecords, read_batch_records
+    from kafka_audit.record.record_batch import RecordBatch
+    from kafka_audit.rules.catalogue import CHECKS
 
     problems = []
     discovery = discover([root])
@@ -727,7 +727,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stats", action="store_true", help="print how many cases gave each check")
     args = parser.parse_args(argv)
 
-    import kafka_audit.audit  # noqa: F401  (imported before any fork)
+    import kafka_audit.audit.plan  # noqa: F401  (imported before any fork)
 
     sources = partition_sources()
     if not sources:

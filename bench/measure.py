@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kafka_audit.formats.record_batch import (  # noqa: E402
+from kafka_audit.record.record_batch import (  # noqa: E402
     LOG_OVERHEAD,
     V2_ATTRIBUTES_OFFSET,
     V2_CRC_OFFSET,
@@ -130,8 +130,8 @@ def limit(files: list[Path]):
 
 def walk(files: list[Path]):
     """kafka-audit's batch-level walk: FileRecords.batches() (framing, header, CRC-32C per batch)."""
-    from kafka_audit.formats.file_records import FileRecords
-    from kafka_audit.formats.record_batch import RecordBatch
+    from kafka_audit.record.file_records import FileRecords
+    from kafka_audit.record.record_batch import RecordBatch
 
     def run():
         total = records = 0
@@ -151,8 +151,8 @@ def walk(files: list[Path]):
 
 def audit(root: Path):
     """The whole audit in one process (audit_in_process): every check, every record."""
-    from kafka_audit.audit import ScanOptions, audit_in_process
-    from kafka_audit.formats.log_dir import discover
+    from kafka_audit.audit.plan import ScanOptions, audit_in_process
+    from kafka_audit.log.log_dir import discover
 
     def run():
         # CPU seconds when the last segment task is done: the segment step's share of the run.
@@ -205,10 +205,10 @@ def spark_probe(root: Path, master: str, repeat: int) -> dict:
 
     The first scan of a session also pays for its Python workers' start; the later ones show the
     steady rate a long audit runs at. Both are reported, with the start-up costs on their own."""
-    from kafka_audit.audit import ScanOptions
-    from kafka_audit.formats.log_dir import discover
-    from kafka_audit.pipeline import run_scan
-    from kafka_audit.spark_session import spark_session
+    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.engines.spark_job import run_scan
+    from kafka_audit.engines.spark_session import spark_session
+    from kafka_audit.log.log_dir import discover
 
     started = time.perf_counter()
     with spark_session(master, {}) as spark:
@@ -305,7 +305,7 @@ def command_times(args: list[str], repeat: int) -> tuple[float, float]:
     return best
 
 
-def import_time(module: str = "kafka_audit.cli") -> float:
+def import_time(module: str = "kafka_audit.cli.app") -> float:
     """Seconds ``python -X importtime`` reports for importing ``module`` (cumulative), fastest of 5."""
     best = math.inf
     for _ in range(5):
@@ -324,12 +324,12 @@ def startup_probe(root: Path, sharing: bool) -> dict:
     session's start (JVM, SparkContext, SparkSession), the job (its first one: the Python workers
     start in it), the stop. ``sharing`` False starts the JVM without the class-data archive."""
     began = time.perf_counter()
-    from kafka_audit import jvm_class_archive, spark_session
-    from kafka_audit.audit import ScanOptions
-    from kafka_audit.formats.log_dir import discover
-    from kafka_audit.pipeline import run_scan
-
     import pyspark.sql  # noqa: F401
+
+    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.engines import jvm_class_archive, spark_session
+    from kafka_audit.engines.spark_job import run_scan
+    from kafka_audit.log.log_dir import discover
 
     marks = {"imports_s": time.perf_counter() - began}
     found = discover([str(root)])
@@ -409,8 +409,8 @@ def rss_probe(path: Path) -> dict:
     summaries away as a Spark worker does, and report the process's memory high-water mark."""
     import resource
 
+    from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentTask
     from kafka_audit.rules.log_validator import ValidationConfig
-    from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentTask
 
     size = path.stat().st_size
     task = SegmentTask(

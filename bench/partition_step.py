@@ -16,18 +16,17 @@ import os
 import pickle
 import sys
 import time
-from itertools import chain
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kafka_audit.audit import ScanOptions, log_order, partition_metas, plan_tasks, with_inferred_compaction  # noqa: E402
-from kafka_audit.formats.log_dir import discover  # noqa: E402
+from kafka_audit.audit.partition_audit import audit_partition  # noqa: E402
+from kafka_audit.audit.plan import ScanOptions, log_order, partition_metas, plan_tasks, with_inferred_compaction  # noqa: E402
+from kafka_audit.audit.segment_audit import SegmentAuditor  # noqa: E402
+from kafka_audit.log.log_dir import discover  # noqa: E402
 from kafka_audit.rules.batch_summary import BatchSummary  # noqa: E402
-from kafka_audit.tasks.partition_audit import audit_partition  # noqa: E402
-from kafka_audit.tasks.segment_audit import SegmentAuditor  # noqa: E402
 
 DEFAULT_DIR = REPO / "bench" / "data" / "log-dir-1024mb"
 

@@ -36,9 +36,9 @@ sys.path.insert(0, str(HERE))
 import datagen  # noqa: E402
 import measure  # noqa: E402
 
-from kafka_audit.audit import ScanOptions, audit_in_process  # noqa: E402
-from kafka_audit.formats.log_dir import discover  # noqa: E402
-from kafka_audit.formats.range_buffer import CHUNK_BYTES  # noqa: E402
+from kafka_audit.audit.plan import ScanOptions, audit_in_process  # noqa: E402
+from kafka_audit.log.log_dir import discover  # noqa: E402
+from kafka_audit.record.range_buffer import CHUNK_BYTES  # noqa: E402
 from tests.support.s3_server import S3Server, upload_tree  # noqa: E402
 
 TARGET = 0.8

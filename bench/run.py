@@ -210,7 +210,7 @@ def print_report(args, marker: dict, results: dict, rss: dict, figures: dict, cl
         print(f"warning: the measurements disagree on the record count: {sorted(counts)}")
     print()
     print("(f) the command, process start to exit (fastest run):")
-    print(f"  import kafka_audit.cli                 {cli['cli_import_s']:6.3f} s")
+    print(f"  import kafka_audit.cli.app                 {cli['cli_import_s']:6.3f} s")
     print(f"  kafka-audit --help                     {cli['help_s']:6.3f} s")
     audit, decode = results["audit"], results.get("kafka_python")
     if decode is not None:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_audit.audit import ScanOptions, reference_time_problem
-from kafka_audit.formats.log_dir import discover
+from kafka_audit.audit.plan import ScanOptions, reference_time_problem
+from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
@@ -100,10 +100,10 @@ def scan(
         raise ValueError(problem)
     target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
     if spark is None:
-        from kafka_audit.engines import Engine, run_audit
+        from kafka_audit.engines.run import Engine, run_audit
 
         return _result(run_audit(discovery, options, Engine(engine), master, conf, None, remote, target))
-    from kafka_audit import pipeline
+    from kafka_audit.engines import spark_job as pipeline
 
     result, frames = pipeline.run_job(spark, discovery, options, keep=True)
     result.summary["engine"] = "spark"
@@ -124,7 +124,7 @@ def _result(result, **frames) -> AuditResult:
 
 def _broker_log(paths: Iterable[str | os.PathLike]):
     """``--broker-log``: the files read (None without any); one that cannot be read is a ValueError."""
-    from kafka_audit.formats.broker_log import BrokerLogError, read_broker_logs
+    from kafka_audit.io.broker_log import BrokerLogError, read_broker_logs
 
     paths = [str(p) for p in paths]
     if not paths:

@@ -11,6 +11,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 from tests.support.audit_run import SHARED  # noqa: E402
+
 CORPUS = SHARED / "corpus" / "real"
 
 
@@ -23,7 +24,7 @@ def corpus() -> Path:
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from kafka_audit.spark_session import create_spark_session
+    from kafka_audit.engines.spark_session import create_spark_session
 
     session = create_spark_session("local[2]", {"spark.default.parallelism": "2"}, str(tmp_path_factory.mktemp("spark")))
     yield session
@@ -42,7 +43,7 @@ def connect_url(tmp_path_factory):
 @pytest.fixture(scope="session")
 def connect(connect_url):
     """A Spark Connect session on the local server."""
-    from kafka_audit.spark_session import create_connect_session
+    from kafka_audit.engines.spark_session import create_connect_session
 
     session = create_connect_session(connect_url)
     yield session

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.formats.broker_log import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogError, read_broker_logs
-from kafka_audit.formats.broker_log_lines import PRODUCE_EXCEPTIONS, parse_topic_partition
+from kafka_audit.io.broker_log import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogError, read_broker_logs
+from kafka_audit.io.broker_log_lines import PRODUCE_EXCEPTIONS, parse_topic_partition
 from kafka_audit.rules.broker_rejection import kafka_error
 from tests.support.audit_run import SHARED
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms
@@ -195,7 +195,7 @@ WORDINGS = [
 
 def test_every_produce_exception_has_its_catalogue_error():
     """The parser keeps these exceptions; the catalogue (errors.ERRORS) says what each answers."""
-    from kafka_audit.errors import ERRORS
+    from kafka_audit.rules.catalogue import ERRORS
 
     by_exception = {e.exception: name for name, e in ERRORS.items()}
     assert {by_exception[e] for e in PRODUCE_EXCEPTIONS} == {

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, audit_in_process
-from kafka_audit.formats.broker_log import read_broker_logs
-from kafka_audit.cli import main
-from kafka_audit.formats.log_dir import discover
+from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.cli.app import main
+from kafka_audit.io.broker_log import read_broker_logs
+from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.events import EventKind
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms, write_issue_log_dir
 from tests.support.writer import LogDirWriter, Producer, records
@@ -269,7 +269,7 @@ def test_the_real_retention_log_adds_no_finding_and_dates_the_log_start(tmp_path
 @pytest.mark.spark
 def test_the_spark_job_gives_the_in_process_findings(spark, tmp_path):
     """The lines travel to the executors inside each partition's PartitionMeta."""
-    from kafka_audit import pipeline
+    from kafka_audit.engines import spark_job as pipeline
 
     write_issue_log_dir(tmp_path / "data")
     found = discover([str(tmp_path / "data")])

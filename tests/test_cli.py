@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafka_audit import spark_session as spark_session_module
-from kafka_audit.cli import app, main
-from kafka_audit.errors import CHECKS, UNCOMPRESSED_OFFSET_DELTAS
-from kafka_audit.findings import FIELD_NAMES
-from tests.support.writer import BatchSpec, Faults, LogDirWriter, Producer, records
-
+from kafka_audit.cli.app import app, main
+from kafka_audit.engines import spark_session as spark_session_module
+from kafka_audit.rules.catalogue import CHECKS, UNCOMPRESSED_OFFSET_DELTAS
+from kafka_audit.rules.findings import FIELD_NAMES
 from tests.conftest import FIXTURES, REPO
+from tests.support.writer import BatchSpec, Faults, LogDirWriter, Producer, records
 
 FAULTY = FIXTURES / "faulty"
 HEALTHY = FIXTURES / "healthy"
@@ -270,7 +269,7 @@ def test_ctrl_c_is_one_line_and_exit_130(capsys, monkeypatch):
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("kafka_audit.formats.log_dir.discover", interrupted)
+    monkeypatch.setattr("kafka_audit.log.log_dir.discover", interrupted)
     code, _, err = run_main("scan", PRODUCER_ERRORS, capsys=capsys)
     assert code == 130 and err.strip() == "kafka-audit: interrupted"
 
@@ -456,8 +455,8 @@ def test_the_command_in_a_subprocess_keeps_spark_noise_off_stderr(tmp_path):
 def test_scan_on_a_spark_connect_server_equals_the_in_process_audit(connect_url, tmp_path):
     """``scan --remote sc://127.0.0.1:PORT`` (the command in a subprocess, a local Connect server)
     gives the findings of the in-process audit, and its executors write the Parquet datasets."""
-    from kafka_audit.audit import audit_in_process
-    from kafka_audit.formats.log_dir import discover
+    from kafka_audit.audit.plan import audit_in_process
+    from kafka_audit.log.log_dir import discover
     from tests.test_pipeline import options_of
 
     env = {**os.environ, "PYTHONPATH": str(REPO)}

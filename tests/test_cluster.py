@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, audit_in_process
-from kafka_audit.formats.log_dir import discover
+from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES
 from tests.support.spark_cluster import StandaloneCluster, can_hide_folders
 from tests.test_remote import BUCKET, CASES, s3  # noqa: F401  (s3: the moto server fixture)

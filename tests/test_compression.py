@@ -1,4 +1,4 @@
-"""kafka_audit.formats.compression against Kafka's codec rules and an independent implementation
+"""kafka_audit.record.compression against Kafka's codec rules and an independent implementation
 (kafka-python's ``kafka.codec``, the ``lz4`` package, python-zstandard).
 
 Kafka classes followed: ``CompressionType``, ``GzipCompression`` (``GZIPInputStream``),
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka import codec as kc
 
-from kafka_audit.formats.compression import (
+from kafka_audit.record.compression import (
     LZ4_FRAME_MAGIC,
     XERIAL_MAGIC,
     DecompressionError,
@@ -464,7 +464,7 @@ BOMB_SCRIPT = textwrap.dedent(
     r'''
     import json, resource, struct, sys, zlib
     import cramjam, lz4.frame, zstandard
-    from kafka_audit.formats.compression import XERIAL_MAGIC, DecompressionError, decompress
+    from kafka_audit.record.compression import XERIAL_MAGIC, DecompressionError, decompress
 
     SIZE = 500 * 1024 * 1024          # the bomb inflates to 500 MB of zeros
     CAP = 64 * 1024 * 1024            # the cap file_records gives a small batch
@@ -587,7 +587,7 @@ def test_zstd_whole_frame_fast_path_gives_what_the_sliced_inflater_gives(
     checked on streamed and one-shot frames, concatenated frames, and damaged copies."""
     from unittest import mock
 
-    from kafka_audit.formats import compression
+    from kafka_audit.record import compression
 
     rng = random.Random(seed)
     params = dict(write_content_size=content_size, write_checksum=checksum)

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from kafka_audit.formats import checkpoints, offset_index, producer_snapshot, time_index
-from kafka_audit.formats.control_record import parse_control_record
-from kafka_audit.formats.file_records import FileRecords
-from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.problem import Problem
-from kafka_audit.formats.record_batch import ControlRecordType, RecordBatch
+from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index
+from kafka_audit.log.log_dir import discover
+from kafka_audit.record.control_record import parse_control_record
+from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import ControlRecordType, RecordBatch
 from tests.support.audit_run import SHARED
 
 CORPUS = SHARED / "corpus" / "real"

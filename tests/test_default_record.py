@@ -16,11 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafka_audit.record import default_record
+from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records, screen_records_py
+from kafka_audit.record.file_records import iter_batches, read_batch_records
+from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
 from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
-from kafka_audit.formats import default_record
-from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records, screen_records_py
-from kafka_audit.formats.file_records import iter_batches, read_batch_records
-from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
 from tests.support.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -171,7 +171,7 @@ def test_compiled_and_python_screens_agree_on_arbitrary_bytes(data, count, requi
 def test_the_compiled_screen_is_built_with_the_grammar_of_default_record():
     """setup.py compiles the widths of default_record.py into the C screen: a build from other
     widths (a stale .so) would screen another grammar."""
-    from kafka_audit.formats import _record_screen
+    from kafka_audit.record import _record_screen
 
     for name in ("MAX_VARINT_BYTES", "MAX_VARLONG_BYTES", "MIN_HEADER_BYTES"):
         assert getattr(_record_screen, name) == getattr(default_record, name), name

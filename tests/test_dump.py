@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from kafka.record import MemoryRecords
 from typer.testing import CliRunner
 
-from kafka_audit import dump
-from kafka_audit.cli import app
-from kafka_audit.formats.default_record import decode_records
-from kafka_audit.formats.file_records import iter_batches
-from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
+from kafka_audit.cli.app import app
+from kafka_audit.record.default_record import decode_records
+from kafka_audit.record.file_records import iter_batches
+from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
+from kafka_audit.report import dump
 from tests.support.writer import TS_BASE, BatchSpec, LogDirWriter, Producer, RecordSpec, encode_batch
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -15,12 +15,12 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from kafka_audit import spark_session as spark_session_module
-from kafka_audit.audit import ScanOptions
-from kafka_audit.cli import app
-from kafka_audit.engines import Engine, run_audit
-from kafka_audit.formats.log_dir import discover
-from kafka_audit.progress import AUDITING, REPLAYING, STARTING_SPARK, PhaseDisplay
+from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.cli.app import app
+from kafka_audit.engines import spark_session as spark_session_module
+from kafka_audit.engines.run import Engine, run_audit
+from kafka_audit.log.log_dir import discover
+from kafka_audit.report.progress import AUDITING, REPLAYING, STARTING_SPARK, PhaseDisplay
 from tests.conftest import FIXTURES, REPO
 
 # The summary fields that differ between two runs of the same audit.
@@ -63,7 +63,7 @@ def test_local_and_spark_engines_give_the_same_report(shared_session, fixture):
 def test_a_local_scan_imports_nothing_of_pyspark(tmp_path):
     probe = (
         "import json, sys\n"
-        "from kafka_audit.cli import main\n"
+        "from kafka_audit.cli.app import main\n"
         "try:\n"
         f"    main(['scan', {str(FIXTURES / 'producer-errors')!r}, '--engine', 'local', '--format', 'json',"
         f" '--output', {str(tmp_path / 'report.json')!r}])\n"
@@ -132,7 +132,7 @@ def test_the_wall_time_covers_the_whole_command(monkeypatch):
         time.sleep(0.5)
         return real_discover(*args, **kwargs)
 
-    monkeypatch.setattr("kafka_audit.formats.log_dir.discover", slow_discover)
+    monkeypatch.setattr("kafka_audit.log.log_dir.discover", slow_discover)
     report = _scan_json(str(FIXTURES / "healthy"), "--engine", "local")
     assert report["summary"]["wall_time_s"] >= 0.5
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit import report
-from kafka_audit.audit import ScanOptions, audit_in_process
-from kafka_audit.cli import main
-from kafka_audit.formats.log_dir import discover
+from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.cli.app import main
+from kafka_audit.log.log_dir import discover
+from kafka_audit.report import scan_report as report
 from tests.support.writer import LogDirWriter, Producer, records
 
 

@@ -10,11 +10,11 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from kafka_audit.formats.default_record import decode_records, read_varint, MalformedRecord
+from kafka_audit.record.default_record import MalformedRecord, decode_records, read_varint
+from kafka_audit.record.file_records import FileRecords, iter_batches, read_batch_records
+from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import RecordBatch
 from tests.support.writer import varint as encode_varint
-from kafka_audit.formats.file_records import FileRecords, iter_batches, read_batch_records
-from kafka_audit.formats.problem import Problem
-from kafka_audit.formats.record_batch import RecordBatch
 
 CODECS = [0, 1, 2, 3, 4]
 LEGACY_CODECS = [0, 1, 2, 3]  # no zstd before magic v2 (kafka-python cannot write it either)

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.dump import dump_file
-from kafka_audit.formats.coordinator_records import decode_consumer_offsets, decode_transaction_log
-from kafka_audit.formats.file_records import FileRecords
-from kafka_audit.formats.internal_topics import decoder_for, is_kraft_snapshot, read_transaction_log
-from kafka_audit.formats.metadata_records import MetadataRecordDecoder
-from kafka_audit.formats.problem import Problem
+from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
+from kafka_audit.log.internal_topics import decoder_for, is_kraft_snapshot, read_transaction_log
+from kafka_audit.log.metadata_records import MetadataRecordDecoder
+from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.problem import Problem
+from kafka_audit.report.dump import dump_file
 from tests.support.audit_run import SHARED as SHARED_DIR
 
 SHARED = SHARED_DIR if SHARED_DIR.is_dir() else None

@@ -1,4 +1,4 @@
-"""kafka_audit.formats.log_dir.discover on log dir trees built in tmp_path.
+"""kafka_audit.log.log_dir.discover on log dir trees built in tmp_path.
 
 Kafka names followed: ``UnifiedLog.parseTopicPartitionName`` (``<topic>-<partition>`` and the
 ``-delete`` / ``-future`` / ``-stray`` folders), ``LogFileUtils`` (20-digit base offsets, the
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.formats import log_dir
-from kafka_audit.formats.log_dir import Discovery, PartitionDir, discover
-from kafka_audit.formats.log_names import (
+from kafka_audit.log import log_dir
+from kafka_audit.log.log_dir import Discovery, PartitionDir, discover
+from kafka_audit.log.log_names import (
     CLEANED,
     DELETED,
     LIVE,

@@ -12,13 +12,12 @@ import pyarrow.dataset as ds
 import pytest
 
 import kafka_audit
-from kafka_audit import schemas
-from kafka_audit.audit import audit_in_process
-from kafka_audit.findings import FIELD_NAMES
-from kafka_audit.formats.log_dir import discover
-from tests.test_pipeline import options_of
-
+from kafka_audit.audit.plan import audit_in_process
+from kafka_audit.engines import schemas
+from kafka_audit.log.log_dir import discover
+from kafka_audit.rules.findings import FIELD_NAMES
 from tests.conftest import FIXTURES
+from tests.test_pipeline import options_of
 
 FAULTY = FIXTURES / "faulty"
 OPTIONS = json.loads((FAULTY / "EXPECTED.json").read_text())["options"]
@@ -122,10 +121,10 @@ def test_the_batches_dataset_on_spark_is_the_in_process_one(any_spark, name, tmp
 def test_batch_values_give_back_every_summary_in_order():
     """A segment task's summaries, cut into values of a few, come back whole and in log order
     (the partition step) and as the ``batches`` dataset's typed rows (its expansion)."""
-    from kafka_audit.pipeline import _expand_batches, _segment_rows, _summaries, _value_rows
+    from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentTask
+    from kafka_audit.engines.spark_job import _expand_batches, _segment_rows, _summaries, _value_rows
     from kafka_audit.rules.batch_summary import BatchSummary
     from kafka_audit.rules.log_validator import ValidationConfig
-    from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentTask
 
     folder = next(p for p in sorted(FAULTY.iterdir()) if p.is_dir() and len(list(p.glob("*.log"))) > 0)
     log = sorted(folder.glob("*.log"))[0]

@@ -20,13 +20,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_audit.audit import ScanOptions
-from kafka_audit.formats import offset_index, time_index
-from kafka_audit.formats.broker_log import read_broker_logs
-from kafka_audit.rules.offset_continuity import OffsetContinuity
+from kafka_audit.audit import partition_audit
+from kafka_audit.audit.partition_audit import audit_partition
+from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.io.broker_log import read_broker_logs
+from kafka_audit.log import offset_index, time_index
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.tasks import partition_audit
-from kafka_audit.tasks.partition_audit import audit_partition
+from kafka_audit.rules.offset_continuity import OffsetContinuity
 from tests.conftest import FIXTURES
 from tests.support.audit_run import shared_corpus
 from tests.support.partition_paths import (

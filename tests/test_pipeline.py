@@ -9,14 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, audit_in_process, pack_tasks, plan_tasks
-from kafka_audit.tasks.segment_audit import SegmentTask
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, pack_tasks, plan_tasks
+from kafka_audit.audit.segment_audit import SegmentTask
+from kafka_audit.engines.spark_job import run_scan
+from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
-from kafka_audit.formats.log_dir import discover
-from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
-from kafka_audit.pipeline import run_scan
-
 from tests.conftest import FIXTURES, SHARED
+from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
 
 REAL_BROKER = SHARED / "corpus" / "real-broker"
 CORPUS_DIRS = sorted(p.name for p in REAL_BROKER.iterdir() if p.is_dir()) if REAL_BROKER.is_dir() else []
@@ -143,7 +142,7 @@ def test_pack_tasks_deals_every_task_once_into_balanced_groups():
 def test_replicas_are_spread_over_the_shuffle_partitions_by_bytes():
     """Every replica gets a partition of the partition step, the heaviest first, each to the
     least loaded one."""
-    from kafka_audit.pipeline import place_replicas
+    from kafka_audit.engines.spark_job import place_replicas
 
     sizes = {0: 900, 1: 500, 2: 400, 3: 300, 4: 300, 5: 200}
     tasks = [
@@ -164,7 +163,7 @@ def test_keys_land_in_the_partition_spark_gives_them(spark):
     Spark, lands in the partition it was chosen for (Spark is the oracle)."""
     from pyspark.sql import functions as F
 
-    from kafka_audit.pipeline import keys_for_buckets
+    from kafka_audit.engines.spark_job import keys_for_buckets
 
     buckets = [0, 1, 2, 2, 4, 0, 3, 1, 4, 4]
     keys = keys_for_buckets(buckets, 5)
@@ -177,7 +176,7 @@ def test_keys_land_in_the_partition_spark_gives_them(spark):
 def test_the_partition_step_needs_no_sort_or_shuffle_of_its_own(any_spark):
     """The replicas' rows reach ``applyInArrow`` in the order the job sorted them (batches in log
     order): Spark plans no second exchange or sort between that sort and the grouped step."""
-    from kafka_audit.pipeline import build_frames
+    from kafka_audit.engines.spark_job import build_frames
 
     found = discover([str(FIXTURES / "faulty")])
     options = replace(options_of(FIXTURES / "faulty"), shuffle_partitions=3)  # a small input gets one
@@ -211,8 +210,8 @@ def test_progress_comes_from_spark_without_accumulators(any_spark):
 
 
 def test_progress_counts_the_segment_stage_and_the_stages_after_it():
-    from kafka_audit.audit import Progress
-    from kafka_audit.spark_progress import _count_done
+    from kafka_audit.audit.plan import Progress
+    from kafka_audit.engines.spark_progress import _count_done
 
     progress = Progress(segments_total=40, bytes_total=4000, partitions_total=6)
     _count_done(progress, {3: (2, 2), 4: (5, 10)}, 10)  # stage 3: the tasks' own shuffle

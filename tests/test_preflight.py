@@ -1,4 +1,4 @@
-"""The executor preflight (kafka_audit/preflight.py) on a classic local session and on a Spark
+"""The executor preflight (kafka_audit/engines/preflight.py) on a classic local session and on a Spark
 Connect server; the cluster cases (executors without kafka_audit, data they cannot see) are in
 tests/test_cluster.py."""
 
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import kafka_audit
-from kafka_audit.preflight import PreflightFailure, check_executors, probe
+from kafka_audit.engines.preflight import PreflightFailure, check_executors, probe
 from tests.support.spark_cluster import ConnectServer
 
 
@@ -30,7 +30,7 @@ def test_the_probe_warns_without_the_compiled_screen(tmp_path, monkeypatch):
     real = importlib.import_module
 
     def without_screen(name, *args):
-        if name == "kafka_audit.formats._record_screen":
+        if name == "kafka_audit.record._record_screen":
             raise ImportError("built for another platform")
         return real(name, *args)
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from kafka_audit.log.producer_snapshot import ProducerSnapshot
+from kafka_audit.record.record_batch import increment_sequence
 from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
 from kafka_audit.rules.producer_state import (
     PartitionLog,
@@ -13,8 +15,6 @@ from kafka_audit.rules.producer_state import (
     in_sequence,
     replay_partition,
 )
-from kafka_audit.formats.producer_snapshot import ProducerSnapshot
-from kafka_audit.formats.record_batch import increment_sequence
 
 INT32_MAX = 2**31 - 1
 TOPIC = "test"

@@ -25,28 +25,26 @@ import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_audit.audit import ScanOptions, audit_in_process
+from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentTask
+from kafka_audit.log.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
+from kafka_audit.log.log_dir import discover
+from kafka_audit.log.offset_index import parse_offset_index
+from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry, parse_producer_snapshot
+from kafka_audit.log.time_index import parse_time_index
+from kafka_audit.log.transaction_index import AbortedTxn, parse_transaction_index
+from kafka_audit.record import default_record
+from kafka_audit.record.compression import DecompressionError, compress, decompress
+from kafka_audit.record.control_record import parse_control_record
+from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records, screen_records_py
+from kafka_audit.record.file_records import iter_batches, read_batch_records
+from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch, increment_sequence
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.formats import default_record
+from kafka_audit.rules.catalogue import CHECKS
 from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_state import PartitionLog, replay_partition
-from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
-from kafka_audit.formats.transaction_index import AbortedTxn
-from kafka_audit.tasks.segment_audit import SegmentAuditor, SegmentTask
-from kafka_audit.errors import CHECKS
-from kafka_audit.formats.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
-from kafka_audit.formats.compression import DecompressionError, compress, decompress
-from kafka_audit.formats.control_record import parse_control_record
-from kafka_audit.formats.default_record import RecordScreen, decode_records, screen_records, screen_records_py
-from kafka_audit.formats.file_records import iter_batches, read_batch_records
-from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.offset_index import parse_offset_index
-from kafka_audit.formats.problem import Problem
-from kafka_audit.formats.producer_snapshot import parse_producer_snapshot
-from kafka_audit.formats.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch, increment_sequence
-from kafka_audit.formats.time_index import parse_time_index
-from kafka_audit.formats.transaction_index import parse_transaction_index
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
 
 # KAFKA_AUDIT_PROPERTY_SCALE=50 runs every property 50 times longer (a local soak, not CI).

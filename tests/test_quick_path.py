@@ -18,15 +18,16 @@ import crc32c
 import pytest
 import zstandard
 
-from kafka_audit.audit import ScanOptions, plan_tasks, with_inferred_compaction
-from kafka_audit.formats import file_records, payload_screen
-from kafka_audit.formats.compression import compress
-from kafka_audit.formats.control_record import parse_control_key_value, parse_control_record
-from kafka_audit.formats.default_record import RecordScreen, decode_records
-from kafka_audit.formats.file_records import FileRecords
-from kafka_audit.formats.payload_screen import screen_payload, screen_payload_py
-from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.record_batch import (
+from kafka_audit.audit.plan import ScanOptions, plan_tasks, with_inferred_compaction
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.log.log_dir import discover
+from kafka_audit.record import file_records, payload_screen
+from kafka_audit.record.compression import compress
+from kafka_audit.record.control_record import parse_control_key_value, parse_control_record
+from kafka_audit.record.default_record import RecordScreen, decode_records
+from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.payload_screen import screen_payload, screen_payload_py
+from kafka_audit.record.record_batch import (
     V2_ATTRIBUTES_OFFSET,
     V2_CRC_OFFSET,
     V2_RECORDS_OFFSET,
@@ -34,7 +35,6 @@ from kafka_audit.formats.record_batch import (
 )
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.log_validator import ValidationConfig
-from kafka_audit.tasks.segment_audit import SegmentAuditor
 from tests.support.audit_run import SHARED
 from tests.support.writer import BatchSpec, ControlSpec, RecordSpec, encode_batch, records
 
@@ -181,7 +181,7 @@ def _batches(buf) -> list[RecordBatch]:
 
 @compiled
 def test_compiled_payload_screen_reads_records_where_record_batch_says_they_start() -> None:
-    from kafka_audit.formats import _record_screen
+    from kafka_audit.record import _record_screen
 
     assert _record_screen.V2_RECORDS_OFFSET == V2_RECORDS_OFFSET
 
@@ -257,7 +257,7 @@ def test_compiled_payload_screen_agrees_on_other_framings_whole_and_damaged(seed
     rng = random.Random(seed)
     count = rng.randrange(1, 40)
     raw = _raw_records(count, rng.randrange(1, 400))
-    for label, codec, payload in _frames(raw):
+    for _label, codec, payload in _frames(raw):
         variants = [payload]
         for _ in range(8):
             damaged = bytearray(payload)

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 import kafka_audit
-from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks, reference_time_problem, with_inferred_compaction
-from kafka_audit.cli import main
-from kafka_audit.findings import Finding
-from kafka_audit.formats import storage
-from kafka_audit.formats.file_records import FileRecords
-from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.range_buffer import RangeBuffer
-from kafka_audit.formats.record_batch import RecordBatch
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks, reference_time_problem, with_inferred_compaction
+from kafka_audit.cli.app import main
+from kafka_audit.io import storage
+from kafka_audit.log.log_dir import discover
+from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.range_buffer import RangeBuffer
+from kafka_audit.record.record_batch import RecordBatch
+from kafka_audit.rules.findings import Finding
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 from tests.conftest import FIXTURES
 from tests.support.audit_run import SHARED
@@ -154,7 +154,7 @@ def test_timestamp_bounds_on_remote_objects_need_a_reference_time(s3):
 def _spark_scan(spark, discovery, options: ScanOptions):
     """The Spark engine as the CLI runs it: compaction inferred from the discovery first
     (``audit_in_process`` does that itself)."""
-    from kafka_audit.pipeline import run_scan
+    from kafka_audit.engines.spark_job import run_scan
 
     return run_scan(spark, discovery, with_inferred_compaction(options, discovery))
 
@@ -317,7 +317,7 @@ def test_the_range_buffer_reads_each_byte_once_in_bounded_ranges(tmp_path):
     buffer = RangeBuffer(ranges, chunk=chunk, read_ahead=2)
     with FileRecords(segment) as local:
         expected = [b for b in local.batches() if isinstance(b, RecordBatch)]
-    from kafka_audit.formats.file_records import iter_batches
+    from kafka_audit.record.file_records import iter_batches
 
     buffer.walk(0, None)
     walked = [b for b in iter_batches(buffer.buffer, 0, None, buffer.size, None, buffer.need)]
@@ -470,8 +470,8 @@ class _FailingRanges(_CountingRanges):
 
 def test_a_read_failing_part_way_is_an_unreadable_segment_after_what_was_read(tmp_path, monkeypatch):
     """Batches before the failure are audited; the rest of the segment is said to be unread."""
-    from kafka_audit.formats import file_records, range_buffer
-    from kafka_audit.tasks.segment_audit import SegmentAuditor
+    from kafka_audit.audit.segment_audit import SegmentAuditor
+    from kafka_audit.record import file_records, range_buffer
 
     segment = _big_partition(tmp_path)
     (task,) = plan_tasks(discover([str(tmp_path)]))
@@ -505,7 +505,7 @@ def test_a_remote_segment_split_by_its_index_on_spark(s3, spark, tmp_path):
 def test_walked_pages_of_a_remote_segment_are_freed(tmp_path, monkeypatch):
     """Behind the walk the buffer's pages are given back (they read as zeros again), so a large
     object costs a few chunks of memory, not its size."""
-    from kafka_audit.formats import file_records, range_buffer
+    from kafka_audit.record import file_records, range_buffer
 
     segment = _big_partition(tmp_path)
     monkeypatch.setattr(file_records, "_RELEASE_EVERY", 16 * 1024)

@@ -1,7 +1,7 @@
 """Damaged input (issue 7): the audit reports what it is given and never crashes.
 
 Every test builds a log dir with one damaged partition (or file) beside healthy ones and runs the
-whole audit core in this process (:func:`kafka_audit.audit.audit_in_process`, no Spark). Each
+whole audit core in this process (:func:`kafka_audit.audit.plan.audit_in_process`, no Spark). Each
 checks (a) that nothing raises, (b) the finding (check id, position) or the one-line note the
 damage must give, and (c) that the healthy partitions come out exactly as when audited without
 the damage beside them: same findings, field for field, and the summary counts of the damaged
@@ -26,11 +26,13 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from kafka_audit.audit import ScanOptions, ScanResult, audit_in_process
-from kafka_audit.errors import CHECKS
-from kafka_audit.formats import file_records, storage
-from kafka_audit.formats.compression import compress
-from kafka_audit.formats.log_dir import discover
+from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
+from kafka_audit.io import storage
+from kafka_audit.log.log_dir import discover
+from kafka_audit.record import file_records
+from kafka_audit.record.compression import compress
+from kafka_audit.rules.catalogue import CHECKS
+from tests.conftest import REPO
 from tests.support.writer import (
     TS_BASE,
     BatchSpec,
@@ -43,8 +45,6 @@ from tests.support.writer import (
     records,
     varint,
 )
-
-from tests.conftest import REPO
 
 HEALTHY_TOPICS = ("clicks", "ledger", "legacy", "witness")
 COUNTS = ("segments", "batches", "records", "bytes")
@@ -194,8 +194,8 @@ def _max_rss_kib_of_audit(path: Path) -> tuple[list, int]:
     """Audit ``path`` in a fresh interpreter; return its findings and peak resident set (KiB)."""
     code = (
         "import resource, sys, json\n"
-        "from kafka_audit.audit import audit_in_process, ScanOptions\n"
-        "from kafka_audit.formats.log_dir import discover\n"
+        "from kafka_audit.audit.plan import audit_in_process, ScanOptions\n"
+        "from kafka_audit.log.log_dir import discover\n"
         "r = audit_in_process(discover([sys.argv[1]]), ScanOptions())\n"
         "print(json.dumps([[f.check, f.position, f.details] for f in r.findings]))\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
@@ -770,7 +770,7 @@ def test_regression_checkpoint_count_of_5000_digits(scene):
 
 
 def test_regression_snapshot_name_of_digits_int_refuses():
-    from kafka_audit.formats.producer_snapshot import snapshot_offset_of
+    from kafka_audit.log.producer_snapshot import snapshot_offset_of
 
     assert snapshot_offset_of("/logs/t-0/²³.snapshot") is None
     assert snapshot_offset_of("/logs/t-0/00000000000000000042.snapshot") == 42
@@ -791,7 +791,7 @@ def test_the_fuzz_script_runs_and_reports_no_failure():
 def test_findings_of_one_check_are_listed_up_to_a_cap_then_counted(tmp_path: Path) -> None:
     """A segment of 1,200 batches with bad CRCs: 1,000 listed, one finding counts the other 200,
     and every batch is still walked and counted."""
-    from kafka_audit.tasks.segment_audit import MAX_FINDINGS_PER_CHECK
+    from kafka_audit.audit.segment_audit import MAX_FINDINGS_PER_CHECK
 
     with LogDirWriter(tmp_path) as d:
         w = d.partition("garbage", 0)

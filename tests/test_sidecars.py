@@ -16,17 +16,19 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from kafka_audit.formats import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
-from kafka_audit.formats.checkpoints import EpochEntry, Property, TopicPartitionOffset
-from kafka_audit.formats.file_records import FileRecords
-from kafka_audit.formats.offset_index import OffsetPosition
-from kafka_audit.formats.problem import Problem
-from kafka_audit.formats.producer_snapshot import ProducerSnapshotEntry
-from kafka_audit.formats.record_batch import RecordBatch
-from kafka_audit.formats.time_index import TimestampOffset
-from kafka_audit.formats.transaction_index import AbortedTxn
+from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
+from kafka_audit.log.checkpoints import EpochEntry, Property, TopicPartitionOffset
+from kafka_audit.log.offset_index import OffsetPosition
+from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry
+from kafka_audit.log.time_index import TimestampOffset
+from kafka_audit.log.transaction_index import AbortedTxn
+from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import RecordBatch
 from tests.support.writer import (
     AbortedTxn as WriterAbortedTxn,
+)
+from tests.support.writer import (
     BatchSpec,
     LogDirWriter,
     Producer,
@@ -527,7 +529,7 @@ def test_unreadable_file_is_a_problem(tmp_path: Path, reader: str) -> None:
 def test_permission_denied_is_a_problem(tmp_path: Path, reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The unreadable case for a run as root (where chmod 000 does not stop reads): the open
     itself fails with EACCES."""
-    from kafka_audit.formats import storage
+    from kafka_audit.io import storage
 
     path = tmp_path / "locked"
     path.write_bytes(b"0\n0\n")

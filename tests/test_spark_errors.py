@@ -1,9 +1,9 @@
-"""Root causes picked out of Spark's texts (kafka_audit/spark_errors.py); the texts are shaped as
+"""Root causes picked out of Spark's texts (kafka_audit/engines/spark_errors.py); the texts are shaped as
 Spark 4 writes them (see tests/test_spark_failures.py for the real ones, end to end)."""
 
 from __future__ import annotations
 
-from kafka_audit.spark_errors import describe, executor_of, root_cause
+from kafka_audit.engines.spark_errors import describe, executor_of, root_cause
 
 JOB_FAILURE = """An error occurred while calling z:org.apache.spark.api.python.PythonRDD.collectAndServe.
 : org.apache.spark.SparkException: Job aborted due to stage failure: Task 1 in stage 3.0 failed 4 times, most recent failure: Lost task 1.3 in stage 3.0 (TID 9) (127.0.0.1 executor 1): org.apache.spark.api.python.PythonException: Traceback (most recent call last):

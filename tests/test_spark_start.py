@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit import jvm_class_archive
-from kafka_audit.jvm_class_archive import class_data_sharing, prune
+from kafka_audit.engines import jvm_class_archive
+from kafka_audit.engines.jvm_class_archive import class_data_sharing, prune
 
 
 @pytest.fixture

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kafka_audit.cli import app
-from kafka_audit.formats.record_batch import ControlRecordType
-from kafka_audit.view_reports import EVENT_FIELDS, PRODUCER_FIELDS
-from tests.support.audit_run import SHARED as SHARED_DIR
+from kafka_audit.cli.app import app
+from kafka_audit.record.record_batch import ControlRecordType
+from kafka_audit.report.view_reports import EVENT_FIELDS, PRODUCER_FIELDS
 from tests.conftest import FIXTURES
+from tests.support.audit_run import SHARED as SHARED_DIR
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, LogDirWriter, records
 
 SHARED = SHARED_DIR if SHARED_DIR.is_dir() else None

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_audit import pipeline
-from kafka_audit.audit import ScanOptions, audit_in_process
-from kafka_audit.formats.log_dir import discover
-from kafka_audit.views import event_order
+from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.engines import spark_job as pipeline
+from kafka_audit.log.log_dir import discover
+from kafka_audit.report.views import event_order
 from tests.conftest import FIXTURES
 from tests.test_views import REAL_BROKER
 

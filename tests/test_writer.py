@@ -15,8 +15,8 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from kafka_audit.formats.compression import decompress
-from kafka_audit.formats.record_batch import ControlRecordType
+from kafka_audit.record.compression import decompress
+from kafka_audit.record.record_batch import ControlRecordType
 from tests.support.writer import (
     LOG_APPEND_TIME,
     TS_BASE,

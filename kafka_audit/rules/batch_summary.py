@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kafka_audit.formats.control_record import ControlRecord
-from kafka_audit.formats.record_batch import ControlRecordType, RecordBatch
+from kafka_audit.record.control_record import ControlRecord
+from kafka_audit.record.record_batch import ControlRecordType, RecordBatch
 
 NO_CONTROL_TYPE = -1
 

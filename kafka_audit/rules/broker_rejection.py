@@ -21,12 +21,12 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from kafka_audit.formats.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine
-from kafka_audit.errors import ERRORS
-from kafka_audit.findings import Finding, iso_time, make_finding
-from kafka_audit.formats.producer_snapshot import ProducerSnapshot
+from kafka_audit.io.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine
+from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.catalogue import ERRORS
 from kafka_audit.rules.events import Event, EventKind
+from kafka_audit.rules.findings import Finding, iso_time, make_finding
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from kafka_audit.rules.rejection_explanation import explain
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kafka_audit.formats.record_batch import ControlRecordType
+from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.events import EventKind
 
 if TYPE_CHECKING:

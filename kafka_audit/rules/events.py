@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kafka_audit.errors import _StrEnum
+from kafka_audit.rules.catalogue import _StrEnum
 
 
 class EventKind(_StrEnum):
@@ -38,7 +38,7 @@ class Event:
     check: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        from kafka_audit.findings import iso_time
+        from kafka_audit.rules.findings import iso_time
 
         data = asdict(self)
         data["kind"] = str(self.kind)

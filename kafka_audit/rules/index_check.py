@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.findings import Finding, make_finding
+from kafka_audit.rules.findings import Finding, make_finding
 
 # Entries of one index file reported one by one; the rest are counted in one last finding. A
 # garbage index of a few MiB would otherwise give millions of findings (DumpLogSegments lists

@@ -18,13 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_audit.errors import CHECKS, UNCOMPRESSED_OFFSET_DELTAS, Check
-from kafka_audit.formats.control_record import ControlRecord, parse_control_record
-from kafka_audit.formats.default_record import RecordScreen
-from kafka_audit.formats.record_batch import (
+from kafka_audit.record.control_record import ControlRecord, parse_control_record
+from kafka_audit.record.default_record import RecordScreen
+from kafka_audit.record.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
-    CompressionType,
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
     MAGIC_VALUE_V2,
@@ -32,10 +30,12 @@ from kafka_audit.formats.record_batch import (
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
+    CompressionType,
     Record,
     RecordBatch,
     TimestampType,
 )
+from kafka_audit.rules.catalogue import CHECKS, UNCOMPRESSED_OFFSET_DELTAS, Check
 
 # Kafka's default max.message.bytes (TopicConfig): 1 MiB plus the 12-byte log overhead.
 DEFAULT_MAX_MESSAGE_BYTES = 1048588

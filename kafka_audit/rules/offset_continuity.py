@@ -8,10 +8,9 @@ topics (LogCleaner) legitimately leave gaps.
 
 from __future__ import annotations
 
+from kafka_audit.record.record_batch import MAGIC_VALUE_V2
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.findings import Finding, make_finding, partition_label
-from kafka_audit.formats.record_batch import MAGIC_VALUE_V2
-
+from kafka_audit.rules.findings import Finding, make_finding, partition_label
 
 _NONE: list[Finding] = []  # never appended to: what observe returns for a batch that follows
 

@@ -16,15 +16,13 @@ batch after its last marker, as ``ProducerStateManager`` keeps ``currentTxnFirst
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from collections import Counter
-
-from kafka_audit.findings import Finding
-from kafka_audit.formats.record_batch import ControlRecordType
+from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
-
+from kafka_audit.rules.findings import Finding
 
 _COMMIT, _ABORT = int(ControlRecordType.COMMIT), int(ControlRecordType.ABORT)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
 
-from kafka_audit.formats.producer_snapshot import ProducerSnapshotEntry
+from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry
 
 INT32_MAX = 0x7FFFFFFF
 NO_PRODUCER_EPOCH = -1

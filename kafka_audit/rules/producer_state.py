@@ -54,12 +54,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_audit.findings import Finding, make_finding, partition_label
-from kafka_audit.formats.producer_snapshot import ProducerSnapshot
-from kafka_audit.formats.transaction_index import AbortedTxn
+from kafka_audit.log.producer_snapshot import ProducerSnapshot
+from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.epoch_bumps import EpochBumps
 from kafka_audit.rules.events import Event, EventKind
+from kafka_audit.rules.findings import Finding, make_finding, partition_label
 from kafka_audit.rules.producer_entry import (
     NO_PRODUCER_EPOCH,
     AppendOrigin,

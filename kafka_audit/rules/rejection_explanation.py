@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from kafka_audit.formats.broker_log_lines import BrokerLogLine
+from kafka_audit.io.broker_log_lines import BrokerLogLine
 
 if TYPE_CHECKING:
     from kafka_audit.rules.broker_rejection import ProducerAppend, StateAtTime

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_audit.formats.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
+from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.producer_entry import BatchMetadata, decrement_sequence
 from kafka_audit.rules.transactions import Anchor, OpenTxn

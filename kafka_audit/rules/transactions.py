@@ -20,9 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from kafka_audit.findings import Finding, make_finding, partition_label
-from kafka_audit.formats.transaction_index import AbortedTxn
+from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.rules.events import EventKind
+from kafka_audit.rules.findings import Finding, make_finding, partition_label
 
 if TYPE_CHECKING:
     from kafka_audit.rules.producer_state import ProducerStateReplay

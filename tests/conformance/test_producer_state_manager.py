@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafka_audit.audit import ScanOptions
-from kafka_audit.formats.producer_snapshot import parse_producer_snapshot
+from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.log.producer_snapshot import parse_producer_snapshot
 from kafka_audit.rules.producer_entry import AppendOrigin, ProducerStates
 from tests.support.conformance import ABORT, COMMIT, Scenario
 from tests.support.writer import TS_BASE, BatchSpec, ProducerState, _SidecarEncoders

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kafka_audit.audit import ScanOptions
+from kafka_audit.audit.plan import ScanOptions
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 from kafka_audit.rules.producer_entry import AppendOrigin, ProducerStates
 from tests.support.conformance import ABORT, Scenario

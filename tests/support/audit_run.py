@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, ScanResult, audit_in_process
-from kafka_audit.formats.log_dir import discover
+from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
+from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 
 _REPO = Path(__file__).resolve().parent.parent.parent

@@ -13,16 +13,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka_audit.audit import ScanOptions, audit_in_process, plan_tasks, with_inferred_compaction
-from kafka_audit.findings import Finding
-from kafka_audit.formats.log_dir import discover
+from kafka_audit.audit.partition_audit import PartitionMeta
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks, with_inferred_compaction
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.log.log_dir import discover
+from kafka_audit.log.producer_snapshot import read_producer_snapshot
+from kafka_audit.log.transaction_index import read_transaction_index
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.producer_state import ProducerStateReplay
-from kafka_audit.tasks.partition_audit import PartitionMeta
-from kafka_audit.tasks.segment_audit import SegmentAuditor
-from kafka_audit.formats.producer_snapshot import read_producer_snapshot
-from kafka_audit.formats.transaction_index import read_transaction_index
-from kafka_audit.rules.producer_state import PartitionLog
+from kafka_audit.rules.findings import Finding
+from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
 from tests.support.partition_paths import states
 from tests.support.writer import (
     TS_BASE,

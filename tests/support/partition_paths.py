@@ -24,16 +24,16 @@ from typing import Any
 
 import pytest
 
-from kafka_audit.audit import ScanOptions, log_order, partition_metas, plan_tasks, with_inferred_compaction
-from kafka_audit.formats import offset_index, time_index
-from kafka_audit.formats.log_dir import discover
-from kafka_audit.formats.sidecar_file import SidecarEntries
+from kafka_audit.audit import partition_audit
+from kafka_audit.audit.partition_audit import PartitionMeta
+from kafka_audit.audit.plan import ScanOptions, log_order, partition_metas, plan_tasks, with_inferred_compaction
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.log import offset_index, time_index
+from kafka_audit.log.log_dir import discover
+from kafka_audit.log.sidecar_file import SidecarEntries
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
-from kafka_audit.tasks import partition_audit
-from kafka_audit.tasks.partition_audit import PartitionMeta
-from kafka_audit.tasks.segment_audit import SegmentAuditor
 
 
 def partition_inputs(paths: list[str], options: ScanOptions | None = None) -> list[tuple[PartitionMeta, list[BatchSummary]]]:

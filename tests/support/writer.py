@@ -37,16 +37,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from kafka_audit.formats import checkpoints, transaction_index
-from kafka_audit.formats.checkpoints import EpochEntry, Property, TopicPartitionOffset
-from kafka_audit.formats.compression import compress
-from kafka_audit.formats.control_record import encode_control_key, encode_end_transaction_marker
-from kafka_audit.formats.default_record import encode_record
-from kafka_audit.formats.default_record import encode_varint as varint  # noqa: F401 (tests encode with it)
-from kafka_audit.formats.legacy_record import encode_message, encode_wrapper
-from kafka_audit.formats.offset_index import encode_offset_index
-from kafka_audit.formats.producer_snapshot import ProducerSnapshotEntry, encode_producer_snapshot
-from kafka_audit.formats.record_batch import (
+from kafka_audit.log import checkpoints, transaction_index
+from kafka_audit.log.checkpoints import EpochEntry, Property, TopicPartitionOffset
+from kafka_audit.log.offset_index import encode_offset_index
+from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry, encode_producer_snapshot
+from kafka_audit.log.time_index import encode_time_index
+from kafka_audit.record.compression import compress
+from kafka_audit.record.control_record import encode_control_key, encode_end_transaction_marker
+from kafka_audit.record.default_record import encode_record
+from kafka_audit.record.default_record import encode_varint as varint  # noqa: F401 (tests encode with it)
+from kafka_audit.record.legacy_record import encode_message, encode_wrapper
+from kafka_audit.record.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     LEGACY_CRC_OFFSET,
@@ -65,7 +66,6 @@ from kafka_audit.formats.record_batch import (
     encode_v2_batch,
     increment_sequence,
 )
-from kafka_audit.formats.time_index import encode_time_index
 
 #: First timestamp of every fixture (2023-11-14T22:13:20Z): no wall clock is ever read.
 TS_BASE = 1_700_000_000_000

@@ -1,0 +1,89 @@
+"""The transaction coordinator's view, joined into a scan on the driver (SPEC section 2,
+``transactional_id`` and ``hanging_transaction.details.coordinator_state``).
+
+When ``__transaction_state`` partitions are among the scanned data, their records are read in
+log order (the coordinator's ``TransactionStateManager`` loads them the same way: the last
+record of a transactional id wins) and each producer id is mapped to the transactional id and
+the latest metadata the coordinator wrote for it. Every finding and ``producers`` row of that
+producer id then carries the ``transactional_id``; an open or hanging transaction gets the
+coordinator's state, partitions and timeout, which say what the coordinator will do about it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka_audit.log.internal_topics import TRANSACTION_STATE, read_transaction_log
+from kafka_audit.log.log_dir import Discovery
+from kafka_audit.record.problem import Problem
+from kafka_audit.rules.findings import Finding, iso_time
+
+_OPEN_CHECKS = ("hanging_transaction", "open_transaction")
+
+
+@dataclass(slots=True)
+class CoordinatorView:
+    """Producer id -> the coordinator's latest record for it; notes on what could not be read."""
+
+    by_producer: dict[int, dict[str, Any]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    partitions_read: int = 0
+
+    def transactional_id(self, producer_id: int | None) -> str | None:
+        record = self.by_producer.get(producer_id) if producer_id is not None else None
+        return record["transactional_id"] if record else None
+
+    def coordinator_state(self, producer_id: int) -> dict[str, Any] | None:
+        """The fields of the coordinator's latest record for ``producer_id`` that say where its
+        transaction stands (TransactionMetadata: state, epoch, partitions, timeout, times)."""
+        record = self.by_producer.get(producer_id)
+        if record is None or record.get("tombstone"):
+            return None
+        return {
+            "transactional_id": record["transactional_id"],
+            "state": record["state"],
+            "producer_epoch": record["producer_epoch"],
+            "partitions": record["partitions"],
+            "transaction_timeout_ms": record["transaction_timeout_ms"],
+            "transaction_start_time": iso_time(record["start_timestamp"]),
+            "last_update_time": iso_time(record["last_update_timestamp"]),
+            "transaction_log_offset": record["offset"],
+        }
+
+
+def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
+    """Read the live segments of every scanned ``__transaction_state`` partition."""
+    view = CoordinatorView()
+    for partition in discovery.partitions:
+        if partition.topic != TRANSACTION_STATE:
+            continue
+        view.partitions_read += 1
+        for segment in sorted((s for s in partition.segments if s.state == "live"), key=lambda s: s.base_offset):
+            try:
+                for item in read_transaction_log(segment.path):
+                    if isinstance(item, Problem) or "error" in item or item.get("tombstone"):
+                        continue  # the scan reports the segment's problems itself
+                    view.by_producer[item["producer_id"]] = item
+            except (OSError, ValueError) as exc:
+                view.notes.append(f"transactional ids: cannot read {segment.display_path} ({exc})")
+    return view
+
+
+def join_coordinator_view(
+    view: CoordinatorView, findings: list[Finding], producers: list[dict[str, Any]], summary: dict[str, Any]
+) -> None:
+    """Fill ``transactional_id`` into the findings and producer rows, ``coordinator_state`` into
+    the details of open and hanging transactions, and count the transactional ids in the summary
+    (in place)."""
+    summary["transactional_ids"] = len({r["transactional_id"] for r in view.by_producer.values()})
+    if not view.by_producer:
+        return
+    for finding in findings:
+        finding.transactional_id = view.transactional_id(finding.producer_id)
+        if finding.check in _OPEN_CHECKS and finding.producer_id is not None:
+            state = view.coordinator_state(finding.producer_id)
+            if state is not None:
+                finding.details["coordinator_state"] = state
+    for row in producers:
+        row["transactional_id"] = view.transactional_id(row["producer_id"])

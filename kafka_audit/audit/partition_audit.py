@@ -1,0 +1,378 @@
+"""The checks that need a whole partition in log order: offsets, indexes, producer state.
+
+Runs after the shuffle, once per Kafka partition, in one pass over the batch summaries:
+each summary feeds the offset-continuity observer, is buffered per segment for the index
+verification of that segment, and flows on into the producer-state replay.
+
+:func:`audit_partition` returns the partition's findings and its :class:`PartitionTotals`; with
+``PartitionMeta.timeline`` the totals also carry the replay's timeline events
+(``PartitionTotals.events``: :class:`kafka_audit.rules.events.Event`, in log order per partition,
+merged across partitions by :meth:`PartitionTotals.merge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_audit.io import storage
+from kafka_audit.io.broker_log_lines import BrokerLogLine
+from kafka_audit.log.offset_index import read_offset_index
+from kafka_audit.log.producer_snapshot import read_producer_snapshot
+from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
+from kafka_audit.log.time_index import read_time_index
+from kafka_audit.log.transaction_index import read_transaction_index
+from kafka_audit.record.file_records import FileRecords
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.broker_rejection import BrokerRejections
+from kafka_audit.rules.events import Event
+from kafka_audit.rules.findings import Finding, make_finding, partition_label
+from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
+from kafka_audit.rules.offset_continuity import OffsetContinuity
+from kafka_audit.rules.producer_activity import ProducerActivityLog
+from kafka_audit.rules.producer_state import ABORT, COMMIT, PartitionLog, ProducerStateReplay
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFiles:
+    """A live segment's sidecar paths (None where absent), and the segment file's own path."""
+
+    segment: str
+    base_offset: int
+    index: str | None = None
+    time_index: str | None = None
+    txn_index: str | None = None
+    log: str | None = None
+    # The segment file's size at discovery (None: unknown).
+    size: int | None = None
+
+
+@dataclass(slots=True)
+class PartitionMeta:
+    """What the partition step needs besides the batches: only paths and settings travel."""
+
+    topic: str
+    partition: int
+    compacted: bool
+    log_start_offset: int
+    transaction_timeout_ms: int
+    producer_id_expiration_ms: int = 86400000
+    reference_time: int | None = None
+    timeline: bool = False
+    segments: dict[str, SegmentFiles] = field(default_factory=dict)
+    # (path to open, display path) of each .snapshot file.
+    snapshots: list[tuple[str, str]] = field(default_factory=list)
+    # ``--storage-option`` settings to read URIs with.
+    storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
+    # The --broker-log lines about this partition.
+    broker_lines: tuple[BrokerLogLine, ...] = ()
+    # The folder's live segments below the first one scanned, which the user did not pass.
+    unscanned_segments: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
+        """Build from a discovered partition. The log start offset is the broker's
+        ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
+        else the first live segment's base offset: of the folder, not of the files given,
+        when only some of its segments were passed (the others were not scanned, not deleted)."""
+        live = [s for s in found.segments if s.state == "live"]
+        first_base = min((s.base_offset for s in live), default=0)
+        if found.folder_first_offset is not None:
+            first_base = min(first_base, found.folder_first_offset)
+        checkpointed = found.checkpointed_log_start
+        log_start = max(first_base, checkpointed) if checkpointed is not None else first_base
+        return cls(
+            topic=found.topic,
+            partition=found.partition,
+            compacted=options.validation.is_compacted(found.topic),
+            log_start_offset=log_start,
+            transaction_timeout_ms=options.transaction_timeout_ms,
+            producer_id_expiration_ms=options.producer_id_expiration_ms,
+            reference_time=options.reference_time,
+            timeline=options.timeline,
+            segments={
+                s.display_path: SegmentFiles(
+                    s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size
+                )
+                for s in live
+            },
+            snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
+            storage_options=storage_options,
+            broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
+            unscanned_segments=list(found.unscanned_segments),
+        )
+
+
+@dataclass(slots=True)
+class PartitionTotals:
+    """Counts for the summary panel and the ``producers`` rows, merged across partitions."""
+
+    producers: set[int] = field(default_factory=set)
+    committed: int = 0
+    aborted: int = 0
+    open: int = 0
+    producer_rows: list[dict] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def merge(self, other: "PartitionTotals") -> "PartitionTotals":
+        self.producers |= other.producers
+        self.committed += other.committed
+        self.aborted += other.aborted
+        self.open += other.open
+        self.producer_rows.extend(other.producer_rows)
+        self.events.extend(other.events)
+        return self
+
+
+def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
+    """All partition-level findings for one partition, and its totals (its sidecars in a store
+    read a few at once, ahead of the checks that read them)."""
+    storage.configure(meta.storage_options)
+    with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1):
+        return _audit_partition(meta, summaries)
+
+
+def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
+    findings: list[Finding] = []
+    totals = PartitionTotals()
+    continuity = OffsetContinuity(meta.compacted)
+    activity = ProducerActivityLog(meta.topic, meta.partition)
+    segment_batches: list[BatchSummary] = []
+    current_segment: str | None = None
+
+    verified: set[str] = set()
+
+    def verify(segment: str, batches: list[BatchSummary]) -> None:
+        verified.add(segment)
+        findings.extend(_verify_indexes(meta, segment, batches))
+
+    unreadable = {
+        files.segment
+        for files in meta.segments.values()
+        if (files.index or files.time_index or files.txn_index) and not _can_open(files.log)
+    }
+    snapshots = [_shown_as(read_producer_snapshot(path), display) for path, display in meta.snapshots]
+    txn_indexes = {
+        files.segment: read_transaction_index(files.txn_index)
+        for files in meta.segments.values()
+        if files.txn_index and files.segment not in unreadable
+    }
+    where = dict(topic=meta.topic, partition=meta.partition)
+    for snapshot, (_, display) in zip(snapshots, meta.snapshots):
+        findings.extend(_sidecar_problem_findings(snapshot.problems, {**where, "segment": None}, display))
+    for segment, parsed in txn_indexes.items():
+        findings.extend(
+            _sidecar_problem_findings(parsed.problems, {**where, "segment": segment}, sidecar_display(segment, ".txnindex"))
+        )
+    log = PartitionLog(
+        topic=meta.topic,
+        partition=meta.partition,
+        log_start_offset=meta.log_start_offset,
+        snapshots=snapshots,
+        aborted_txns={segment: parsed.entries for segment, parsed in txn_indexes.items()},
+        transaction_timeout_ms=meta.transaction_timeout_ms,
+        compacted=meta.compacted,
+        producer_id_expiration_ms=meta.producer_id_expiration_ms,
+        reference_time=meta.reference_time,
+        timeline=meta.timeline,
+    )
+    replay = ProducerStateReplay(log)
+    coverage = _Coverage(meta.segments)
+    live = meta.segments
+    producers = totals.producers
+    # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
+    rejections = broker_rejections(meta, snapshots)
+    if rejections is not None:
+        summaries = rejections.watch(summary for summary in summaries if summary.segment in live)
+    # One pass: each summary is buffered for its segment's index verification, observed for the
+    # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
+    # runs once per batch).
+    buffer = segment_batches.append
+    observe_offsets, observe_activity = continuity.observe, activity.observe
+    gap_before, append = coverage.gap_before, replay.append
+    for summary in summaries:
+        if summary.segment != current_segment:
+            if summary.segment not in live:
+                continue  # deleted/cleaned/swap files: audited record by record, not replayed
+            if current_segment is not None:
+                verify(current_segment, segment_batches)
+            current_segment, segment_batches = summary.segment, []
+            buffer = segment_batches.append
+        buffer(summary)
+        found = observe_offsets(summary)
+        if found:
+            findings.extend(found)
+        if summary.valid:
+            if summary.producer_id >= 0:
+                producers.add(summary.producer_id)
+                observe_activity(summary)
+            if summary.is_control:  # an end marker is a transaction's end
+                if summary.control_type == COMMIT:
+                    totals.committed += 1
+                elif summary.control_type == ABORT:
+                    totals.aborted += 1
+        if gap_before(summary):
+            replay.untrusted()
+        append(summary)
+    if current_segment is not None:
+        verify(current_segment, segment_batches)
+    # Segments without a readable batch still have indexes that must agree with that; a segment
+    # file that cannot be opened at all (the segment step noted why) has no log to verify its
+    # indexes against.
+    for segment in live:
+        if segment not in verified and segment not in unreadable and _can_open(live[segment].log, True):
+            verify(segment, [])
+    if coverage.gap_at_end():
+        replay.untrusted()
+    replayed = replay.finish()
+    findings.extend(_not_scanned(meta, f) for f in replayed)
+    totals.open = replay.stats.transactions_open
+    if meta.timeline:
+        totals.events = replay.events
+    totals.producer_rows = activity.rows()
+    if rejections is not None:
+        findings.extend(rejections.findings())
+        if meta.timeline:
+            totals.events.extend(rejections.events())
+    return findings, totals
+
+
+def sidecar_paths(meta: PartitionMeta) -> list[str | None]:
+    """The partition's sidecars in the order the partition step reads them."""
+    files = list(meta.segments.values())
+    paths: list[str | None] = [path for path, _ in meta.snapshots] + [f.txn_index for f in files]
+    for f in files:
+        paths += [f.index, f.time_index]
+    return paths
+
+
+def _shown_as(parsed, display: str):
+    """A sidecar read from ``path`` but named in findings as the user's PATH shows it (the same
+    for a local copy and for its upload to a store)."""
+    parsed.path = display
+    return parsed
+def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None:
+    """The join of the partition's broker log lines with its batches; None without lines. Its
+    ``events()`` go to the timeline: log start moves, segment deletions, explained rejections."""
+    if not meta.broker_lines:
+        return None
+    return BrokerRejections(
+        meta.topic,
+        meta.partition,
+        meta.broker_lines,
+        log_start_offset=meta.log_start_offset,
+        expiration_ms=meta.producer_id_expiration_ms,
+        snapshots=snapshots,
+    )
+
+
+class _Coverage:
+    """Whether the batch summaries cover every byte of each live segment, in log order. Bytes the
+    segment step could not read as batches (a torn tail, a size field that cannot be framed, an
+    unknown magic, a file that cannot be opened) are, to the replay, batches it cannot trust
+    (``ProducerStateReplay.untrusted``); the segment step reports them itself."""
+
+    def __init__(self, segments: dict[str, SegmentFiles]) -> None:
+        self.order = sorted(segments.values(), key=lambda s: (s.base_offset, s.segment))
+        self.next = 0
+        self.current: SegmentFiles | None = None
+        self.end = 0
+
+    def gap_before(self, summary: BatchSummary) -> bool:
+        current = self.current
+        if current is not None and summary.segment == current.segment:  # the common case
+            gap = summary.position != self.end
+            self.end = summary.position + summary.size
+            return gap
+        # Another segment: the current one's tail, and segments skipped on the way.
+        gap = self._close()
+        while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
+            gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
+            self.next += 1
+        self.current = self.order[self.next] if self.next < len(self.order) else None
+        self.next += 1
+        self.end = 0
+        gap |= summary.position != self.end
+        self.end = summary.position + summary.size
+        return gap
+
+    def gap_at_end(self) -> bool:
+        gap = self._close()
+        gap |= any(files.size for files in self.order[self.next :])
+        self.next = len(self.order)
+        return gap
+
+    def _close(self) -> bool:
+        """The current segment's bytes after its last batch were not read as batches."""
+        current, self.current = self.current, None
+        return current is not None and current.size is not None and self.end < current.size
+
+
+# The replay's findings on a producer with no earlier state: with earlier segments not scanned,
+# its earlier batches may simply lie there.
+_NO_EARLIER_STATE = frozenset({"unknown_producer_id", "retention_gap"})
+
+
+def _not_scanned(meta: PartitionMeta, finding: Finding) -> Finding:
+    """A producer without earlier state in a partition whose earlier segments were not passed:
+    say so, instead of claiming its batches were deleted or lost (``details.unscanned_segments``)."""
+    if not meta.unscanned_segments or finding.check not in _NO_EARLIER_STATE:
+        return finding
+    names = meta.unscanned_segments
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    finding.message = (
+        f"Found no record of producerId={finding.producer_id} at offset {finding.offset} in the segments scanned "
+        f"of partition {partition_label(finding.topic, finding.partition)}: the folder's {len(names)} earlier segment(s) "
+        f"({shown}) were not scanned, so its earlier batches were not checked (not deleted); scan the "
+        f"partition folder to audit them"
+    )
+    finding.details = {**finding.details, "unscanned_segments": names}
+    return finding
+
+
+def _can_open(path: str | None, remote_too: bool = False) -> bool:
+    """Whether the segment step could open the segment file (FileRecords). An object in a store
+    is asked only with ``remote_too`` (a request each): it was listed a moment ago, and only a
+    segment that gave no batch needs the answer."""
+    if path is None or (storage.is_remote(path) and not remote_too):
+        return True
+    try:
+        with FileRecords(path):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def _verify_indexes(meta: PartitionMeta, segment: str, batches: list[BatchSummary]) -> list[Finding]:
+    files = meta.segments[segment]
+    log = SegmentBatches.of(batches)
+    where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
+    found: list[Finding] = []
+    for path, extension, reader, verify in (
+        (files.index, ".index", read_offset_index, verify_offset_index),
+        (files.time_index, ".timeindex", read_time_index, verify_time_index),
+    ):
+        if not path:
+            continue
+        # An entry per batch at most (the time index has one more, written when the segment
+        # closes: LogSegment.onBecomeInactiveSegment).
+        parsed = reader(path, files.base_offset, len(batches) + 1)
+        display = sidecar_display(segment, extension)
+        found.extend(verify(parsed.entries, log, where, display))
+        found.extend(_sidecar_problem_findings(parsed.problems, where, display))
+    return found
+
+
+def sidecar_display(segment: str, extension: str) -> str:
+    """The display path of a live segment's sidecar: ``t-0/0000.log`` -> ``t-0/0000.index``."""
+    return segment.removesuffix(".log") + extension
+
+
+def _sidecar_problem_findings(problems, where: dict, display: str) -> list[Finding]:
+    """A sidecar file that cannot be read as its format says: a finding of that sidecar's check
+    (``index_mismatch``, ``snapshot_mismatch``, ``txn_index_mismatch``), ``position`` being the
+    byte position in the sidecar file named in ``details.index_file``."""
+    return [
+        make_finding(p.check, p.message, **where, position=p.position, details={"index_file": display, **p.details})
+        for p in problems
+    ]

@@ -1,0 +1,357 @@
+"""The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
+
+``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
+tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
+
+The unit of work is a :class:`SegmentTask` (a segment, or a byte range of a large one); the unit
+of the partition step is a replica folder (``PartitionDir.key``): two brokers' copies of the same
+partition scanned together are audited apart.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from itertools import chain, pairwise
+from typing import Any
+
+from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
+from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
+from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.io import storage
+from kafka_audit.io.broker_log import BrokerLog
+from kafka_audit.log.log_dir import Discovery
+from kafka_audit.log.offset_index import read_offset_index
+from kafka_audit.record.file_records import FileRecords, split_points
+from kafka_audit.record.record_batch import RecordBatch
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.catalogue import CheckId
+from kafka_audit.rules.events import Event
+from kafka_audit.rules.findings import Finding, make_finding
+from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.rules.producer_activity import count_findings
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+
+# Segments above 1.5x this size are split into byte ranges of about this size.
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class ScanOptions:
+    """The ``scan`` options that shape an audit (SPEC section 1)."""
+
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    reference_time: int | None = None
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    # Collect the replay's timeline events (PartitionTotals.events); only `timeline` needs them.
+    timeline: bool = False
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+    # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
+    shuffle_partitions: int | None = None
+    # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
+    broker_log: BrokerLog | None = None
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """What a scan found: findings in SPEC order and the summary counts of SPEC section 3;
+    ``events``: the replay's timeline events (``ScanOptions.timeline``), in log order per partition."""
+
+    findings: list[Finding]
+    summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
+    producers: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Progress:
+    """How far an audit is, for the progress display: segment tasks and their bytes audited,
+    then partition replicas replayed. Both engines update it and pass it to ``on_progress``."""
+
+    segments_total: int = 0
+    bytes_total: int = 0
+    partitions_total: int = 0
+    segments_done: int = 0
+    bytes_done: int = 0
+    partitions_done: int = 0
+
+
+def reference_time_problem(paths: list[str], options: ScanOptions) -> str | None:
+    """Why these timestamp checks cannot run, or None. Without ``--reference-time`` a segment's
+    checks take its file's modification time as the broker's now (when the broker last appended);
+    an object in a store has no such time (its time is the upload's), so remote inputs with
+    timestamp bounds need an explicit reference time rather than a guess."""
+    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
+    if bounds == (None, None) or options.reference_time is not None:
+        return None
+    remote = [p for p in paths if storage.is_remote(p)]
+    if not remote:
+        return None
+    return (
+        f"--timestamp-before-max-ms/--timestamp-after-max-ms on {remote[0]} need --reference-time: an "
+        "object in a store keeps no broker modification time (its time is the upload's)"
+    )
+
+
+def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
+    """One task per segment, or per byte range of a segment larger than 1.5x ``split_bytes``
+    (cut at batch boundaries), largest first so the long tasks start early."""
+    storage.configure(discovery.storage_options)  # splitting a remote segment reads its index
+    tasks: list[SegmentTask] = []
+    for partition in discovery.partitions:
+        for segment in partition.segments:
+            task = SegmentTask(
+                topic=partition.topic,
+                partition=partition.partition,
+                replica=partition.display_path,
+                path=segment.path,
+                segment=segment.display_path,
+                base_offset=segment.base_offset,
+                state=segment.state,
+                mtime_ms=segment.mtime_ms,
+                size=segment.size,
+                storage_options=storage.options_tuple(discovery.storage_options),
+            )
+            if segment.size <= split_bytes * 3 // 2:
+                tasks.append(task)
+            else:
+                tasks.extend(_split(task, split_bytes, segment.index))
+    tasks.sort(key=lambda t: -t.byte_count)
+    return tasks
+
+
+def pack_tasks(tasks: list[SegmentTask], slots: int) -> list[list[SegmentTask]]:
+    """Deal ``tasks`` into at most ``slots`` groups of about equal bytes (largest task first, each
+    to the lightest group), so that thousands of small segments do not cost a Spark task each."""
+    groups: list[tuple[int, int, list[SegmentTask]]] = [(0, i, []) for i in range(max(1, min(slots, len(tasks))))]
+    heapq.heapify(groups)
+    for task in sorted(tasks, key=lambda t: -t.byte_count):
+        load, number, members = heapq.heappop(groups)
+        members.append(task)
+        heapq.heappush(groups, (load + task.byte_count, number, members))
+    return [members for _, _, members in sorted(groups, key=lambda g: -g[0]) if members]
+
+
+def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[SegmentTask]:
+    """A local segment is cut where a walk of its batch headers says (the map costs no read); an
+    object in a store where its offset index says, so the driver does not read the object."""
+    try:
+        if storage.is_remote(task.path):
+            points = _index_split_points(task, index, split_bytes)
+        else:
+            with FileRecords(task.path) as segment:
+                points = split_points(segment.buffer, segment.size, split_bytes)
+    except (OSError, ValueError):
+        return [task]  # its own task reports why it cannot be read
+    bounds = points + [None]
+    return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
+
+
+def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) -> list[int]:
+    """Batch start positions about ``split_bytes`` apart, taken from the segment's ``.index``
+    (LogSegment.append indexes a batch's position every index.interval.bytes). An entry is used
+    only where the segment agrees, reading one batch there: a batch starts at that position,
+    its CRC holds and it holds the entry's offset. Without a usable index the segment is one
+    task, whose executor walks it whole."""
+    points = [0]
+    if not index:
+        return points
+    entries = read_offset_index(index, task.base_offset).entries
+    with FileRecords(task.path) as segment:
+        for entry in entries:
+            if entry.position - points[-1] < split_bytes or entry.position >= segment.size:
+                continue
+            first = next(iter(segment.batches(entry.position, entry.position + 1)), None)
+            if (
+                isinstance(first, RecordBatch)
+                and first.crc_valid
+                and first.base_offset <= entry.offset <= first.last_offset
+            ):
+                points.append(entry.position)
+    return points
+
+
+def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> ScanOptions:
+    """SPEC section 2: a topic is compacted when ``--compacted-topic`` names it, when it is
+    ``__consumer_offsets`` / ``__transaction_state`` (``ValidationConfig.is_compacted``), or when
+    its log dir's ``cleaner-offset-checkpoint`` lists a partition of it (``LogCleanerManager``
+    checkpoints only the logs the cleaner compacts; ``cleanup.policy`` is a topic setting). The
+    result's ``validation.compacted_topics`` is then the one answer for every step of the scan."""
+    listed = {p.topic for p in discovery.partitions if p.cleaner_checkpointed}
+    named = options.validation.compacted_topics
+    if listed <= named:
+        return options
+    return replace(options, validation=replace(options.validation, compacted_topics=named | listed))
+
+
+def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
+    """What the partition step needs, per replica key."""
+    carried = storage.options_tuple(discovery.storage_options)
+    return {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+
+
+def log_order(task: SegmentTask) -> tuple[int, str, int]:
+    """Where a task's batches stand in its replica's log: segment base offset, segment file, first
+    byte. A task yields its batches in file order, so tasks in this order give the log order."""
+    return (task.base_offset, task.segment, task.start)
+
+
+def audit_in_process(
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_batches: Callable[[list[BatchSummary]], None] | None = None,
+) -> ScanResult:
+    """The whole audit in this process (``scan --engine local``): the reference the Spark job
+    must agree with. ``on_progress`` is called after each segment task and partition replica;
+    ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
+    started = time.monotonic()
+    options = with_inferred_compaction(options, discovery)
+    metas = partition_metas(discovery, options)
+    tasks = plan_tasks(discovery, options.split_bytes)
+    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(metas))
+    stats = SegmentStats()
+    totals = PartitionTotals()
+    findings: list[Finding] = []
+    # Per replica, each task's batch summaries with where the task stands in the log.
+    summaries: dict[tuple, list[tuple[tuple, list[BatchSummary]]]] = {key: [] for key in metas}
+    for task in with_read_ahead(tasks):
+        auditor = SegmentAuditor(task, options.validation, options.reference_time)
+        batches: list[BatchSummary] = []
+        for item in auditor.run():
+            if isinstance(item, BatchSummary):
+                batches.append(item)
+            else:
+                findings.append(item)
+        summaries[task.replica_key].append((log_order(task), batches))
+        stats.merge(auditor.stats)
+        if on_batches is not None:
+            on_batches(batches)
+        progress.segments_done += 1
+        progress.bytes_done += task.byte_count
+        if on_progress is not None:
+            on_progress(progress)
+    for key, meta in metas.items():
+        in_log_order = chain.from_iterable(batches for _, batches in sorted(summaries[key], key=lambda t: t[0]))
+        partition_findings, partition_totals = audit_partition(meta, in_log_order)
+        findings.extend(partition_findings)
+        totals.merge(partition_totals)
+        progress.partitions_done += 1
+        if on_progress is not None:
+            on_progress(progress)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log)
+
+
+def finish_result(
+    discovery: Discovery,
+    stats: SegmentStats,
+    totals: PartitionTotals,
+    findings: list[Finding],
+    wall: float,
+    broker_log: BrokerLog | None = None,
+) -> ScanResult:
+    """Account for every byte found, order the findings (SPEC section 3) and build the summary
+    (with ``--broker-log``: its counts, lines about partitions outside the scan among them)."""
+    findings.extend(file_findings(discovery, stats))
+    findings.sort(key=lambda f: f.sort_key)
+    by_check = Counter(f.check for f in findings)
+    summary = {
+        "paths": list(discovery.paths),
+        "partitions": len(discovery.partitions),
+        "segments": stats.segments,
+        "batches": stats.batches,
+        "records": stats.records,
+        "bytes": stats.bytes,
+        "formats": dict(sorted(stats.formats.items())),
+        "codecs": dict(sorted(stats.codecs.items())),
+        "producers": len(totals.producers),
+        "transactions": {"committed": totals.committed, "aborted": totals.aborted, "open": totals.open},
+        "wall_time_s": 0.0,
+        "mb_per_s": 0.0,
+        "findings_by_check": dict(sorted(by_check.items())),
+        "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
+        "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
+        "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
+        "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),
+        "bytes_read": stats.bytes,
+        "segment_bytes": {
+            s.display_path: {"found": s.size, "read": stats.bytes_read.get(s.display_path, 0)}
+            for p in discovery.partitions
+            for s in p.segments
+        },
+    }
+    if broker_log is not None:
+        summary.update(broker_log.summary((p.topic, p.partition) for p in discovery.partitions))
+    set_wall_time(summary, wall)
+    producers = sorted(totals.producer_rows, key=lambda row: (row["topic"], row["partition"], row["producer_id"]))
+    # The driver completes the findings and producer rows: the coordinator's transactional ids
+    # (a scanned __transaction_state), and each row's findings, which every partition's step holds.
+    coordinator = read_coordinator_view(discovery)
+    join_coordinator_view(coordinator, findings, producers, summary)
+    count_findings(producers, findings)
+    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers)
+
+
+def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:
+    """The ``skipped_file`` findings of discovery, and an ``unreadable_segment`` finding for every
+    segment found but not read in full: those discovery could not read, and those whose bytes
+    read (summed over the segment's tasks) fall short of the bytes found, with the executor's
+    reason when it gave one. The one place that decides a scan read what it found."""
+    found: list[Finding] = [
+        make_finding(
+            CheckId.SKIPPED_FILE,
+            f"Skipped {s.display_path}: {s.reason}",
+            topic=s.topic,
+            partition=s.partition,
+            segment=s.display_path,
+            details={"reason": s.reason},
+        )
+        for s in discovery.skipped
+    ]
+    for s in discovery.unreadable:
+        found.append(
+            make_finding(
+                CheckId.UNREADABLE_SEGMENT,
+                f"Segment {s.display_path} was not read: {s.reason}",
+                topic=s.topic,
+                partition=s.partition,
+                segment=s.display_path,
+                details={"reason": s.reason, "base_offset": s.base_offset, "bytes_found": None, "bytes_read": 0},
+            )
+        )
+    for partition in discovery.partitions:
+        for segment in partition.segments:
+            read = stats.bytes_read.get(segment.display_path, 0)
+            reason = stats.unread.get(segment.display_path)
+            if reason is None and read >= segment.size:
+                continue
+            reason = reason or f"only {read:,} of its {segment.size:,} bytes were read"
+            found.append(
+                make_finding(
+                    CheckId.UNREADABLE_SEGMENT,
+                    f"Segment {segment.display_path} was not read in full: {reason}",
+                    topic=partition.topic,
+                    partition=partition.partition,
+                    segment=segment.display_path,
+                    details={
+                        "reason": reason,
+                        "base_offset": segment.base_offset,
+                        "bytes_found": segment.size,
+                        "bytes_read": read,
+                    },
+                )
+            )
+    return found
+
+
+def set_wall_time(summary: dict[str, Any], wall: float) -> None:
+    """The summary's wall time and the MB/s it gives; the CLI sets the whole command's."""
+    summary["wall_time_s"] = round(wall, 3)
+    summary["mb_per_s"] = round(summary["bytes"] / 1e6 / wall, 3) if wall > 0 else 0.0

@@ -1,0 +1,167 @@
+"""The parts every ``kafka-audit`` command shares (SPEC section 1): exit codes, the output
+formats, the one-line usage error, the parsers of option values, the PATH check, and the options
+of every command that audits PATHs (``scan``, ``producers`` and ``timeline`` take the same PATH,
+filter and engine options) as annotated parameter types: :data:`PathsArgument`,
+:data:`TopicOption`, :data:`PartitionOption`, :data:`EngineOption`, :data:`MasterOption`,
+:data:`ConfOption`, :data:`QuietOption`, :data:`StorageOption`.
+
+Exit codes: 0 no finding at or above ``--fail-on``; 1 at least one; 2 a usage error, no segment
+under the paths, or a path that does not exist or cannot be read (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from datetime import datetime, timezone
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from kafka_audit.engines.run import Engine
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+# What a shell reports for a process ended by Ctrl-C (128 + SIGINT).
+EXIT_INTERRUPTED = 130
+# Epoch milliseconds: ASCII digits, at most a long's 19 (str.isdigit would take "²").
+_EPOCH_MS = re.compile(r"-?[0-9]{1,19}")
+# File names that are not UTF-8 reach reports as surrogate escapes; print them escaped.
+TEXT_ERRORS = "backslashreplace"
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    ndjson = "ndjson"
+    csv = "csv"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+    never = "never"
+
+
+class DumpFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def fail(message: str) -> typer.Exit:
+    """One line on stderr and exit code 2."""
+    print(f"kafka-audit: {message}", file=sys.stderr)
+    return typer.Exit(EXIT_USAGE)
+
+
+def parse_reference_time(value: str, option: str = "--reference-time") -> int:
+    """Epoch milliseconds, or an ISO-8601 time (UTC when it names no zone)."""
+    text = value.strip()
+    if _EPOCH_MS.fullmatch(text):
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise fail(f"{option} {value!r} is neither epoch milliseconds nor an ISO-8601 time") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+def parse_conf(pairs: list[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise fail(f"--conf {pair!r} is not KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def parse_storage_options(pairs: list[str]) -> dict:
+    """``--storage-option KEY=VALUE`` pairs; ``true``/``false`` and JSON values are typed."""
+    from kafka_audit.io.storage import parse_option_value
+
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise fail(f"--storage-option {pair!r} is not KEY=VALUE")
+        options[key.strip()] = parse_option_value(value)
+    return options
+
+
+def check_paths(paths: list[str] | list[Path]) -> None:
+    """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
+    cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
+    from kafka_audit.io import storage
+
+    for given in paths:
+        text = str(given)
+        try:
+            storage.check_path(text)
+        except OSError as exc:
+            raise fail(f"{text}: {exc.strerror or exc}") from None
+        if storage.is_remote(text):
+            continue
+        path = Path(storage.local_path(text))
+        if not os.path.lexists(path):
+            raise fail(f"{path}: no such file or directory")
+        if not os.path.exists(path):
+            raise fail(f"{path}: broken symbolic link")
+        if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
+            raise fail(f"{path}: permission denied")
+
+
+# -- the options of every command that audits PATHs (scan, producers, timeline) ----------------
+
+DEFAULT_MASTER = "local[*]"
+PathsArgument = Annotated[
+    list[str],
+    typer.Argument(
+        metavar="PATH",
+        help="Log dirs, partition folders, .log files, or trees holding them; local paths or "
+        "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
+    ),
+]
+TopicOption = Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")]
+PartitionOption = Annotated[
+    Optional[list[int]], typer.Option("--partition", help="Audit only this partition number (repeatable).")
+]
+EngineOption = Annotated[
+    Engine,
+    typer.Option(
+        "--engine",
+        help="spark: the Spark job; local: the same audit in this process, no JVM "
+        "(quick answers on small local inputs).",
+    ),
+]
+MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
+ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")]
+QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
+ProducerIdOption = Annotated[
+    Optional[list[int]],
+    typer.Option("--producer-id", help="Report only findings, producers and events of this producer id (repeatable)."),
+]
+SinceOption = Annotated[
+    Optional[str], typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
+]
+UntilOption = Annotated[
+    Optional[str], typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
+]
+StorageOption = Annotated[
+    Optional[list[str]],
+    typer.Option(
+        "--storage-option",
+        help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
+        "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
+    ),
+]
+BrokerLogOption = Annotated[
+    Optional[list[Path]],
+    typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
+                 "files) whose produce errors are explained against the log (repeatable)."),
+]

@@ -1,0 +1,447 @@
+"""The Spark job on the DataFrame API: one code path for a classic session and for Spark Connect.
+
+1. The driver discovers the files and plans one task per segment (:func:`plan_tasks`); a segment
+   much larger than the split size is cut into byte ranges at batch boundaries, so one huge file
+   is not one straggler. Tasks are dealt into slots of about equal bytes (:func:`pack_tasks`) and
+   travel as a small DataFrame (``schemas.TASKS``: paths and settings only), hash-partitioned so
+   that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
+2. ``mapInArrow`` (:func:`_segment_step`): each Spark task audits its segments and emits Arrow
+   batches of ``schemas.SEGMENT_ROWS``: per segment task, its batch summaries as a few values
+   (pickled runs of up to 4,096 summaries, about 70 bytes each) under their sort keys, a row per
+   finding and one with the task's counts. Spark moves and sorts a few rows per segment task and
+   never looks inside a value (a typed row per record batch cost its JVM more CPU than the audit).
+3. Those rows and one metadata row per replica (topic, partition, folder) are repartitioned by
+   ``place``, a key per replica chosen so that replicas are dealt out over the partitions by bytes
+   (:func:`place_replicas`), and sorted within partitions by (place, kind, segment base offset,
+   segment, position): a replica's rows arrive together at one task, metadata first, then the
+   segment step's findings and counts, then its batch values in log order.
+4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
+   summaries, a value at a time, into the partition step (offsets, indexes, producer-state
+   replay). The grouping needs no shuffle or sort of its own: the plan's exchange and sort above
+   already give it.
+5. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver. The ``batches`` dataset
+   expands the values into typed rows (:meth:`ScanFrames.batches`), only when it is asked for.
+
+Memory per replica in the partition step: Spark sorts the rows with its external sorter (spilling
+to disk), and the Python worker holds one Arrow batch (at most ``spark.sql.execution.arrow.
+maxRecordsPerBatch`` rows, 10,000 by default, and ``maxBytesPerBatch``, 64 MiB), one value being
+replayed (at most 4,096 summaries, under 2 MB) plus what ``audit_partition`` keeps: the replay's
+per-producer state and the batch summaries of the segment being index-verified. One replica of
+10 M batches therefore costs what its largest segment's summaries cost (about 0.4 KB a batch: 1 GiB
+segments of 16 KiB batches, 65 K summaries, about 27 MB), not 10 M summaries.
+"""
+
+from __future__ import annotations
+
+import heapq
+import pickle
+import time
+import warnings
+from collections import defaultdict, deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from operator import itemgetter
+from typing import Any
+
+import pyarrow as pa
+
+from kafka_audit.audit.partition_audit import PartitionTotals, audit_partition
+from kafka_audit.audit.plan import (
+    Progress,
+    ScanOptions,
+    ScanResult,
+    finish_result,
+    pack_tasks,
+    partition_metas,
+    plan_tasks,
+    with_inferred_compaction,
+)
+from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.engines import schemas
+from kafka_audit.engines.spark_progress import is_connect, watch
+from kafka_audit.io import storage
+from kafka_audit.log.log_dir import Discovery
+from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.findings import Finding
+
+# pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
+warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
+
+# The task columns that are names from the file system, sent as bytes.
+_NAME_COLUMNS = ("topic", "replica", "path", "segment")
+# Bytes of segments a Spark task audits (see :func:`segment_slots`), and on a small input.
+_TASK_BYTES = 256 << 20
+_SMALL_TASK_BYTES = 16 << 20
+# Batch summaries per Arrow batch that the segment step sends, and per batch row's value.
+_ROWS_PER_BATCH = 10_000
+_SUMMARIES_PER_VALUE = 4_096
+# The order of a replica's rows at the partition step (see the module docstring).
+_REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
+
+
+@dataclass(slots=True)
+class ScanFrames:
+    """The job's two row sets, as DataFrames: the segment step's (``schemas.SEGMENT_ROWS``) and the
+    partition step's (``schemas.REPLICA_ROWS``). Persisted when kept for datasets."""
+
+    segment_rows: Any
+    replica_rows: Any
+    # Spark tasks of the segment step (how the progress display finds its stage).
+    segment_tasks: int = 0
+
+    def findings(self, spark, findings: list[dict[str, Any]]):
+        """The ``findings`` dataset (SPEC section 3) of the scan's findings. The driver holds them
+        complete (file accounting, the coordinator's transactional ids are added there), and they
+        are few (at most 1,000 per check and task), so they go back to the session from there."""
+        return spark.createDataFrame(schemas.findings_table(findings), schemas.spark_schema(schemas.FINDINGS))
+
+    def batches(self):
+        """The ``batches`` dataset: one typed row per record batch."""
+        from pyspark.sql import functions as F
+
+        values = self.segment_rows.where(F.col("kind") == schemas.BATCH).select("blob")
+        rows = values.mapInArrow(_expand_batches, schemas.spark_schema(schemas.SUMMARIES))
+        source = {"codec": F.col("compression"), "topic": F.decode("topic", "UTF-8"), "segment": F.decode("segment", "UTF-8")}
+        return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
+
+    def producers(self, spark, rows: list[dict[str, Any]]):
+        """The ``producers`` dataset of the scan's ``producers`` rows. The driver completes them
+        (transactional ids and finding counts need every partition's findings), so they go back
+        to the session from there; they are one row per producer and partition, not per batch."""
+        table = pa.Table.from_pylist(rows, schema=schemas.PRODUCERS)
+        return spark.createDataFrame(table, schemas.spark_schema(schemas.PRODUCERS))
+
+    def write_parquet(self, spark, result: ScanResult, target: str) -> None:
+        """Write the three datasets under ``target`` (a folder or URI), each replaced if present."""
+        base = target.rstrip("/")
+        datasets = {
+            "findings": self.findings(spark, [f.to_dict() for f in result.findings]),
+            "batches": self.batches(),
+            "producers": self.producers(spark, result.producers),
+        }
+        for name, frame in datasets.items():
+            frame.write.mode("overwrite").parquet(f"{base}/{name}")
+
+    def unpersist(self) -> None:
+        self.segment_rows.unpersist()
+        self.replica_rows.unpersist()
+
+
+def run_scan(
+    spark,
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+    output_parquet: str | None = None,
+) -> ScanResult:
+    """Run the audit of everything ``discovery`` found on ``spark`` (classic or Connect) and return
+    the result; with ``output_parquet``, also write the datasets there from the executors."""
+    result, frames = run_job(spark, discovery, options, on_progress, keep=output_parquet is not None)
+    if frames is not None and output_parquet is not None:
+        try:
+            frames.write_parquet(spark, result, output_parquet)
+        finally:
+            frames.unpersist()
+    return result
+
+
+def run_job(
+    spark,
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None = None,
+    keep: bool = False,
+) -> tuple[ScanResult, ScanFrames | None]:
+    """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
+    Frames are None when there is nothing to audit."""
+    started = time.monotonic()
+    options = with_inferred_compaction(options, discovery)
+    tasks = plan_tasks(discovery, options.split_bytes)
+    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
+    stats, totals, findings = SegmentStats(), PartitionTotals(), []
+    frames = None
+    if tasks:
+        frames = build_frames(spark, discovery, options, tasks)
+        if keep:
+            frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist(), frames.segment_tasks)
+        with watch(spark, progress, frames.segment_tasks, on_progress):
+            table = frames.replica_rows.select("kind", "blob").toArrow()
+        for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
+            value = pickle.loads(blob)
+            if kind == schemas.FINDING:
+                findings.append(Finding.from_dict(value))
+            elif kind == schemas.STATS:
+                stats.merge(value)
+            elif kind == schemas.TOTALS:
+                totals.merge(value)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log), frames
+
+
+def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
+    """The job's plan (nothing runs yet): tasks -> segment step -> replicas -> partition step."""
+    parallelism = default_parallelism(spark)
+    total = sum(t.byte_count for t in tasks)
+    small = -(-total // min(_SMALL_TASK_BYTES, options.split_bytes))
+    groups = pack_tasks(tasks, min(segment_slots(total, parallelism), small))
+    metas = partition_metas(discovery, options)
+    count = max(1, min(len(metas), options.shuffle_partitions or min(parallelism * 2, small)))
+    replicas = sorted(metas)
+    buckets = place_replicas(tasks, count)
+    places = dict(zip(replicas, keys_for_buckets([buckets.get(key, 0) for key in replicas], count)))
+    slot_keys = keys_for_buckets(range(len(groups)), len(groups))
+
+    name = schemas.name_bytes
+    task_rows = [
+        (slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
+         name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size, task.start,
+         task.stop)
+        for slot, group in enumerate(groups)
+        for task in group
+    ]
+    task_table = pa.Table.from_arrays(
+        [pa.array(column, type=f.type) for column, f in zip(zip(*task_rows), schemas.TASKS)], schema=schemas.TASKS
+    )
+    meta_table = _segment_rows([_rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas])
+    segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
+    segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options))
+    segment_rows = (
+        spark.createDataFrame(task_table)
+        .repartition(len(groups), "slot")
+        .mapInArrow(segment_step, segment_schema)
+    )
+    replica_rows = (
+        segment_rows.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
+        .repartition(count, "place")
+        .sortWithinPartitions(*_REPLICA_ORDER)
+        .groupBy("place")
+        .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
+    )
+    return ScanFrames(segment_rows, replica_rows, len(groups))
+
+
+def segment_slots(total: int, parallelism: int) -> int:
+    """Spark tasks for the segment step over ``total`` bytes: whole rounds of ``parallelism``
+    (with 17 tasks on 2 cores, one core idled through the last one) of about
+    :data:`_TASK_BYTES` each. A small input gets fewer (:func:`build_frames`): one task per
+    :data:`_SMALL_TASK_BYTES` (or per ``split_bytes`` if smaller), and as many partition-step
+    tasks.
+
+    A Spark task costs its Python worker and the JVM about 40 ms of CPU besides its audit
+    (1 GiB on ``local[2]``: 20 tasks of 54 MB took 3.3 s, 4-8 tasks 2.95 s), so tasks are large;
+    the plan's byte ranges (``split_bytes``) still let them be balanced by bytes."""
+    return max(1, -(-total // (parallelism * _TASK_BYTES))) * parallelism
+
+
+def default_parallelism(spark) -> int:
+    """The session's default parallelism: the SparkContext's on a classic session; on Spark Connect
+    (no SparkContext) ``spark.default.parallelism`` when set, else the number of partitions Spark
+    gives a range by default, which is the same figure."""
+    if not is_connect(spark):
+        return spark.sparkContext.defaultParallelism
+    configured = spark.conf.get("spark.default.parallelism", None)
+    if configured:
+        return max(1, int(configured))
+    from pyspark.sql import functions as F
+
+    probe = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id()).alias("last")).collect()
+    return max(1, probe[0]["last"] + 1)
+
+
+
+def _segment_step_of(
+    options: ScanOptions, storage_options: tuple = ()
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    validation, reference_time = options.validation, options.reference_time
+
+    def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
+        batch summaries leave as values of up to :data:`_SUMMARIES_PER_VALUE` (:func:`_value_rows`);
+        rows are sent in Arrow batches holding about :data:`_ROWS_PER_BATCH` summaries."""
+        places: dict[SegmentTask, int] = {}
+
+        def tasks() -> Iterator[SegmentTask]:
+            for batch in batches:
+                for row in batch.to_pylist():
+                    place = row.pop("place")
+                    del row["slot"]
+                    for key in _NAME_COLUMNS:
+                        row[key] = row[key].decode("utf-8", "surrogateescape")
+                    task = SegmentTask(**row, storage_options=storage_options)
+                    places[task] = place
+                    yield task
+
+        rows: list[tuple] = []
+        pending = 0
+        for task in with_read_ahead(tasks()):
+            place = places.pop(task)
+            auditor = SegmentAuditor(task, validation, reference_time)
+            summaries: list[BatchSummary] = []
+            for item in auditor.run():
+                if isinstance(item, BatchSummary):
+                    summaries.append(item)
+                else:
+                    finding = item.to_dict()
+                    rows.append(_rare_row(schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+            rows.append(_rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
+            rows.extend(_value_rows(place, summaries))
+            pending += len(summaries)
+            if pending >= _ROWS_PER_BATCH:
+                yield _segment_rows(rows)
+                rows, pending = [], 0
+        if rows:
+            yield _segment_rows(rows)
+
+    return segment_step
+
+
+def _value_rows(place: int, summaries: list[BatchSummary], per_value: int = _SUMMARIES_PER_VALUE) -> Iterator[tuple]:
+    """Batch rows of one segment task's summaries (in log order): each holds up to
+    ``per_value`` of them as one value, a pickled list of plain tuples, keyed by
+    its first summary's segment and position. Spark sorts and moves a few rows per task and never
+    looks inside them (a typed row per batch cost the JVM three conversions and a sort each)."""
+    for start in range(0, len(summaries), per_value):
+        chunk = summaries[start : start + per_value]
+        first = chunk[0]
+        value = pickle.dumps(list(map(tuple, chunk)), pickle.HIGHEST_PROTOCOL)
+        yield (schemas.BATCH, place, first.segment_base_offset, schemas.name_bytes(first.segment), first.position,
+               None, value)
+
+
+def _rare_row(kind: int, place: int, payload: str | None, blob: bytes) -> tuple:
+    """A row of ``schemas.SEGMENT_ROWS`` other than a batch row: no sort keys after its kind."""
+    return (kind, place, None, None, None, payload, blob)
+
+
+def _segment_rows(rows: list[tuple]) -> pa.RecordBatch:
+    """Rows (tuples in ``schemas.SEGMENT_ROWS``'s order) as one Arrow batch."""
+    columns = zip(*rows) if rows else [()] * len(schemas.SEGMENT_ROWS)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=f.type) for column, f in zip(columns, schemas.SEGMENT_ROWS)], schema=schemas.SEGMENT_ROWS
+    )
+
+
+def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side: one replica's rows (``applyInArrow``, iterator form), in the order of
+    ``_REPLICA_ORDER``: its metadata, the segment step's counts and findings (passed on), then its
+    batch rows in log order, whose summaries stream into the partition step."""
+    meta = None
+    out: list[tuple] = []
+    rest = iter(batches)
+    first: list[pa.RecordBatch] = []
+    for batch in rest:
+        kinds = batch.column(0).to_pylist()
+        head = next((i for i, kind in enumerate(kinds) if kind == schemas.BATCH), len(kinds))
+        payloads, blobs = batch.column("payload").to_pylist()[:head], batch.column("blob").to_pylist()[:head]
+        for kind, payload, blob in zip(kinds, payloads, blobs):
+            if kind == schemas.META:
+                meta = pickle.loads(blob)
+            else:
+                out.append((kind, payload, blob))
+        if head < len(kinds):
+            first.append(batch.slice(head))
+            break
+    if meta is None:
+        raise RuntimeError("a replica's rows reached the partition step without its metadata row")
+    findings, totals = audit_partition(meta, _summaries(chain(first, rest)))
+    for finding in findings:
+        value = finding.to_dict()
+        out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))
+    out.append((schemas.TOTALS, None, pickle.dumps(totals)))
+    kinds, payloads, blobs = zip(*out)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array(kinds, pa.int8()), pa.array(payloads, pa.string()), pa.array(blobs, pa.binary())],
+        schema=schemas.REPLICA_ROWS,
+    )
+
+
+def _summaries(batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
+    """Batch summaries back from batch rows, one value at a time (read in place from the Arrow
+    batch: a value is unpickled from Arrow's buffer, not copied into a bytes object first)."""
+    make = BatchSummary._make
+    for batch in batches:
+        for value in batch.column("blob"):
+            yield from map(make, pickle.loads(value.as_buffer()))
+
+
+def _expand_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Executor side, for the ``batches`` dataset only (``mapInArrow`` over the batch rows): a
+    typed row per summary (``schemas.SUMMARY_FIELDS``), in Arrow batches of about
+    :data:`_ROWS_PER_BATCH` rows."""
+    summaries: list[tuple] = []
+    for batch in batches:
+        for value in batch.column("blob"):
+            summaries.extend(pickle.loads(value.as_buffer()))
+            if len(summaries) >= _ROWS_PER_BATCH:
+                yield _summary_batch(summaries)
+                summaries = []
+    if summaries:
+        yield _summary_batch(summaries)
+
+
+def _summary_batch(summaries: list[tuple]) -> pa.RecordBatch:
+    """Typed rows (``schemas.SUMMARY_FIELDS``) of summary tuples, built a column at a time
+    (zip(*summaries) of thousands of tuples took ten times as long)."""
+    values = [list(map(itemgetter(i), summaries)) for i in range(len(schemas.SUMMARY_FIELDS))]
+    for i in (0, 2):  # topic and segment: names as bytes
+        values[i] = list(map(schemas.name_bytes, values[i]))
+    return pa.RecordBatch.from_arrays(
+        [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARY_FIELDS)], schema=schemas.SUMMARIES
+    )
+
+
+def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:
+    """The partition-step partition of each replica: replicas dealt out by bytes, largest first,
+    each to the least loaded of ``count`` partitions, so that the partition step is spread evenly
+    over the cores (ties broken by key: the same input always gives the same placement).
+
+    Hashing the replica key cannot promise that: a hash of ``<topic>-<N>`` folders may send many
+    replicas to one partition and leave another idle."""
+    sizes: dict[tuple, int] = {}
+    for task in tasks:
+        sizes[task.replica_key] = sizes.get(task.replica_key, 0) + task.byte_count
+    loads = [(0, index) for index in range(max(1, count))]
+    placement: dict[tuple, int] = {}
+    for replica, size in sorted(sizes.items(), key=lambda item: (-item[1], item[0])):
+        load, index = heapq.heappop(loads)
+        placement[replica] = index
+        heapq.heappush(loads, (load + size, index))
+    return placement
+
+
+def keys_for_buckets(buckets: Sequence[int], count: int) -> list[int]:
+    """Distinct int keys, one per entry of ``buckets``, that Spark's ``repartition(count, key)``
+    sends to that bucket: hash partitioning puts a row in ``pmod(hash(key), count)``. Rows keyed
+    so land exactly where the driver planned them, which a plain hash of the data cannot promise."""
+    waiting: dict[int, deque[int]] = defaultdict(deque)
+    for index, bucket in enumerate(buckets):
+        waiting[bucket].append(index)
+    keys = [0] * len(buckets)
+    left, candidate = len(buckets), 0
+    while left:
+        queue = waiting.get(spark_hash_int(candidate) % count)
+        if queue:
+            keys[queue.popleft()] = candidate
+            left -= 1
+        candidate += 1
+    return keys
+
+
+_MASK = 0xFFFFFFFF
+
+
+def spark_hash_int(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of an int column: Murmur3_x86_32.hashInt with seed 42, signed."""
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & _MASK
+
+    k = rotl((value & _MASK) * 0xCC9E2D51 & _MASK, 15) * 0x1B873593 & _MASK
+    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & _MASK
+    h ^= 4
+    h ^= h >> 16
+    h = h * 0x85EBCA6B & _MASK
+    h ^= h >> 13
+    h = h * 0xC2B2AE35 & _MASK
+    h ^= h >> 16
+    return h - (1 << 32) if h & 0x80000000 else h

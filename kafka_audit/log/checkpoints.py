@@ -1,0 +1,178 @@
+"""Text sidecars of a log dir: ``CheckpointFile`` formats and ``meta.properties``.
+
+- ``*-offset-checkpoint`` (``OffsetCheckpointFile``): ``version`` (0), ``count``, then
+  ``topic partition offset`` lines: ``log-start-offset-checkpoint``,
+  ``recovery-point-offset-checkpoint``, ``replication-offset-checkpoint`` (the high watermark),
+  ``cleaner-offset-checkpoint``.
+- ``leader-epoch-checkpoint`` (``LeaderEpochCheckpointFile``): ``version`` (0), ``count``, then
+  ``epoch startOffset`` lines.
+- ``meta.properties`` (``MetaProperties``) and ``partition.metadata`` (``PartitionMetadataFile``):
+  ``key=value`` / ``key: value`` lines.
+
+``CheckpointFile.read`` fails the whole file on a malformed line or a count that disagrees with
+the lines present ("Expected N entries in checkpoint file ..."); here the good lines are kept and
+each problem is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
+
+CHECKPOINT_VERSION = 0
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+META_PROPERTIES = "meta.properties"
+PARTITION_METADATA = "partition.metadata"
+OFFSET_CHECKPOINTS = (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT,
+)
+# The check a problem of these files carries (a sidecar that cannot be trusted): a scan reports
+# such problems as notes, ``dump`` under this check. They have a line, not a byte position.
+_CHECK = "index_mismatch"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitionOffset:
+    topic: str
+    partition: int
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class EpochEntry:
+    epoch: int
+    start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class Property:
+    key: str
+    value: str
+
+
+def _encode_checkpoint(lines: list[str]) -> bytes:
+    """CheckpointFile.write: the version, the count, one line per entry."""
+    return ("\n".join([str(CHECKPOINT_VERSION), str(len(lines)), *lines]) + "\n").encode()
+
+
+def encode_offset_checkpoint(entries: Iterable[TopicPartitionOffset]) -> bytes:
+    """OffsetCheckpointFile: ``topic partition offset`` lines."""
+    return _encode_checkpoint([f"{e.topic} {e.partition} {e.offset}" for e in entries])
+
+
+def encode_leader_epoch_checkpoint(entries: Iterable[EpochEntry]) -> bytes:
+    """LeaderEpochCheckpointFile: ``epoch startOffset`` lines."""
+    return _encode_checkpoint([f"{e.epoch} {e.start_offset}" for e in entries])
+
+
+def encode_properties(properties: Iterable[Property], comments: Iterable[str] = ()) -> bytes:
+    """Properties.store: ``#`` comment lines, then ``key=value`` lines."""
+    lines = [f"#{c}" for c in comments] + [f"{p.key}={p.value}" for p in properties]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries) -> list[list[str]]:
+    """The entry lines of a CheckpointFile, each split into ``fields`` fields.
+
+    CheckpointFile.CheckpointReadBuffer.read: an empty file, or one holding only the version
+    line, is an empty checkpoint (brokers leave an empty ``cleaner-offset-checkpoint``); every
+    line after the count must be an entry (a blank line is a malformed one)."""
+    lines = text.splitlines()
+    if not lines:
+        return []
+    version = lines[0].strip()
+    if version != str(CHECKPOINT_VERSION):
+        result.add_line_problem(_CHECK, 1, f"Unrecognized version of the checkpoint file {name}: {_clip(version)}")
+        return []
+    if len(lines) < 2:
+        return []
+    count = lines[1].strip()
+    entries = []
+    for number, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        # The last two fields are a partition or leader epoch (Integer.parseInt) and an offset
+        # (Long.parseLong): a number past their range makes the line malformed, as in Kafka.
+        if len(parts) != fields or not (_fits(parts[-2], 32) and _fits(parts[-1], 64)):
+            result.add_line_problem(_CHECK, number, f"Malformed line {number} in checkpoint file {name}: {_clip(line)!r}")
+            continue
+        entries.append(parts)
+    if not _fits(count, 32) or int(count) != len(entries):
+        result.add_line_problem(
+            _CHECK, 2, f"Expected {_clip(count)} entries in checkpoint file {name}, but found {len(entries)}"
+        )
+    return entries
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    """A line quoted in a message, cut short: a garbage file may be one huge line."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _is_int(text: str) -> bool:
+    """Long.parseLong's digits: decimal digits (``isdigit`` also admits ``²``, which ``int``
+    refuses)."""
+    digits = text[1:] if text.startswith("-") else text
+    return digits.isdecimal()
+
+
+def _fits(text: str, bits: int) -> bool:
+    """``text`` parses as a Java int (32) or long (64). The length is checked first: ``int`` of
+    more than 4300 digits raises."""
+    return _is_int(text) and len(text) <= 21 and -(1 << (bits - 1)) <= int(text) < (1 << (bits - 1))
+
+
+def _decode(data: bytes, name: str, result: SidecarEntries) -> str:
+    text = data.decode("utf-8", errors="replace")
+    if "\ufffd" in text:
+        result.add_line_problem(_CHECK, None, f"{name} is not UTF-8 text")
+    return text
+
+
+def parse_offset_checkpoint(data: bytes, name: str = "offset checkpoint") -> SidecarEntries:
+    result = SidecarEntries([], [])
+    for topic, partition, offset in _checkpoint_lines(_decode(data, name, result), name, 3, result):
+        result.entries.append(TopicPartitionOffset(topic, int(partition), int(offset)))
+    return result
+
+
+def parse_leader_epoch_checkpoint(data: bytes, name: str = LEADER_EPOCH_CHECKPOINT) -> SidecarEntries:
+    result = SidecarEntries([], [])
+    for epoch, offset in _checkpoint_lines(_decode(data, name, result), name, 2, result):
+        result.entries.append(EpochEntry(int(epoch), int(offset)))
+    return result
+
+
+def parse_properties(data: bytes, name: str = META_PROPERTIES) -> SidecarEntries:
+    """``java.util.Properties`` text (``key=value``; comments ``#``/``!``) and ``key: value``."""
+    result = SidecarEntries([], [])
+    for number, raw in enumerate(_decode(data, name, result).splitlines(), start=1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        cut = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if cut <= 0:
+            result.add_line_problem(_CHECK, number, f"Malformed line {number} in {name}: {_clip(raw)!r}")
+            continue
+        result.entries.append(Property(line[:cut].strip(), line[cut + 1 :].strip()))
+    return result
+
+
+def read_offset_checkpoint(path: str) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_offset_checkpoint(data, path))
+
+
+def read_leader_epoch_checkpoint(path: str) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_leader_epoch_checkpoint(data, path))
+
+
+def read_properties(path: str) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_properties(data, path))

@@ -1,0 +1,485 @@
+"""Finding the segments and sidecars under the paths a user gives: ``LogManager`` / ``LocalLog``.
+
+A PATH may be a broker log dir (holding ``<topic>-<partition>/`` folders), one partition folder,
+one ``.log`` file, or any tree holding those; trees are walked recursively, following symbolic
+links once (a loop is noted, not followed forever). Names follow Kafka:
+
+- partition folders ``<topic>-<partition>`` (``UnifiedLog.parseTopicPartitionName``: the
+  partition is the digits after the last ``-``, topics may hold ``-`` and ``.``), and the
+  ``<topic>-<partition>.<uuid>-delete`` / ``-future`` / ``-stray`` folders of a topic being
+  deleted, a replica being moved between log dirs (ALTER_REPLICA_LOG_DIRS), or a KRaft stray;
+- segment files ``<20-digit base offset>.log`` (``LogFileUtils``), with ``.deleted`` (being
+  deleted), ``.cleaned`` and ``.swap`` (log cleaner) suffixes, and a tiered-storage copy's
+  ``<20-digit offset>-<segment id>.log``;
+- sidecars beside a segment: ``.index``, ``.timeindex``, ``.txnindex`` (same suffix state), the
+  partition's ``.snapshot`` files, and the log dir's checkpoint files.
+
+Discovery reads directory entries and ``stat`` only; the checkpoint files are read because they
+are tiny. Nothing here raises on a bad path. A file or folder that is not part of a Kafka log is a
+:class:`SkippedFile` (a ``skipped_file`` finding); a segment that is found but cannot be read (a
+dangling link or a folder or FIFO named like a segment, a ``stat`` that fails, a folder that cannot
+be listed) is an :class:`UnreadableSegment` (an ``unreadable_segment`` finding): the scan never
+calls clean what it did not read. Paths are made absolute here, before any Spark task sees them;
+findings show them relative to the PATH as given.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from kafka_audit.io import storage
+from kafka_audit.log.checkpoints import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    read_offset_checkpoint,
+)
+from kafka_audit.log.log_names import (
+    DELETED,
+    KNOWN_OTHER_FILES,
+    KRAFT_SNAPSHOT,
+    LIVE,
+    SIDECAR_SUFFIXES,
+    STATE_SUFFIXES,
+    TIERED_LEADER_EPOCH_CHECKPOINT,
+    is_tiered_name,
+    parse_base_offset,
+    parse_partition_dir,
+    segment_state,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """One segment file. ``path`` is what to open; ``display_path`` what findings show
+    (relative to the PATH that found it). Sidecar paths are None where absent."""
+
+    path: str
+    display_path: str
+    base_offset: int
+    state: str
+    size: int
+    # The file's modification time (the default reference time of its timestamp checks); None for
+    # an object in a store, whose time is an upload's, not the broker's.
+    mtime_ms: int | None
+    index: str | None = None
+    time_index: str | None = None
+    txn_index: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file or folder found under a PATH that is not part of a Kafka log (SPEC ``skipped_file``)."""
+
+    display_path: str
+    reason: str
+    topic: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableSegment:
+    """A segment (or a folder that may hold segments) found but not readable (``unreadable_segment``)."""
+
+    display_path: str
+    reason: str
+    topic: str | None = None
+    partition: int | None = None
+    base_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFile:
+    path: str
+    display_path: str
+    offset: int
+
+
+@dataclass(slots=True)
+class PartitionDir:
+    """One replica's folder. ``key`` tells replicas of the same partition apart (two brokers'
+    log dirs scanned together); ``kind`` is ``live``, ``delete``, ``future`` or ``stray``."""
+
+    topic: str
+    partition: int
+    path: str
+    display_path: str
+    kind: str = LIVE
+    segments: list[SegmentFile] = field(default_factory=list)
+    snapshots: list[SnapshotFile] = field(default_factory=list)
+    checkpointed_log_start: int | None = None
+    # The log dir's cleaner-offset-checkpoint lists this partition: the log cleaner compacts it.
+    cleaner_checkpointed: bool = False
+    leader_epoch_checkpoint: str | None = None
+    # The PATH that found this folder, as given.
+    root: str | None = None
+    # Only some of the folder's files were given (``scan t-0/00000000000000001000.log``): the
+    # folder's live segments below the first one scanned, and the folder's first base offset.
+    unscanned_segments: list[str] = field(default_factory=list)
+    folder_first_offset: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.topic, self.partition, self.display_path)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(slots=True)
+class Discovery:
+    """Everything found under the paths: partitions, files skipped, segments not readable, notes
+    (checkpoint problems, odd folder names), and what ``--topic``/``--partition`` left out."""
+
+    paths: list[str]
+    partitions: list[PartitionDir] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    unreadable: list[UnreadableSegment] = field(default_factory=list)
+    # Segments found in partitions that the filters left out, and those partitions' topics.
+    filtered_segments: int = 0
+    filtered_topics: set[str] = field(default_factory=set)
+    # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
+    storage_options: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def segment_count(self) -> int:
+        return sum(len(p.segments) for p in self.partitions)
+
+
+def discover(
+    paths: Iterable[str],
+    topics: Iterable[str] | None = None,
+    partitions: Iterable[int] | None = None,
+    storage_options: dict | None = None,
+) -> Discovery:
+    """Find every partition folder and segment under ``paths`` (local paths or URIs), restricted
+    to ``topics`` / ``partitions`` when given."""
+    storage.configure(storage_options)
+    walker = _Walker(set(topics) if topics else None, set(partitions) if partitions is not None else None)
+    discovery = Discovery(paths=[str(p) for p in paths], storage_options=dict(storage_options or {}))
+    for path in discovery.paths:
+        walker.walk_root(path)
+    _keep_replicas_apart(list(walker.partitions.values()))
+    discovery.partitions = sorted(walker.partitions.values(), key=lambda p: (p.topic, p.partition, p.display_path))
+    discovery.notes = walker.notes
+    discovery.skipped = walker.skipped
+    discovery.unreadable = walker.unreadable
+    discovery.filtered_segments = walker.filtered_segments
+    discovery.filtered_topics = walker.filtered_topics
+    for partition in discovery.partitions:
+        partition.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.display_path))
+        partition.snapshots.sort(key=lambda s: s.offset)
+        _note_unscanned_segments(partition)
+    return discovery
+
+
+def _note_unscanned_segments(partition: PartitionDir) -> None:
+    """For a partition of which only some segment files were given, the folder's live segments
+    below the first one scanned (not scanned: not deleted), and the folder's first base offset,
+    where the log starts when no checkpoint says otherwise (``LocalLog``: the first segment)."""
+    try:
+        names = os.listdir(partition.path)
+    except OSError:
+        return
+    offsets = {
+        name: offset
+        for name in names
+        if segment_state(name) == (LIVE, "") and (offset := parse_base_offset(name)) is not None
+    }
+    if not offsets:
+        return
+    scanned = {os.path.basename(os.path.realpath(s.path)) for s in partition.segments}
+    first_scanned = min((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
+    partition.folder_first_offset = min(offsets.values())
+    partition.unscanned_segments = sorted(
+        name
+        for name, offset in offsets.items()
+        if name not in scanned and (first_scanned is None or offset < first_scanned)
+    )
+
+
+class _Walker:
+    def __init__(self, topics: set[str] | None, partitions: set[int] | None) -> None:
+        self.topics = topics
+        self.partition_filter = partitions
+        self.partitions: dict[str, PartitionDir] = {}
+        self.filtered_out: set[str] = set()
+        self.notes: list[str] = []
+        self.skipped: list[SkippedFile] = []
+        self.unreadable: list[UnreadableSegment] = []
+        self.filtered_segments = 0
+        self.filtered_topics: set[str] = set()
+        self.visited_dirs: set[tuple[int, int]] = set()
+        self.seen_files: set[str] = set()
+        self.checkpoint_cache: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+        # Absolute root -> the PATH as the user gave it.
+        self.given: dict[str, str] = {}
+        # The filesystem of the PATH being walked (local, or an object store's listing).
+        self.fs: storage.LocalTree | storage.RemoteTree = storage.LocalTree()
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def _place(self, folder: str | None) -> tuple[str | None, int | None] | None:
+        """Topic and partition of a file in ``folder`` (None, None outside partition folders);
+        None when ``--topic``/``--partition`` leave it out."""
+        parsed = parse_partition_dir(self.fs.basename(self.fs.realpath(folder))) if folder else None
+        topic, number = (parsed[0], parsed[1]) if parsed else (None, None)
+        if (self.topics is not None and topic not in self.topics) or (
+            self.partition_filter is not None and number not in self.partition_filter
+        ):
+            return None
+        return topic, number
+
+    def skip(self, display: str, reason: str, folder: str | None = None) -> None:
+        """A file or folder that is not part of a Kafka log: a ``skipped_file`` finding."""
+        place = self._place(folder)
+        if place is not None:
+            self.skipped.append(SkippedFile(display, reason, *place))
+
+    def cannot_read(self, display: str, reason: str, folder: str | None = None, base_offset: int | None = None) -> None:
+        """A segment (or a folder that may hold some) found but not readable: ``unreadable_segment``."""
+        place = self._place(folder)
+        if place is not None:
+            self.unreadable.append(UnreadableSegment(display, reason, *place, base_offset=base_offset))
+
+    def walk_root(self, given: str) -> None:
+        try:
+            storage.check_scheme(given)
+            # A relative local path is made absolute before any Spark task sees it (SPEC 1).
+            root = given.rstrip("/") if storage.is_remote(given) else os.path.abspath(storage.local_path(given))
+            self.given[root] = given
+            self.fs = storage.tree(root)
+            info = self.fs.stat(root)
+        except OSError as exc:
+            self._not_readable(given, None, f"{exc.strerror or exc}")
+            return
+        if stat.S_ISDIR(info.st_mode):
+            self._walk_dir(root, root)
+        elif stat.S_ISREG(info.st_mode):
+            real = self.fs.realpath(root)
+            folder = self.fs.dirname(real)
+            self._add_file(folder, self.fs.basename(real), root, root, explicit=True)
+        else:
+            self._not_readable(given, self.fs.dirname(root), "not a regular file or directory")
+
+    def _not_readable(self, display: str, folder: str | None, reason: str) -> None:
+        """Something at ``display`` that could not be read: a segment's name makes it an
+        unreadable segment, any other name a skipped file."""
+        name = self.fs.basename(display)
+        offset = parse_base_offset(name)
+        if segment_state(name) is not None and offset is not None:
+            self.cannot_read(display, reason, folder, offset)
+        else:
+            self.skip(display, reason, folder)
+
+    def _walk_dir(self, directory: str, root: str) -> None:
+        try:
+            info = self.fs.stat(directory)
+        except OSError as exc:
+            self.cannot_read(self._display(directory, root), f"cannot read the folder ({exc.strerror or exc})", directory)
+            return
+        identity = (info.st_dev, info.st_ino)
+        if identity in self.visited_dirs:
+            if self.fs.islink(directory):
+                self.skip(self._display(directory, root), "symbolic link to a folder already scanned", directory)
+            return
+        self.visited_dirs.add(identity)
+        try:
+            with self.fs.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            # Its segments, if it holds any, are not read: never a silent skip.
+            self.cannot_read(self._display(directory, root), f"cannot list the folder ({exc.strerror or exc})", directory)
+            return
+        subdirs = []
+        files = []
+        in_partition = parse_partition_dir(self.fs.basename(self.fs.realpath(directory))) is not None
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=True)
+                is_file = entry.is_file(follow_symlinks=True)
+            except OSError:
+                is_dir = is_file = False
+            named_like_file = parse_base_offset(entry.name) is not None and self._looks_like_log_file(entry.name)
+            looks_kafka = in_partition or self._looks_like_log_file(entry.name)
+            display = self._display(entry.path, root)
+            if is_dir and named_like_file:
+                self._not_readable(display, directory, "a folder, not a segment or sidecar file")
+            elif is_dir:
+                subdirs.append(entry.path)
+            elif is_file:
+                files.append(entry.name)
+            elif entry.is_symlink():
+                try:
+                    self.fs.stat(entry.path)
+                    reason = "symbolic link to something that is not a regular file"
+                except OSError as exc:
+                    reason = f"broken symbolic link ({exc.strerror or exc})"
+                self._not_readable(display, directory, reason)
+            elif looks_kafka:
+                # A FIFO, socket or device: opening a FIFO would block the audit forever.
+                self._not_readable(display, directory, "not a regular file")
+        for name in files:
+            self._add_file(directory, name, self.fs.join(directory, name), root, explicit=False)
+        for sub in subdirs:
+            self._walk_dir(sub, root)
+
+    def _display(self, path: str, root: str) -> str:
+        """``path`` as findings show it: relative to the PATH that found it, or as given."""
+        if root in self.given and not self.fs.isdir(root):
+            return self.given[root]
+        rel = self.fs.relpath(path, root)
+        return self.given.get(root, root) if rel == "." else rel
+
+    def _add_file(self, folder: str, name: str, path: str, root: str, explicit: bool) -> None:
+        state = segment_state(name)
+        snapshot = name.endswith(".snapshot")
+        display = self._display(path, root)
+        if state is None and not snapshot:
+            if explicit:
+                kind = "sidecar file" if self._is_sidecar(name) else "file"
+                self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
+            elif parse_partition_dir(self.fs.basename(folder)) and not self._is_sidecar(name):
+                self.skip(display, "not a Kafka segment or sidecar file", folder)
+            return
+        base_offset = parse_base_offset(name)
+        if base_offset is None:
+            # SPEC 1: a file that is not a segment is skipped; any ``*.log`` (a broker's own
+            # server.log included) is reported wherever it lies.
+            if state is not None:
+                self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
+            return
+        real = self.fs.realpath(path)
+        if real in self.seen_files:
+            return
+        partition = self._partition(folder, root)
+        if partition is None:
+            if not snapshot:
+                self.filtered_segments += 1
+            return
+        self.seen_files.add(real)
+        if snapshot and is_tiered_name(name):
+            # RemoteLogManager copies the producer snapshot taken at the *next* segment's base
+            # offset (LogSegmentData.producerSnapshotIndex) under this segment's start offset.
+            self.note(
+                f"{display}: tiered-storage producer snapshot, named by its segment's start offset but "
+                f"holding the producer state at the segment's end: not compared with the replay"
+            )
+            return
+        if snapshot:
+            partition.snapshots.append(SnapshotFile(path, display, base_offset))
+            return
+        try:
+            info = self.fs.stat(path)
+        except OSError as exc:
+            self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
+            return
+        seg_state, suffix = state
+        if partition.kind == "delete" and seg_state == LIVE:
+            seg_state = DELETED
+        stem = self.fs.join(self.fs.dirname(path), name[: name.index(".log")])
+        sidecars = [self._sidecar(stem, ext, suffix) for ext in SIDECAR_SUFFIXES]
+        partition.segments.append(
+            SegmentFile(path, display, base_offset, seg_state, info.st_size, _mtime_ms(info), *sidecars)
+        )
+
+    @classmethod
+    def _looks_like_log_file(cls, name: str) -> bool:
+        """A segment, snapshot or sidecar file name (by its suffix)."""
+        return segment_state(name) is not None or cls._is_sidecar(name)
+
+    @staticmethod
+    def _is_sidecar(name: str) -> bool:
+        # LogFileUtils: the .deleted (retention), .cleaned and .swap (log cleaner) suffixes apply
+        # to a segment's sidecars as to its .log.
+        base = name
+        for suffix in STATE_SUFFIXES:
+            base = base.removesuffix(suffix)
+        return (
+            name in KNOWN_OTHER_FILES
+            or base.endswith(SIDECAR_SUFFIXES + (".snapshot", TIERED_LEADER_EPOCH_CHECKPOINT))
+            or KRAFT_SNAPSHOT.match(name) is not None
+        )
+
+    def _sidecar(self, stem: str, ext: str, suffix: str) -> str | None:
+        candidate = stem + ext + suffix
+        return candidate if self.fs.isfile(candidate) else None
+
+    def _partition(self, folder: str, root: str) -> PartitionDir | None:
+        real_folder = self.fs.realpath(folder)
+        existing = self.partitions.get(real_folder)
+        if existing is not None or real_folder in self.filtered_out:
+            return existing
+        name = self.fs.basename(real_folder)
+        parsed = parse_partition_dir(name)
+        display = self._display(folder, root) if self.fs.isdir(root) else folder
+        if parsed is None:
+            self.note(
+                f"{display}: folder name is not <topic>-<partition>; its segments are audited as topic "
+                f"{name!r}, partition -1"
+            )
+            topic, number, kind = name, -1, LIVE
+        else:
+            topic, number, kind = parsed
+        if (self.topics is not None and topic not in self.topics) or (
+            self.partition_filter is not None and number not in self.partition_filter
+        ):
+            self.filtered_out.add(real_folder)
+            self.filtered_topics.add(topic)
+            return None
+        partition = PartitionDir(topic, number, real_folder, display, kind, root=self.given.get(root, root))
+        log_dir = self.fs.dirname(real_folder)
+        partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
+        partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)
+        epochs = self.fs.join(real_folder, LEADER_EPOCH_CHECKPOINT)
+        partition.leader_epoch_checkpoint = epochs if self.fs.isfile(epochs) else None
+        self.partitions[real_folder] = partition
+        return partition
+
+    def _checkpoint(self, log_dir: str, name: str) -> dict[tuple[str, int], int]:
+        """An offset checkpoint file of the log dir (``log-start-offset-checkpoint``,
+        ``cleaner-offset-checkpoint``), read once per log dir."""
+        cached = self.checkpoint_cache.get((log_dir, name))
+        if cached is not None:
+            return cached
+        offsets: dict[tuple[str, int], int] = {}
+        path = self.fs.join(log_dir, name)
+        if self.fs.isfile(path):
+            parsed = read_offset_checkpoint(path)
+            for problem in parsed.problems:
+                self.note(f"{path}: {problem.message}")
+            offsets = {(e.topic, e.partition): e.offset for e in parsed.entries}
+        self.checkpoint_cache[(log_dir, name)] = offsets
+        return offsets
+
+
+def _mtime_ms(info) -> int | None:
+    return None if info.st_mtime_ns is None else info.st_mtime_ns // 1_000_000
+
+
+def _keep_replicas_apart(partitions: list[PartitionDir]) -> None:
+    """Replicas are keyed by their display path (``PartitionDir.key``). Two PATHs can each find a
+    replica of one partition at the same path relative to themselves (``scan broker1/data
+    broker2/data``: ``t-0`` twice); those replicas, and their files, are shown joined to the PATH
+    that found them instead, so that they stay two replicas."""
+    by_key: dict[tuple[str, int, str], list[PartitionDir]] = {}
+    for partition in partitions:
+        by_key.setdefault(partition.key, []).append(partition)
+    for group in by_key.values():
+        if len(group) < 2:
+            continue
+        for partition in group:
+            root = partition.root or ""
+
+            def joined(display: str, root: str = root) -> str:
+                return display if display == root or os.path.isabs(display) else os.path.join(root, display)
+
+            partition.display_path = joined(partition.display_path)
+            partition.segments = [replace(s, display_path=joined(s.display_path)) for s in partition.segments]
+            partition.snapshots = [replace(s, display_path=joined(s.display_path)) for s in partition.snapshots]

@@ -1,0 +1,98 @@
+"""Kafka's names for the files and folders of a log dir (``LogFileUtils``,
+``UnifiedLog.parseTopicPartitionName``, KIP-405's ``RemoteLogSegmentFileset``, KRaft's
+``Snapshots``): what a name says, with no file system access."""
+
+from __future__ import annotations
+
+import re
+
+from kafka_audit.log.checkpoints import (
+    LEADER_EPOCH_CHECKPOINT,
+    META_PROPERTIES,
+    OFFSET_CHECKPOINTS,
+    PARTITION_METADATA,
+)
+
+LIVE, DELETED, CLEANED, SWAP = "live", "deleted", "cleaned", "swap"
+STATE_SUFFIXES = {".deleted": DELETED, ".cleaned": CLEANED, ".swap": SWAP}
+SIDECAR_SUFFIXES = (".index", ".timeindex", ".txnindex")
+# A tiered segment's leader-epoch checkpoint (RemoteLogSegmentFileset.LEADER_EPOCH_CHECKPOINT).
+TIERED_LEADER_EPOCH_CHECKPOINT = ".leader_epoch_checkpoint"
+# A broker's 20-digit base offset (with a segment id after it in some remote stores' copies), or
+# the LocalTieredStorage plugin's "<start offset>-<22-character segment id>" (KIP-405,
+# RemoteLogSegmentFileset: startOffset + "-" + uuid, the offset not padded).
+_BASE_OFFSET = re.compile(r"^(?:(\d{20})(?:-[A-Za-z0-9_-]+)?|(\d{1,19})-[A-Za-z0-9_-]{22})$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# A tiered-storage partition folder (RemoteTopicPartitionDirectory): "<topic>-<partition>-<topic id>".
+_TIERED_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<uid>[A-Za-z0-9_-]{22})$")
+# UnifiedLog: "<topic>-<partition>.<uniqueId>-delete", "-future" and "-stray" folders.
+_SPECIAL_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<uid>[A-Za-z0-9_-]+)-(?P<kind>delete|future|stray)$")
+# KRaft snapshots of __cluster_metadata (org.apache.kafka.snapshot.Snapshots): <offset>-<epoch>.checkpoint,
+# with .part while being written and .deleted while being deleted.
+KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint(?:\.part|\.deleted)?$")
+# Files Kafka keeps in a log dir or partition folder that are neither segments nor read here.
+KNOWN_OTHER_FILES = frozenset(
+    {
+        ".lock",
+        "bootstrap.checkpoint",
+        "quorum-state",
+        "kraft.version",
+        LEADER_EPOCH_CHECKPOINT,
+        PARTITION_METADATA,
+        META_PROPERTIES,
+        *OFFSET_CHECKPOINTS,
+    }
+)
+
+_LONG_MAX = (1 << 63) - 1
+_INT_MAX = (1 << 31) - 1
+
+
+def parse_base_offset(name: str) -> int | None:
+    """The base offset in a segment or sidecar file name, or None when it has none.
+
+    LogFileUtils.offsetFromFileName parses the digits with Long.parseLong: 20 digits above
+    Long.MAX_VALUE are no offset."""
+    stem = name.split(".", 1)[0]
+    match = _BASE_OFFSET.match(stem)
+    if not match:
+        return None
+    offset = int(match.group(1) or match.group(2))
+    return offset if offset <= _LONG_MAX else None
+
+
+def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
+    """``(topic, partition, kind)`` of a partition folder name, or None.
+
+    UnifiedLog.parseTopicPartitionName reads the partition with ``toInt``: a number above
+    Integer.MAX_VALUE makes the name no partition folder."""
+    special = _SPECIAL_DIR.match(name) or _TIERED_DIR.match(name)
+    number = (special or _PARTITION_DIR.match(name) or {"partition": ""})["partition"]
+    if len(number) > 10:  # past Integer.MAX_VALUE (and int() refuses more than 4300 digits)
+        return None
+    if special and special.re is _TIERED_DIR:
+        parsed = special.group("topic"), int(special.group("partition")), LIVE
+    elif special:
+        parsed = special.group("topic"), int(special.group("partition")), special.group("kind")
+    else:
+        match = _PARTITION_DIR.match(name)
+        if not match:
+            return None
+        parsed = match.group("topic"), int(match.group("partition")), LIVE
+    return parsed if parsed[1] <= _INT_MAX else None
+
+
+def segment_state(name: str) -> tuple[str, str] | None:
+    """For a segment file name, ``(state, suffix)`` (``live`` and ``""`` for a plain ``.log``)."""
+    for suffix, state in STATE_SUFFIXES.items():
+        if name.endswith(".log" + suffix):
+            return state, suffix
+    if name.endswith(".log"):
+        return LIVE, ""
+    return None
+
+
+def is_tiered_name(name: str) -> bool:
+    """A LocalTieredStorage file name: ``<start offset>-<22-character segment id>.<type>``."""
+    match = _BASE_OFFSET.match(name.split(".", 1)[0])
+    return match is not None and match.group(2) is not None

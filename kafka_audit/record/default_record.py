@@ -1,0 +1,449 @@
+"""Magic v2 records: the zig-zag varint layout of ``org.apache.kafka.common.record.DefaultRecord``.
+
+A record is ``length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+keyLength varint, key, valueLength varint, value, headerCount varint, headers`` where each
+header is ``keyLength varint, key (UTF-8), valueLength varint, value``. A length of -1 is null.
+
+Decoding is the hot path of an audit, so the loop below inlines the one-byte varint case and
+only copies keys, values and headers when asked to (``with_data``). Malformed input never
+raises: decoding stops at the first record that cannot be read and says why, with the
+record's index (KIP-467), in DefaultRecord's own wording.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kafka_audit.record.record_batch import MAGIC_VALUE_V2, Header, Record
+
+try:  # the optional C build of screen_records_py (see screen_records)
+    from kafka_audit.record._record_screen import screen_records as _compiled_screen
+except ImportError:  # not built: the pure-Python screen runs
+    _compiled_screen = None
+
+# The record grammar's varint widths, here for the decoder, the Python screen and the encoder,
+# and compiled into the C screen (setup.py reads them from this file): ByteUtils.readVarint reads
+# at most 5 bytes, readVarlong at most 10.
+MAX_VARINT_BYTES = 5
+MAX_VARLONG_BYTES = 10
+# The fewest bytes a header takes (a key length and a value length of one byte each): a bound
+# that stops an absurd header count at once.
+MIN_HEADER_BYTES = 2
+# A varint of one or two bytes carries 7 or 14 payload bits: the values the tables below hold.
+TWO_BYTE_VARINT_VALUES = 1 << 14
+
+# The zig-zag value of every varint of one or two bytes, indexed by its 14 payload bits
+# ``(b0 & 0x7F) | (b1 << 7)`` (a one-byte varint is its own index). In CPython one tuple lookup
+# is cheaper than the shift, and, negate and xor of a zig-zag decode; :func:`screen_records`
+# reads every length, delta and size of a batch through it.
+_ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(TWO_BYTE_VARINT_VALUES))
+
+
+# ByteUtils.writeVarlong of the zig-zag values of one and two bytes, built once: an encoder
+# writes such lengths and deltas for almost every field.
+def _raw_varint(raw: int) -> bytes:
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+_VARINT_BYTES = tuple(_raw_varint(raw) for raw in range(TWO_BYTE_VARINT_VALUES))
+_MASK64 = (1 << 64) - 1
+
+
+def encode_varint(value: int) -> bytes:
+    """ByteUtils.writeVarlong: the zig-zag varint of ``value`` (a varint field writes the same bytes)."""
+    raw = ((value << 1) ^ (value >> 63)) & _MASK64
+    if raw < TWO_BYTE_VARINT_VALUES:
+        return _VARINT_BYTES[raw]
+    return _raw_varint(raw)
+
+
+def _encode_bytes(data: bytes | None) -> bytes:
+    """A varint length and the bytes, or the length -1 for null."""
+    return b"\x01" if data is None else encode_varint(len(data)) + data
+
+
+def encode_record(
+    attributes: int,
+    timestamp_delta: int,
+    offset_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Iterable[tuple[str | bytes, bytes | None]] = (),
+) -> bytes:
+    """DefaultRecord.writeTo: one record, length first; header keys given as str are UTF-8."""
+    headers = tuple(headers)
+    parts = [
+        bytes((attributes & 0xFF,)),
+        encode_varint(timestamp_delta),
+        encode_varint(offset_delta),
+        _encode_bytes(key),
+        _encode_bytes(value),
+        encode_varint(len(headers)),
+    ]
+    for header_key, header_value in headers:
+        parts.append(_encode_bytes(header_key.encode() if isinstance(header_key, str) else header_key))
+        parts.append(_encode_bytes(header_value))
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
+
+
+class MalformedRecord(Exception):
+    """Internal signal that the bytes of one record cannot be decoded; never leaves this package."""
+
+
+def read_varint(data: bytes, pos: int, max_bytes: int = MAX_VARLONG_BYTES) -> tuple[int, int]:
+    """ByteUtils.readVarlong: a zig-zag varint at ``pos``; returns (value, next position).
+
+    At most ``max_bytes`` bytes are read, so a varint that never ends cannot hang the reader.
+    """
+    raw = 0
+    shift = 0
+    # ByteUtils shifts the last byte into a Java int (readVarint, 5 bytes) or long (readVarlong,
+    # 10 bytes): its bits past 32 / 64 are lost, so the value always fits the field's type.
+    mask = 0xFFFFFFFF if max_bytes <= MAX_VARINT_BYTES else 0xFFFFFFFFFFFFFFFF
+    for at in range(pos, min(len(data), pos + max_bytes)):
+        b = data[at]
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            raw &= mask
+            return (raw >> 1) ^ -(raw & 1), at + 1
+        shift += 7
+    if shift >= 7 * max_bytes:
+        raise MalformedRecord(f"Varint is too long, the most significant bit in byte {max_bytes} is set")
+    raise MalformedRecord("Varint runs past the end of the record data")
+
+
+@dataclass(slots=True)
+class DecodedRecords:
+    """The records decoded from one batch, and why decoding stopped early (if it did).
+
+    ``error`` is a DefaultRecord/DefaultRecordBatch sentence; ``error_index`` is the index of
+    the record that could not be read, or of the first surplus one.
+    """
+
+    records: list[Record]
+    error: str | None = None
+    error_index: int | None = None
+
+
+def decode_records(
+    data: bytes,
+    base_offset: int,
+    base_timestamp: int,
+    record_count: int,
+    log_append_time: int | None,
+    with_data: bool = True,
+) -> DecodedRecords:
+    """Decode ``record_count`` v2 records from ``data`` (the batch's records, decompressed).
+
+    ``log_append_time`` is the batch's max timestamp when the batch has LOG_APPEND_TIME, in
+    which case every record reports it (DefaultRecordBatch: records inherit the batch's
+    timestamp). Bytes left over after ``record_count`` records are an error, as in
+    DefaultRecordBatch's iterator ("Incorrect declared batch size, records still remaining").
+    """
+    records: list[Record] = []
+    append = records.append
+    end = len(data)
+    pos = 0
+    index = 0
+    if record_count < 0:
+        return DecodedRecords(records, f"Found invalid record count {record_count} in magic v2 batch", 0)
+    try:
+        while index < record_count:
+            if pos >= end:
+                return DecodedRecords(
+                    records,
+                    "Incorrect declared batch size, premature EOF reached: the header counts "
+                    f"{record_count} records, {index} are present",
+                    index,
+                )
+            # Each field: one-byte varints (the common case) inline, longer ones via read_varint.
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            start = pos
+            record_end = pos + length
+            if length <= 0 or record_end > end:
+                raise MalformedRecord(
+                    f"Invalid record size: expected {length} bytes in record payload, but instead the "
+                    f"buffer has only {end - start} remaining bytes."
+                )
+            attributes = data[pos]
+            pos += 1
+            b = data[pos]
+            if b < 0x80:
+                timestamp_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                timestamp_delta, pos = read_varint(data, pos, MAX_VARLONG_BYTES)
+            b = data[pos]
+            if b < 0x80:
+                offset_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                offset_delta, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            b = data[pos]
+            if b < 0x80:
+                key_size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            key = None
+            if key_size >= 0:
+                if pos + key_size > record_end:
+                    raise MalformedRecord(f"Invalid key size {key_size}: past the end of the record")
+                if with_data:
+                    key = data[pos : pos + key_size]
+                pos += key_size
+            elif key_size != -1:
+                raise MalformedRecord(f"Invalid negative key size {key_size}")
+            b = data[pos]
+            if b < 0x80:
+                value_size = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            value = None
+            if value_size >= 0:
+                if pos + value_size > record_end:
+                    raise MalformedRecord(f"Invalid value size {value_size}: past the end of the record")
+                if with_data:
+                    value = data[pos : pos + value_size]
+                pos += value_size
+            elif value_size != -1:
+                raise MalformedRecord(f"Invalid negative value size {value_size}")
+            b = data[pos]
+            if b < 0x80:
+                header_count = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                header_count, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            headers: tuple[Header, ...] = ()
+            if header_count:
+                if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
+                    raise MalformedRecord(f"Found invalid number of record headers {header_count}")
+                pos, headers = _read_headers(data, pos, record_end, header_count, with_data)
+            if pos != record_end:
+                raise MalformedRecord(
+                    f"Invalid record size: expected to read {length} bytes in record payload, "
+                    f"but instead read {pos - start}"
+                )
+            timestamp = log_append_time if log_append_time is not None else base_timestamp + timestamp_delta
+            record = Record(
+                index,
+                base_offset + offset_delta,
+                offset_delta,
+                timestamp,
+                key_size,
+                value_size,
+                key,
+                value,
+                headers,
+                header_count,
+                MAGIC_VALUE_V2,
+                attributes,
+            )
+            append(record)
+            index += 1
+    except (MalformedRecord, IndexError) as exc:
+        reason = str(exc) if isinstance(exc, MalformedRecord) else "Record data ends in the middle of a record"
+        return DecodedRecords(records, reason, index)
+    if pos != end:
+        return DecodedRecords(
+            records,
+            f"Incorrect declared batch size, records still remaining in file: {end - pos} bytes "
+            f"after the {record_count} records the header counts",
+            index,
+        )
+    return DecodedRecords(records)
+
+
+def _read_headers(
+    data: bytes, pos: int, record_end: int, count: int, with_data: bool
+) -> tuple[int, tuple[Header, ...]]:
+    """DefaultRecord.readHeaders: ``count`` (key, value) pairs; a null header key is invalid."""
+    headers = []
+    for _ in range(count):
+        key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+        if key_size < 0:
+            raise MalformedRecord(f"Invalid negative header key size {key_size}")
+        if pos + key_size > record_end:
+            raise MalformedRecord(f"Invalid header key size {key_size}: past the end of the record")
+        key_bytes = data[pos : pos + key_size]
+        pos += key_size
+        value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+        value = None
+        if value_size >= 0:
+            if pos + value_size > record_end:
+                raise MalformedRecord(f"Invalid header value size {value_size}: past the end of the record")
+            value = data[pos : pos + value_size]
+            pos += value_size
+        elif value_size != -1:
+            raise MalformedRecord(f"Invalid negative header value size {value_size}")
+        if with_data:
+            headers.append(Header(key_bytes.decode("utf-8", errors="replace"), value))
+    return pos, tuple(headers)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordScreen:
+    """The per-record rules :func:`screen_records` holds every record of a batch to.
+
+    A record passes when its offset delta equals its index, it has a key if ``require_key``, and
+    its timestamp (the batch's base timestamp plus the record's delta) is at least
+    ``min_timestamp`` and at most ``max_timestamp`` where those are set. The record validator
+    builds the screen so that a record passing it cannot break one of its rules.
+    """
+
+    require_key: bool = False
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+
+
+def screen_records(data: bytes, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
+    """True when the v2 records in ``data`` are well-formed and all pass ``screen``: the compiled
+    screen (``_record_screen.c``) when it was built, else :func:`screen_records_py`. Both give
+    the same answer (``tests/test_default_record.py`` holds them to it)."""
+    if _compiled_screen is not None:
+        return _compiled_screen(
+            data, base_timestamp, record_count, screen.require_key, screen.min_timestamp, screen.max_timestamp
+        )
+    return screen_records_py(data, base_timestamp, record_count, screen)
+
+
+def screen_records_py(data: bytes, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
+    """True when the v2 records in ``data`` are well-formed and all pass ``screen``.
+
+    The audit's fast path, for the common batch with nothing to report. True means exactly what
+    :func:`decode_records` would confirm at a much higher cost: ``record_count`` records read
+    without error, no byte left over, and every record passing the screen. It builds no
+    :class:`Record`, copies no key or value, and reads varints of one or two bytes (every
+    length, delta and size below 8 KiB) through a table lookup instead of a call. False means
+    "look closer": the caller decodes the batch with :func:`decode_records`, which says what is
+    wrong in Kafka's words, so this function only has to reject, never to explain. It never raises.
+
+    Bounds are checked lazily: a key, value or header that runs past its record's end is not
+    caught where it happens but by ``pos != record_end`` at the end of the record, since ``pos``
+    only moves forward (a size is never negative here and every varint takes a byte at least);
+    reads past the end of ``data`` raise IndexError, which rejects.
+    """
+    if record_count < 0:
+        return False
+    zigzag = _ZIGZAG
+    require_key = screen.require_key
+    low = screen.min_timestamp
+    high = screen.max_timestamp
+    check_time = low is not None or high is not None
+    end = len(data)
+    pos = 0
+    try:
+        for index in range(record_count):
+            # Each varint: one byte, two bytes (both inline), or read_varint for longer ones.
+            b = data[pos]
+            if b < 0x80:
+                length = zigzag[b]
+                pos += 1
+            elif (b1 := data[pos + 1]) < 0x80:
+                length = zigzag[(b & 0x7F) | (b1 << 7)]
+                pos += 2
+            else:
+                length, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            record_end = pos + length
+            if length <= 0 or record_end > end:
+                return False
+            pos += 1  # attributes: no rule reads a v2 record's attributes
+            b = data[pos]
+            if b < 0x80:
+                timestamp_delta = zigzag[b]
+                pos += 1
+            elif (b1 := data[pos + 1]) < 0x80:
+                timestamp_delta = zigzag[(b & 0x7F) | (b1 << 7)]
+                pos += 2
+            else:
+                timestamp_delta, pos = read_varint(data, pos, MAX_VARLONG_BYTES)
+            if check_time:
+                timestamp = base_timestamp + timestamp_delta
+                if (low is not None and timestamp < low) or (high is not None and timestamp > high):
+                    return False
+            b = data[pos]
+            if b < 0x80:
+                offset_delta = zigzag[b]
+                pos += 1
+            elif (b1 := data[pos + 1]) < 0x80:
+                offset_delta = zigzag[(b & 0x7F) | (b1 << 7)]
+                pos += 2
+            else:
+                offset_delta, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            if offset_delta != index:
+                return False
+            b = data[pos]
+            if b < 0x80:
+                key_size = zigzag[b]
+                pos += 1
+            elif (b1 := data[pos + 1]) < 0x80:
+                key_size = zigzag[(b & 0x7F) | (b1 << 7)]
+                pos += 2
+            else:
+                key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            if key_size >= 0:
+                pos += key_size
+            elif key_size != -1 or require_key:
+                return False
+            b = data[pos]
+            if b < 0x80:
+                value_size = zigzag[b]
+                pos += 1
+            elif (b1 := data[pos + 1]) < 0x80:
+                value_size = zigzag[(b & 0x7F) | (b1 << 7)]
+                pos += 2
+            else:
+                value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            if value_size >= 0:
+                pos += value_size
+            elif value_size != -1:
+                return False
+            b = data[pos]
+            if b == 0:  # no headers, the common case
+                pos += 1
+            else:
+                if b < 0x80:
+                    header_count = zigzag[b]
+                    pos += 1
+                else:
+                    header_count, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+                if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
+                    return False
+                for _ in range(header_count):
+                    b = data[pos]
+                    if b < 0x80:
+                        header_key_size = zigzag[b]
+                        pos += 1
+                    else:
+                        header_key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+                    if header_key_size < 0:
+                        return False
+                    pos += header_key_size
+                    b = data[pos]
+                    if b < 0x80:
+                        header_value_size = zigzag[b]
+                        pos += 1
+                    else:
+                        header_value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+                    if header_value_size >= 0:
+                        pos += header_value_size
+                    elif header_value_size != -1:
+                        return False
+            if pos != record_end:
+                return False
+    except (MalformedRecord, IndexError):
+        return False
+    return pos == end

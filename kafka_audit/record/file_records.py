@@ -1,0 +1,511 @@
+"""A segment file as a lazy sequence of batches: ``FileRecords`` / ``FileLogInputStream``.
+
+The file is memory-mapped read-only and walked batch by batch; nothing is copied but the
+61-byte v2 header (or legacy message header) of each batch, and the records of one batch
+when they are decoded on demand. Pages already walked are dropped from the process's
+resident set every ``_RELEASE_EVERY`` bytes, so a 1 GiB segment costs a bounded RSS.
+
+Framing follows FileLogInputStream.nextBatch: ``offset i64, size i32`` then the magic byte at
+position 16. Where the framing is broken (a size below the format's minimum, a size that runs
+past the end of the file, bytes that end inside a header) the walk reports the problem and
+stops, as Kafka's log recovery truncates there. A batch whose framing holds but whose CRC or
+magic is wrong is reported and skipped by its size, so the batches after it are still audited.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import crc32c
+
+from kafka_audit.io import storage
+from kafka_audit.record.compression import DecompressionError, decompress
+from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records
+from kafka_audit.record.legacy_record import (
+    batch_from_message,
+    decode_legacy_batch,
+    parse_message,
+    record_overhead,
+)
+from kafka_audit.record.problem import Problem
+from kafka_audit.record.range_buffer import RangeBuffer
+from kafka_audit.record.record_batch import (
+    LEGACY_RECORD_OVERHEAD_V0,
+    LOG_OVERHEAD,
+    MAGIC_VALUE_V0,
+    MAGIC_VALUE_V1,
+    MAGIC_VALUE_V2,
+    TIMESTAMP_TYPE_MASK,
+    V2_ATTRIBUTES_OFFSET,
+    V2_HEADER,
+    V2_RECORD_BATCH_OVERHEAD,
+    Record,
+    RecordBatch,
+)
+
+_OFFSET_SIZE = struct.Struct(">qi")
+
+# Drop walked pages from the resident set this often (bytes).
+_RELEASE_EVERY = 64 * 1024 * 1024
+# A walk that meets this many framing problems in a row stops: the rest is not a log.
+_MAX_CONSECUTIVE_FRAMING_PROBLEMS = 2
+# Decompression-bomb cap: a batch may inflate to 64 times its size on disk, and always to 64 MiB.
+_MIN_DECOMPRESSED_CAP = 64 * 1024 * 1024
+_DECOMPRESSION_RATIO_CAP = 64
+
+
+def max_decompressed_size(batch: RecordBatch) -> int:
+    """The most bytes a batch's payload may decompress to before it is treated as a bomb."""
+    return max(_MIN_DECOMPRESSED_CAP, _DECOMPRESSION_RATIO_CAP * batch.size)
+
+
+def iter_batches(
+    buf,
+    start: int = 0,
+    stop: int | None = None,
+    end: int | None = None,
+    fd: int | None = None,
+    need: Callable[[int, int], None] | None = None,
+) -> Iterator[RecordBatch | Problem]:
+    """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
+
+    ``buf`` is any buffer (mmap, bytes). Batches may extend past ``stop`` (a byte-range split
+    ends at a batch boundary of its own) but not past ``end``, the file's size. A batch with
+    a bad CRC is yielded (``crc_valid`` False) after its ``crc_mismatch`` problem. ``fd``, the
+    file ``buf`` maps, lets a zero-filled tail be recognised from the file's holes
+    (``SEEK_DATA``) instead of by reading it. ``need(a, b)``, when given, is called before
+    ``buf[a:b]`` is read (a :class:`RangeBuffer` fetches the bytes then).
+    """
+    end = len(buf) if end is None else end
+    stop = end if stop is None else min(stop, end)
+    pos = start
+    framing_problems = 0
+    while pos < stop:
+        remaining = end - pos
+        if need is not None:
+            need(pos, pos + min(remaining, V2_RECORD_BATCH_OVERHEAD))
+        if remaining < LOG_OVERHEAD + 5:
+            # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
+            yield _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd, need=need)
+            return
+        base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+        magic = buf[pos + 16]
+        if size < LEGACY_RECORD_OVERHEAD_V0:
+            yield _tail_problem(
+                buf,
+                pos,
+                end,
+                f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
+                check="invalid_batch_size",
+                details={"size": size},
+                offset=base_offset,
+                fd=fd,
+                need=need,
+            )
+            return
+        if size > remaining - LOG_OVERHEAD:
+            yield _tail_problem(
+                buf,
+                pos,
+                end,
+                f"Batch size {size} at position {pos} runs past the end of the file "
+                f"({remaining - LOG_OVERHEAD} bytes left)",
+                details={"size": size, "bytes_left": remaining - LOG_OVERHEAD},
+                offset=base_offset,
+                fd=fd,
+                need=need,
+            )
+            return
+        entry_size = LOG_OVERHEAD + size
+        if need is not None:
+            need(pos, pos + entry_size)
+        if magic > MAGIC_VALUE_V2:
+            yield Problem(
+                "unknown_magic",
+                pos,
+                f"Unknown magic byte {magic} in the batch at offset {base_offset}",
+                offset=base_offset,
+                details={"magic": magic},
+            )
+            framing_problems += 1
+            if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
+                yield _unread_problem(pos + entry_size, end)
+                return
+            pos += entry_size
+            continue
+        if magic == MAGIC_VALUE_V2:
+            if size < V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
+                yield _too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
+                return
+            batch = _v2_batch(buf, pos, size)
+        else:
+            overhead = record_overhead(magic)
+            if size < overhead:
+                yield _too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
+                return
+            message = parse_message(buf, pos, pos + entry_size)
+            if isinstance(message, str):
+                yield Problem("invalid_batch_size", pos, message, offset=base_offset, details={"size": size})
+                framing_problems += 1
+                if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
+                    yield _unread_problem(pos + entry_size, end)
+                    return
+                pos += entry_size
+                continue
+            batch = batch_from_message(message, pos)
+        framing_problems = 0
+        if not batch.crc_valid:
+            yield Problem(
+                "crc_mismatch",
+                pos,
+                _crc_message(buf, batch),
+                offset=batch.base_offset,
+                details={"stored_crc": batch.stored_crc},
+            )
+        yield batch
+        pos += entry_size
+
+
+def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
+    (
+        base_offset,
+        _,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    ) = V2_HEADER.unpack_from(buf, pos)
+    end = pos + LOG_OVERHEAD + size
+    crc_valid = crc32c.crc32c(memoryview(buf)[pos + V2_ATTRIBUTES_OFFSET : end]) == crc
+    # Positional, in RecordBatch's field order: keyword arguments made this call a sixth of the
+    # batch walk's time (tests/test_file_records.py checks the order).
+    return RecordBatch(
+        pos,  # position
+        base_offset,
+        base_offset + last_offset_delta,  # last_offset
+        magic,
+        LOG_OVERHEAD + size,  # size
+        crc,  # stored_crc
+        crc_valid,
+        attributes & 0xFFFF,  # attributes
+        record_count,
+        leader_epoch,  # partition_leader_epoch
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+    )
+
+
+def _crc_message(buf, batch: RecordBatch) -> str:
+    """DefaultRecordBatch.ensureValid / LegacyRecord.ensureValid wording."""
+    start = batch.position + (V2_ATTRIBUTES_OFFSET if batch.magic == MAGIC_VALUE_V2 else LOG_OVERHEAD + 4)
+    view = memoryview(buf)[start : batch.position + batch.size]
+    if batch.magic == MAGIC_VALUE_V2:
+        computed = crc32c.crc32c(view)
+        return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {computed})"
+    return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {zlib.crc32(view)})"
+
+
+def _too_small(pos: int, base_offset: int, size: int, overhead: int) -> Problem:
+    return Problem(
+        "invalid_batch_size",
+        pos,
+        f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than the minimum "
+        f"allowed overhead {overhead})",
+        offset=base_offset,
+        details={"size": size},
+    )
+
+
+def _loaded(start: int, stop: int) -> None:
+    """The ``need`` of a buffer that holds the whole file (a memory map, bytes)."""
+
+
+def _is_zero(
+    buf, start: int, end: int, fd: int | None = None, need: Callable[[int, int], None] = _loaded
+) -> bool:
+    """Whether ``buf[start:end]`` is all zero bytes.
+
+    A preallocated segment (``preallocate=true``, or a sparse copy) can be a gigabyte of holes:
+    with ``fd`` the holes are skipped with ``lseek(SEEK_DATA/SEEK_HOLE)`` without being read,
+    and the data regions are compared a chunk at a time, each chunk's pages dropped from the
+    resident set once compared (as :meth:`FileRecords._release` does for walked batches).
+    """
+    view = memoryview(buf)
+    chunk = 1 << 20
+    zeros = bytes(min(chunk, max(0, end - start)))
+    releasable = isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
+    at = start
+    while at < end:
+        region_end = end
+        if fd is not None and hasattr(os, "SEEK_DATA"):
+            try:
+                data = os.lseek(fd, at, os.SEEK_DATA)
+            except OSError:
+                return True  # ENXIO: no data at or after ``at``, a hole to the end of the file
+            if data >= end:
+                return True
+            at = data
+            try:
+                region_end = min(end, os.lseek(fd, at, os.SEEK_HOLE))
+            except OSError:
+                region_end = end
+            region_end = max(region_end, min(end, at + 1))
+        while at < region_end:
+            upto = min(at + chunk, region_end)
+            need(at, upto)
+            part = view[at:upto]
+            same = part == zeros[: len(part)]
+            if releasable:
+                _drop_pages(buf, at, upto)
+            if not same:
+                return False
+            at = upto
+    return True
+
+
+def _drop_pages(buf: mmap.mmap, start: int, stop: int) -> None:
+    """madvise(MADV_DONTNEED) the whole pages inside ``[start, stop)`` of a read-only map."""
+    page = mmap.PAGESIZE
+    first = -(-start // page) * page
+    length = (stop // page) * page - first
+    if length > 0:
+        buf.madvise(mmap.MADV_DONTNEED, first, length)
+
+
+def _tail_problem(
+    buf,
+    pos: int,
+    end: int,
+    message: str,
+    check: str = "truncated_batch",
+    details: dict | None = None,
+    offset: int | None = None,
+    fd: int | None = None,
+    need: Callable[[int, int], None] | None = None,
+) -> Problem:
+    """A problem that ends the walk; a tail of zeros (preallocated segment, torn write) says so."""
+    details = dict(details or {})
+    if _is_zero(buf, pos, end, fd, need or _loaded):
+        return Problem(
+            "truncated_batch",
+            pos,
+            f"File ends in {end - pos} zero bytes after the last batch (preallocated segment or "
+            f"a crash before the data reached the disk)",
+            details={"zero_filled_bytes": end - pos},
+        )
+    details["unread_bytes"] = end - pos
+    return Problem(check, pos, message, offset=offset, details=details)
+
+
+def _unread_problem(pos: int, end: int) -> Problem:
+    return Problem(
+        "truncated_batch",
+        pos,
+        f"Stopped after repeated framing errors: {end - pos} bytes at the end of the file are not audited",
+        details={"unread_bytes": end - pos},
+    )
+
+
+@dataclass(slots=True)
+class BatchRecords:
+    """The records of one batch and the problems met decoding them.
+
+    ``passed_screen``: the v2 records were only screened (:func:`screen_records`), not decoded;
+    ``records`` is then empty and ``count`` records are well-formed and pass the screen.
+    ``batch``: the batch as its records describe it (a v0/v1 wrapper's base offset and record
+    count come from its inner set); None where it is the batch that was read.
+    """
+
+    records: list[Record]
+    problems: list[Problem] = field(default_factory=list)
+    passed_screen: bool = False
+    screened: int = 0
+    batch: RecordBatch | None = None
+
+    @property
+    def count(self) -> int:
+        """How many records the batch holds that could be read."""
+        return self.screened if self.passed_screen else len(self.records)
+
+
+def v2_records_data(buf, batch: RecordBatch):
+    """A v2 batch's records, decompressed (in place when uncompressed); raises
+    :class:`DecompressionError` as :func:`read_batch_records` reports it."""
+    payload = memoryview(buf)[batch.position + V2_RECORD_BATCH_OVERHEAD : batch.position + batch.size]
+    if batch.codec:
+        return decompress(batch.codec, payload, MAGIC_VALUE_V2, max_decompressed_size(batch))
+    return payload
+
+
+def read_batch_records(
+    buf, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None
+) -> BatchRecords:
+    """Decode a batch's records on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterator).
+
+    With a ``screen``, a v2 batch whose records all pass it (:func:`screen_records`) is not
+    decoded: the result has ``passed_screen`` set, no records and no problems. The audit's fast
+    path: most batches have nothing to report and need no :class:`Record` object.
+
+    Problems: ``decompression_failed`` for an unknown codec or a payload that does not
+    decompress (or inflates past :func:`max_decompressed_size`), ``non_monotonic_offsets``
+    when a record cannot be read or the records present disagree with the header's record
+    count (both InvalidRecordException in DefaultRecord.readFrom and DefaultRecordBatch's
+    iterator, INVALID_RECORD; the SPEC row of a count that disagrees with the records present),
+    ``truncated_batch``
+    for a v0/v1 inner message set that ends early, ``crc_mismatch`` for bad inner messages.
+    """
+    if batch.magic in (MAGIC_VALUE_V0, MAGIC_VALUE_V1):
+        legacy = decode_legacy_batch(buf, batch, with_data, max_decompressed_size(batch))
+        return BatchRecords(legacy.records, legacy.problems, batch=legacy.batch)
+
+    try:
+        data = v2_records_data(buf, batch)  # screened in place; copied below only when it has to be decoded
+    except DecompressionError as exc:
+        return BatchRecords(
+            [],
+            [
+                Problem(
+                    "decompression_failed",
+                    batch.position,
+                    str(exc),
+                    offset=batch.base_offset,
+                    details={"codec": batch.compression},
+                )
+            ],
+        )
+    if screen is not None and screen_records(data, batch.base_timestamp, batch.record_count or 0, screen):
+        return BatchRecords([], passed_screen=True, screened=batch.record_count or 0)
+    if not batch.codec:
+        data = bytes(data)
+    log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
+    decoded = decode_records(
+        data, batch.base_offset, batch.base_timestamp, batch.record_count or 0, log_append_time, with_data
+    )
+    problems = []
+    if decoded.error is not None:
+        problems.append(
+            Problem(
+                "non_monotonic_offsets",
+                batch.position,
+                decoded.error,
+                record_index=decoded.error_index,
+                offset=batch.base_offset + (decoded.error_index or 0),
+                details={"record_count": batch.record_count, "records_read": len(decoded.records)},
+            )
+        )
+    return BatchRecords(decoded.records, problems)
+
+
+def split_points(buf, end: int, every: int) -> list[int]:
+    """Batch start positions about ``every`` bytes apart, for splitting one file into ranges.
+
+    Hops from batch to batch reading only the 12-byte log overhead of each (no CRC, no
+    records), as FileLogInputStream does; where the framing breaks, the last range simply
+    runs to the end of the file and its task reports the problem.
+    """
+    points = [0]
+    pos = 0
+    while pos + LOG_OVERHEAD <= end:
+        _, size = _OFFSET_SIZE.unpack_from(buf, pos)
+        if size < LEGACY_RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
+            break
+        pos += LOG_OVERHEAD + size
+        if pos - points[-1] >= every and pos < end:
+            points.append(pos)
+    return points
+
+
+class FileRecords:
+    """A read-only segment file (FileRecords): memory-mapped when local, a :class:`RangeBuffer`
+    of ranged reads when ``path`` is a URI of an object store or HDFS (:mod:`.storage`).
+
+    Use as a context manager. ``batches()`` walks the file; ``records(batch)`` decodes one
+    batch. Pages already walked are released from the resident set as the walk goes on.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], size: int | None = None) -> None:
+        """``size``: a remote object's size as its listing gave it (saves a request)."""
+        self.path = os.fspath(path)
+        self._ranges: RangeBuffer | None = None
+        self._file = None
+        self._map: mmap.mmap | bytes
+        if storage.is_remote(self.path):
+            self._ranges = RangeBuffer(storage.RangeReader(self.path, size))
+            self.size = self._ranges.size
+            self._map = self._ranges.buffer
+            return
+        self._file = open(storage.local_path(self.path), "rb")
+        try:
+            self.size = os.fstat(self._file.fileno()).st_size
+            if self.size:
+                self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
+            else:
+                self._map = b""
+        except (OSError, ValueError) as exc:
+            # A file that cannot be mapped (a file system without mmap, or emptied since its size
+            # was read: "cannot mmap an empty file") is unreadable, and its handle is not leaked.
+            self._file.close()
+            raise OSError(getattr(exc, "errno", None), f"cannot map the file ({exc})") from exc
+
+    def __enter__(self) -> "FileRecords":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._ranges is not None:
+            self._ranges.close()
+            return
+        if isinstance(self._map, mmap.mmap):
+            self._map.close()
+        self._file.close()
+
+    @property
+    def buffer(self):
+        return self._map
+
+    def batches(self, start: int = 0, stop: int | None = None) -> Iterator[RecordBatch | Problem]:
+        """The batches starting in ``[start, stop)`` and the problems met, in file order."""
+        released = start
+        fd = self._file.fileno() if self.size and self._file is not None else None
+        need = None
+        if self._ranges is not None:
+            self._ranges.walk(start, stop)
+            need = self._ranges.need
+        for item in iter_batches(self._map, start, stop, self.size, fd, need):
+            yield item
+            if item.position - released >= _RELEASE_EVERY:
+                self._release(released, item.position)
+                released = item.position
+
+    def records(self, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None) -> BatchRecords:
+        return read_batch_records(self._map, batch, with_data, screen)
+
+    def _release(self, start: int, stop: int) -> None:
+        """madvise(MADV_DONTNEED) the walked pages: they leave RSS and stay in the page cache."""
+        if not isinstance(self._map, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        page = mmap.PAGESIZE
+        first = (start // page) * page
+        length = ((stop - first) // page) * page
+        if length > 0:
+            self._map.madvise(mmap.MADV_DONTNEED, first, length)
+            if self._ranges is not None:
+                self._ranges.released(first + length)

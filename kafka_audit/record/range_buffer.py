@@ -1,0 +1,128 @@
+"""A remote segment as a buffer: ranged reads ahead of the walk, released behind it.
+
+The segment reader (:func:`~kafka_audit.record.file_records.iter_batches`) reads a buffer at
+the file's own byte positions, as it reads a memory-mapped local file. For an object in a
+store, :class:`RangeBuffer` is an anonymous memory map the size of the object: its pages cost
+nothing until written, ranged reads of :data:`CHUNK_BYTES` fill it ahead of the walk (up to
+:data:`READ_AHEAD` chunks in flight on threads while the walk parses), and the walk's
+``madvise(MADV_DONTNEED)`` behind it frees the pages again. The resident set stays at a few
+chunks whatever the object's size; the object is never read whole into memory.
+"""
+
+from __future__ import annotations
+
+import mmap
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Protocol
+
+from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD
+
+# Bytes per ranged read: large enough that a request's latency is small beside its transfer.
+CHUNK_BYTES = 16 * 1024 * 1024
+# Chunks read ahead of the walk.
+READ_AHEAD = 2
+# A read past the range a task walks (its last batch runs over its end) fetches at least this.
+_MIN_READ = 256 * 1024
+
+
+def _read_end(high: int, needed: int, limit: int, size: int, chunk: int) -> int:
+    """Where a read that must reach ``needed`` ends: a chunk within the walk's range, at least
+    :data:`_MIN_READ` past it."""
+    if high < limit:
+        return max(needed, min(limit, high + chunk))
+    return min(size, max(needed, high + _MIN_READ))
+
+
+def first_read(size: int, start: int, stop: int | None, chunk: int = CHUNK_BYTES) -> tuple[int, int]:
+    """The range the first read of a walk of ``[start, stop)`` asks for (a task's first batch
+    header and what follows it), so that it can be started ahead of the walk."""
+    limit = size if stop is None else min(size, stop)
+    return start, _read_end(start, min(size, start + V2_RECORD_BATCH_OVERHEAD), limit, size, chunk)
+
+
+class Ranges(Protocol):
+    """Where the bytes come from (:class:`kafka_audit.io.storage.RangeReader`)."""
+
+    size: int
+
+    def read(self, start: int, stop: int) -> bytes: ...
+
+
+class RangeBuffer:
+    """``buffer`` holds the object's bytes at their own positions wherever :meth:`need` was
+    called; :meth:`walk` sets the range a walk will cover, which is read ahead."""
+
+    def __init__(self, ranges: Ranges, chunk: int = CHUNK_BYTES, read_ahead: int = READ_AHEAD) -> None:
+        self.ranges = ranges
+        self.size = ranges.size
+        self.chunk = chunk
+        self.read_ahead = read_ahead
+        # Private: madvise(MADV_DONTNEED) frees a private anonymous page (a shared one would keep it).
+        private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+        self.buffer: mmap.mmap | bytes = mmap.mmap(-1, self.size, flags=private) if self.size else b""
+        self._pool: ThreadPoolExecutor | None = None
+        self._queue: deque[tuple[int, int, Future]] = deque()
+        self._low = self._high = 0  # [low, high) is loaded
+        self._limit = self.size  # read ahead no further than this
+
+    def walk(self, start: int, stop: int | None) -> None:
+        """A walk of the batches starting in ``[start, stop)`` begins: read ahead from ``start``."""
+        self._drain()
+        self._low = self._high = start
+        self._limit = self.size if stop is None else min(self.size, stop)
+
+    def need(self, start: int, stop: int) -> None:
+        """Make ``buffer[start:stop]`` hold the object's bytes."""
+        if self._low <= start and stop <= self._high:  # most calls: already read
+            return
+        stop = min(stop, self.size)
+        if start < self._low:
+            self._fill(start, self._low)
+            self._low = start
+        while self._high < stop:
+            if self._queue:
+                _, end, future = self._queue.popleft()
+                future.result()  # the read's OSError surfaces here, in the walk
+                self._high = end
+                continue
+            end = _read_end(self._high, stop, self._limit, self.size, self.chunk)
+            self._fill(self._high, end)
+            self._high = end
+        self._read_ahead()
+
+    def released(self, upto: int) -> None:
+        """The walk freed the pages before ``upto``: they read as zeros now."""
+        if upto > self._low:
+            self._low = min(upto, self._high)
+
+    def close(self) -> None:
+        self._drain()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if isinstance(self.buffer, mmap.mmap):
+            self.buffer.close()
+
+    def _read_ahead(self) -> None:
+        if self.read_ahead <= 0:
+            return
+        next_start = self._queue[-1][1] if self._queue else self._high
+        while len(self._queue) < self.read_ahead and next_start < self._limit:
+            end = min(self._limit, next_start + self.chunk)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.read_ahead, thread_name_prefix="range-read")
+            self._queue.append((next_start, end, self._pool.submit(self._fill, next_start, end)))
+            next_start = end
+
+    def _fill(self, start: int, stop: int) -> None:
+        data = self.ranges.read(start, stop)
+        if len(data) != stop - start:
+            raise OSError(f"the object ended after {start + len(data)} bytes, not {stop} (changed while read?)")
+        self.buffer[start:stop] = data
+
+    def _drain(self) -> None:
+        """Wait for reads in flight (their pages may be written still) and forget them."""
+        while self._queue:
+            _, _, future = self._queue.popleft()
+            future.exception()

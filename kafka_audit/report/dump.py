@@ -1,0 +1,327 @@
+"""``kafka-audit dump``: decode segments and sidecar files for a postmortem.
+
+Text lines follow ``kafka.tools.DumpLogSegments`` (``kafka-dump-log --deep-iteration
+--print-data-log``); ``--format json`` prints one object per batch (per top-level message for
+v0/v1) or per sidecar entry, with the fields of SPEC section 3. Problems found while decoding
+are printed in place, never raised.
+
+Output goes out a batch at a time: :func:`dump_file` yields one text chunk per batch. The record
+lines of a v2 data batch come from the compiled formatter (``_record_text.c``) when it is built:
+it reads the records and writes their lines in one call, without a :class:`Record` per record;
+anything it cannot format exactly as the Python path would (damaged records, control batches,
+v0/v1) goes through :func:`record_lines`, the Python record-printing loop.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import asdict
+from typing import Any
+
+from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
+from kafka_audit.log.internal_topics import Decoder, decoder_for, is_kraft_snapshot
+from kafka_audit.log.log_names import parse_base_offset
+from kafka_audit.record.compression import DecompressionError
+from kafka_audit.record.control_record import parse_control_record
+from kafka_audit.record.file_records import FileRecords, v2_records_data
+from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, Record, RecordBatch, TimestampType
+
+try:
+    from kafka_audit.record._record_text import record_text as _compiled_record_text
+except ImportError:  # not built: the Python loop prints every record
+    _compiled_record_text = None
+
+
+def dump_file(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+    """Text describing ``path``, chosen by its name as DumpLogSegments does: chunks of whole
+    lines, each line ending in a newline (a segment: one chunk per batch)."""
+    for chunk in _dump_chunks(path, as_json, records, print_data):
+        yield chunk if chunk.endswith("\n") else chunk + "\n"
+
+
+def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+    name = os.path.basename(path)
+    stem = name.removesuffix(".deleted")
+    if not as_json:
+        yield f"Dumping {path}"
+    try:
+        if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
+            yield from _dump_segment(path, as_json, records, print_data)
+        elif stem.endswith(".index"):
+            yield from _dump_entries(path, as_json, _offset_index_entries(path))
+        elif stem.endswith(".timeindex"):
+            yield from _dump_entries(path, as_json, _time_index_entries(path))
+        elif stem.endswith(".txnindex"):
+            yield from _dump_entries(path, as_json, _txn_index_entries(path))
+        elif stem.endswith(".snapshot"):
+            yield from _dump_entries(path, as_json, _snapshot_entries(path))
+        elif stem in (checkpoints.META_PROPERTIES, checkpoints.PARTITION_METADATA):
+            yield from _dump_entries(path, as_json, _properties_entries(path))
+        elif stem.endswith("checkpoint"):
+            yield from _dump_entries(path, as_json, _checkpoint_entries(path))
+        else:
+            yield _problem_line(path, None, "not_a_segment", "not a Kafka segment or sidecar file; skipped", as_json)
+    except OSError as exc:
+        yield _problem_line(path, None, "unreadable", f"cannot read: {exc.strerror or exc}", as_json)
+
+
+def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+    """One chunk per batch: its line (or JSON object), its problems, its records' lines. With
+    ``records``, an internal topic's records are also decoded by their schema, as DumpLogSegments'
+    decoders do (``decoded``)."""
+    decoder = decoder_for(path) if records else None
+    with FileRecords(path) as segment:
+        for item in segment.batches():
+            if isinstance(item, Problem):
+                yield _problem_line(path, item.position, item.check, item.message, as_json)
+                continue
+            with_data = print_data or item.is_control or decoder is not None
+            if as_json:
+                decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
+                if decoded is not None and decoded.batch is not None:
+                    item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
+                lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data, decoder))]
+                problems = decoded.problems if decoded is not None else []
+                lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
+                yield "\n".join(lines)
+                continue
+            if records:
+                text = _compiled_lines(segment, item, print_data) if decoder is None else None
+                if text is not None:
+                    yield f"{_batch_text(item)}\n{text}"
+                    continue
+            elif item.magic >= 2:
+                yield _batch_text(item)
+                continue
+            decoded = segment.records(item, with_data=with_data)
+            if decoded.batch is not None:
+                item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
+            lines = [_batch_text(item)]
+            lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
+            if records:
+                lines.append(record_lines(item, decoded.records, print_data, decoder))
+            yield "\n".join(lines)
+
+
+def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) -> str | None:
+    """The record lines of a v2 data batch from the compiled formatter, or None where it does not
+    apply (not built, v0/v1, control batch) or cannot give exactly the Python path's text. It
+    prints keys and values as text: records whose values dump decodes otherwise (a decoder hooked
+    into :func:`record_lines`) must not come here."""
+    if _compiled_record_text is None or batch.magic < 2 or batch.is_control:
+        return None
+    try:
+        data = v2_records_data(segment.buffer, batch)
+    except DecompressionError:
+        return None  # the Python path reports it
+    log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
+    return _compiled_record_text(
+        data,
+        batch.base_offset,
+        batch.base_timestamp,
+        log_append_time,
+        _TIMESTAMP_TYPE_NAMES[batch.timestamp_type],
+        batch.base_sequence,
+        batch.record_count,
+        print_data,
+    )
+
+
+def record_lines(batch: RecordBatch, records: list[Record], print_data: bool, decoder: Decoder | None = None) -> str:
+    """The Python record-printing loop: one :func:`_record_text` line per record, joined (no
+    newline after the last). What the compiled formatter prints for a v2 data batch, and the only
+    path for control batches, v0/v1 and records that need decoding of their own."""
+    return "\n".join([_record_text(batch, record, print_data, decoder) for record in records])
+
+
+def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool, decoder: Decoder | None = None) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "file": path,
+        "position": batch.position,
+        "base_offset": batch.base_offset,
+        "last_offset": batch.last_offset,
+        "magic": batch.magic,
+        "size": batch.size,
+        "compression": batch.compression,
+        "crc": batch.stored_crc,
+        "crc_valid": batch.crc_valid,
+        "record_count": batch.record_count,
+        "producer_id": batch.producer_id,
+        "producer_epoch": batch.producer_epoch,
+        "base_sequence": batch.base_sequence,
+        "is_transactional": batch.is_transactional,
+        "is_control": batch.is_control,
+        "partition_leader_epoch": batch.partition_leader_epoch,
+        "timestamp_type": batch.timestamp_type.name,
+        "base_timestamp": batch.base_timestamp,
+        "max_timestamp": batch.max_timestamp,
+    }
+    if decoded is not None and batch.is_control and decoded.records:
+        control = parse_control_record(decoded.records[0])
+        data["control"] = {"version": control.version, "type": control.type,
+                           "coordinator_epoch": control.coordinator_epoch, "error": control.error}
+    if decoded is not None:
+        data["records"] = [_record_json(r, print_data) for r in decoded.records]
+        if decoder is not None and not batch.is_control:
+            for entry, record in zip(data["records"], decoded.records):
+                entry["decoded"] = decoder(record.key, record.value)
+    return data
+
+
+def _record_json(record: Record, print_data: bool) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key_size": record.key_size,
+        "value_size": record.value_size,
+        "headers": [_bytes_field("key", h.key.encode(), {}) | _bytes_field("value", h.value, {}) for h in record.headers]
+        if print_data
+        else record.header_count,
+    }
+    if print_data:
+        _bytes_field("key", record.key, data)
+        _bytes_field("value", record.value, data)
+    return data
+
+
+def _bytes_field(name: str, value: bytes | None, into: dict[str, Any]) -> dict[str, Any]:
+    """UTF-8 text where valid, else base64 under ``<name>_b64`` (SPEC section 3)."""
+    if value is None:
+        into[name] = None
+        return into
+    try:
+        into[name] = value.decode("utf-8")
+    except UnicodeDecodeError:
+        into[f"{name}_b64"] = base64.b64encode(value).decode("ascii")
+    return into
+
+
+_TIMESTAMP_TYPE_NAMES = {
+    TimestampType.NO_TIMESTAMP_TYPE: "NoTimestampType",
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
+
+
+def _batch_text(batch: RecordBatch) -> str:
+    """DumpLogSegments' batch line (v2) or message line (v0/v1)."""
+    ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
+    if batch.magic >= 2:
+        return (
+            f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count} "
+            f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
+            f"producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} isTransactional: {str(batch.is_transactional).lower()} "
+            f"isControl: {str(batch.is_control).lower()} position: {batch.position} {ts_type}: {batch.max_timestamp} "
+            f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression} crc: {batch.stored_crc} "
+            f"isvalid: {str(batch.crc_valid).lower()}"
+        )
+    return (
+        f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count} "
+        f"position: {batch.position} {ts_type}: {batch.max_timestamp} size: {batch.size} magic: {batch.magic} "
+        f"compresscodec: {batch.compression} crc: {batch.stored_crc} isvalid: {str(batch.crc_valid).lower()}"
+    )
+
+
+def _record_text(batch: RecordBatch, record: Record, print_data: bool, decoder: Decoder | None = None) -> str:
+    ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
+    line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
+    if batch.magic >= 2:
+        sequence = -1 if batch.base_sequence < 0 else batch.base_sequence + record.index
+        line += f" sequence: {sequence} headerKeys: [{','.join(h.key for h in record.headers)}]"
+    else:
+        line += f" magic: {record.magic} compresscodec: {batch.compression if record.magic == batch.magic else 'none'} crc: - isvalid: {str(record.crc_valid is not False).lower()}"
+    if batch.is_control and record.key is not None:
+        control = parse_control_record(record)
+        if control.error:
+            line += f" control: invalid ({control.error})"
+        else:
+            line += f" endTxnMarker: {('ABORT', 'COMMIT')[control.type]} coordinatorEpoch: {control.coordinator_epoch}" \
+                if control.is_transaction_marker else f" controlType: {control.type}"
+    elif decoder is not None:
+        line += f" decoded: {json.dumps(decoder(record.key, record.value))}"
+    elif print_data:
+        line += f" key: {_text(record.key)} payload: {_text(record.value)}"
+    return line
+
+
+def _text(value: bytes | None) -> str:
+    if value is None:
+        return "null"
+    return value.decode("utf-8", errors="backslashreplace")
+
+
+def _problem_line(path: str, position: int | None, check: str, message: str, as_json: bool) -> str:
+    if as_json:
+        return json.dumps({"file": path, "position": position, "problem": check, "message": message})
+    where = f" at position {position}" if position is not None else ""
+    return f"!! {check}{where}: {message}"
+
+
+def _dump_entries(path: str, as_json: bool, entries: Iterator[dict[str, Any]]) -> Iterator[str]:
+    for entry in entries:
+        if "problem" in entry:
+            yield _problem_line(path, entry.get("position"), entry["problem"], entry["message"], as_json)
+        elif as_json:
+            yield json.dumps({"file": path, **entry})
+        else:
+            yield " ".join(f"{_camel(k)}: {v}" for k, v in entry.items())
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _problems(problems: list[Problem]) -> Iterator[dict[str, Any]]:
+    for p in problems:
+        yield {"problem": p.check, "position": p.position, "message": p.message}
+
+
+def _entries(parsed) -> Iterator[dict[str, Any]]:
+    """A sidecar's entries (dataclasses), each as a dict of its fields in order, then its problems."""
+    for entry in parsed.entries:
+        yield asdict(entry)
+    yield from _problems(parsed.problems)
+
+
+def _offset_index_entries(path: str) -> Iterator[dict[str, Any]]:
+    return _entries(offset_index.read_offset_index(path, parse_base_offset(os.path.basename(path)) or 0))
+
+
+def _time_index_entries(path: str) -> Iterator[dict[str, Any]]:
+    return _entries(time_index.read_time_index(path, parse_base_offset(os.path.basename(path)) or 0))
+
+
+def _txn_index_entries(path: str) -> Iterator[dict[str, Any]]:
+    return _entries(transaction_index.read_transaction_index(path))
+
+
+def _snapshot_entries(path: str) -> Iterator[dict[str, Any]]:
+    parsed = producer_snapshot.read_producer_snapshot(path)
+    for e in parsed.entries:
+        yield {
+            "producer_id": e.producer_id,
+            "producer_epoch": e.producer_epoch,
+            "coordinator_epoch": e.coordinator_epoch,
+            "current_txn_first_offset": e.current_txn_first_offset,
+            "last_sequence": e.last_sequence,
+            "last_offset": e.last_offset,
+            "offset_delta": e.offset_delta,
+            "timestamp": e.timestamp,
+        }
+    yield from _problems(parsed.problems)
+
+
+def _checkpoint_entries(path: str) -> Iterator[dict[str, Any]]:
+    if os.path.basename(path).startswith(checkpoints.LEADER_EPOCH_CHECKPOINT):
+        return _entries(checkpoints.read_leader_epoch_checkpoint(path))
+    return _entries(checkpoints.read_offset_checkpoint(path))
+
+
+def _properties_entries(path: str) -> Iterator[dict[str, Any]]:
+    return _entries(checkpoints.read_properties(path))

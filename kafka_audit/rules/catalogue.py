@@ -1,0 +1,223 @@
+"""The one catalogue of Kafka errors and audit checks that the rules and the reports share.
+
+``ERRORS`` follows ``org.apache.kafka.common.protocol.Errors`` (code, name, exception class)
+with the KIP-691 classification of what a producer does when it gets that error
+(:class:`ClientOutcome`). ``CHECKS`` is the SPEC section 2 catalogue: check id to severity, the
+error a broker answers, report group. Control record types live beside the record format
+(``record.record_batch.ControlRecordType``, Kafka's ``ControlRecordType``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class _StrEnum(str, Enum):
+    """A str enum whose str() and format() are its value (``enum.StrEnum`` needs Python 3.11)."""
+
+    def __str__(self) -> str:
+        return str.__str__(self)
+
+    __format__ = str.__format__
+
+
+class Severity(_StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return _RANK[self]
+
+
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)
+
+
+class ClientOutcome(_StrEnum):
+    """KIP-691: what a producer does with an error."""
+
+    RETRIABLE = "retriable"  # the producer retries on its own (a RetriableException)
+    ABORTABLE = "abortable"  # the batch fails; a transactional producer aborts and goes on
+    FATAL = "fatal"  # the producer instance cannot go on and must be closed
+    NONE = "none"  # the producer sees no error
+
+
+RETRIABLE, ABORTABLE, FATAL, NONE = (ClientOutcome.RETRIABLE, ClientOutcome.ABORTABLE, ClientOutcome.FATAL, ClientOutcome.NONE)
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaError:
+    code: int
+    name: str
+    exception: str
+    client_outcome: ClientOutcome
+
+
+ERRORS: dict[str, KafkaError] = {
+    e.name: e
+    for e in (
+        # CorruptRecordException is a RetriableException: the producer retries until delivery.timeout.ms.
+        KafkaError(2, "CORRUPT_MESSAGE", "CorruptRecordException", RETRIABLE),
+        KafkaError(10, "MESSAGE_TOO_LARGE", "RecordTooLargeException", ABORTABLE),
+        # UnifiedLog.append: a batch larger than segment.bytes.
+        KafkaError(18, "RECORD_LIST_TOO_LARGE", "RecordBatchTooLargeException", ABORTABLE),
+        KafkaError(32, "INVALID_TIMESTAMP", "InvalidTimestampException", ABORTABLE),
+        KafkaError(45, "OUT_OF_ORDER_SEQUENCE_NUMBER", "OutOfOrderSequenceException", ABORTABLE),
+        # Sender completes a batch answered with DUPLICATE_SEQUENCE_NUMBER as a success.
+        KafkaError(46, "DUPLICATE_SEQUENCE_NUMBER", "DuplicateSequenceException", NONE),
+        KafkaError(47, "INVALID_PRODUCER_EPOCH", "InvalidProducerEpochException", ABORTABLE),
+        # TransactionManager: INVALID_TXN_STATE and a fenced coordinator are fatal errors.
+        KafkaError(48, "INVALID_TXN_STATE", "InvalidTxnStateException", FATAL),
+        KafkaError(52, "TRANSACTION_COORDINATOR_FENCED", "TransactionCoordinatorFencedException", FATAL),
+        # KIP-360: the producer bumps its epoch and resets sequences, aborting an open transaction.
+        KafkaError(59, "UNKNOWN_PRODUCER_ID", "UnknownProducerIdException", ABORTABLE),
+        KafkaError(87, "INVALID_RECORD", "InvalidRecordException", ABORTABLE),
+        KafkaError(90, "PRODUCER_FENCED", "ProducerFencedException", FATAL),
+    )
+}
+
+
+class Group(_StrEnum):
+    """The report's table groups (SPEC section 3)."""
+
+    CULPRIT_RECORDS = "Culprit records"
+    FENCED_EPOCHS = "Fenced epochs"
+    SEQUENCE_ANOMALIES = "Sequence anomalies"
+    UNKNOWN_PRODUCER_GAPS = "UnknownProducerId gaps"
+    TRANSACTIONS = "Transactions"
+    INDEXES = "Indexes"
+    FILES = "Files"
+    BROKER_LOG = "Broker log"
+
+
+CULPRIT_RECORDS, FENCED_EPOCHS, SEQUENCE_ANOMALIES = Group.CULPRIT_RECORDS, Group.FENCED_EPOCHS, Group.SEQUENCE_ANOMALIES
+UNKNOWN_PRODUCER_GAPS, TRANSACTIONS, INDEXES = Group.UNKNOWN_PRODUCER_GAPS, Group.TRANSACTIONS, Group.INDEXES
+GROUPS = tuple(Group)
+
+
+class CheckId(_StrEnum):
+    """Every check id of SPEC section 2."""
+
+    CRC_MISMATCH = "crc_mismatch"
+    TRUNCATED_BATCH = "truncated_batch"
+    INVALID_BATCH_SIZE = "invalid_batch_size"
+    UNKNOWN_MAGIC = "unknown_magic"
+    DECOMPRESSION_FAILED = "decompression_failed"
+    NESTED_COMPRESSION = "nested_compression"
+    INNER_MAGIC_MISMATCH = "inner_magic_mismatch"
+    MISSING_KEY_COMPACTED = "missing_key_compacted"
+    NON_MONOTONIC_OFFSETS = "non_monotonic_offsets"
+    INVALID_CONTROL_BATCH = "invalid_control_batch"
+    INVALID_PRODUCER_FIELDS = "invalid_producer_fields"
+    TIMESTAMP_OUT_OF_RANGE = "timestamp_out_of_range"
+    INVALID_TIMESTAMP_TYPE = "invalid_timestamp_type"
+    RECORD_TOO_LARGE = "record_too_large"
+    OFFSET_OVERLAP = "offset_overlap"
+    OFFSET_GAP = "offset_gap"
+    INDEX_MISMATCH = "index_mismatch"
+    UNREADABLE_SEGMENT = "unreadable_segment"
+    SKIPPED_FILE = "skipped_file"
+    EPOCH_BUMP = "epoch_bump"
+    FENCED_EPOCH_WRITE = "fenced_epoch_write"
+    NEW_EPOCH_NONZERO_SEQUENCE = "new_epoch_nonzero_sequence"
+    OUT_OF_ORDER_SEQUENCE = "out_of_order_sequence"
+    DUPLICATE_SEQUENCE = "duplicate_sequence"
+    UNKNOWN_PRODUCER_ID = "unknown_producer_id"
+    RETENTION_GAP = "retention_gap"
+    SNAPSHOT_MISMATCH = "snapshot_mismatch"
+    HANGING_TRANSACTION = "hanging_transaction"
+    OPEN_TRANSACTION = "open_transaction"
+    TRANSACTION_STATE_VIOLATION = "transaction_state_violation"
+    ORPHAN_MARKER = "orphan_marker"
+    COORDINATOR_EPOCH_REGRESSION = "coordinator_epoch_regression"
+    TXN_INDEX_MISMATCH = "txn_index_mismatch"
+    PRODUCER_EXPIRED = "producer_expired"
+    BROKER_REJECTION = "broker_rejection"
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    id: CheckId
+    severity: Severity
+    error: KafkaError | None
+    group: Group
+    # The client exception the finding maps to when the broker answers no error code
+    # (e.g. the fenced instance behind an epoch bump gets ProducerFencedException).
+    exception: str | None = None
+
+    @property
+    def client_exception(self) -> str | None:
+        return self.error.exception if self.error else self.exception
+
+    @property
+    def client_outcome(self) -> ClientOutcome:
+        if self.error:
+            return self.error.client_outcome
+        return FATAL if self.exception == "ProducerFencedException" else NONE
+
+
+def _check(check_id: CheckId, severity: Severity, error: str | None, group: Group, exception: str | None = None) -> Check:
+    return Check(check_id, severity, ERRORS[error] if error else None, group, exception)
+
+
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+C = CheckId
+
+CHECKS: dict[str, Check] = {
+    str(c.id): c
+    for c in (
+        # Record and batch validation (LogValidator and the batch checks it calls).
+        _check(C.CRC_MISMATCH, E, "CORRUPT_MESSAGE", CULPRIT_RECORDS),
+        _check(C.TRUNCATED_BATCH, E, "CORRUPT_MESSAGE", CULPRIT_RECORDS),
+        _check(C.INVALID_BATCH_SIZE, E, "CORRUPT_MESSAGE", CULPRIT_RECORDS),
+        _check(C.UNKNOWN_MAGIC, E, "CORRUPT_MESSAGE", CULPRIT_RECORDS),
+        _check(C.DECOMPRESSION_FAILED, E, "CORRUPT_MESSAGE", CULPRIT_RECORDS),
+        _check(C.NESTED_COMPRESSION, E, "INVALID_RECORD", CULPRIT_RECORDS),
+        _check(C.INNER_MAGIC_MISMATCH, E, "INVALID_RECORD", CULPRIT_RECORDS),
+        _check(C.MISSING_KEY_COMPACTED, E, "INVALID_RECORD", CULPRIT_RECORDS),
+        _check(C.NON_MONOTONIC_OFFSETS, E, "INVALID_RECORD", CULPRIT_RECORDS),
+        _check(C.INVALID_CONTROL_BATCH, E, "INVALID_RECORD", CULPRIT_RECORDS),
+        _check(C.INVALID_PRODUCER_FIELDS, E, "INVALID_RECORD", CULPRIT_RECORDS),
+        _check(C.TIMESTAMP_OUT_OF_RANGE, E, "INVALID_TIMESTAMP", CULPRIT_RECORDS),
+        _check(C.INVALID_TIMESTAMP_TYPE, E, "INVALID_TIMESTAMP", CULPRIT_RECORDS),
+        # MESSAGE_TOO_LARGE against max.message.bytes; a finding over segment.bytes carries
+        # RECORD_LIST_TOO_LARGE instead (make_finding's ``error``).
+        _check(C.RECORD_TOO_LARGE, E, "MESSAGE_TOO_LARGE", CULPRIT_RECORDS),
+        _check(C.OFFSET_OVERLAP, E, None, CULPRIT_RECORDS),
+        _check(C.OFFSET_GAP, W, None, CULPRIT_RECORDS),
+        _check(C.INDEX_MISMATCH, W, None, INDEXES),
+        _check(C.UNREADABLE_SEGMENT, E, None, Group.FILES),
+        _check(C.SKIPPED_FILE, I, None, Group.FILES),
+        # Producer-state replay (ProducerStateManager / ProducerAppendInfo).
+        _check(C.EPOCH_BUMP, I, None, FENCED_EPOCHS, exception="ProducerFencedException"),
+        _check(C.FENCED_EPOCH_WRITE, E, "INVALID_PRODUCER_EPOCH", FENCED_EPOCHS),
+        _check(C.NEW_EPOCH_NONZERO_SEQUENCE, E, "OUT_OF_ORDER_SEQUENCE_NUMBER", SEQUENCE_ANOMALIES),
+        _check(C.OUT_OF_ORDER_SEQUENCE, E, "OUT_OF_ORDER_SEQUENCE_NUMBER", SEQUENCE_ANOMALIES),
+        # A broker answers a retry of one of the last 5 batches with NONE: a copy in the log is
+        # duplicated data no broker writes, and no producer saw an error.
+        _check(C.DUPLICATE_SEQUENCE, E, None, SEQUENCE_ANOMALIES),
+        # Brokers since 2.5 accept a batch from a producer they have no state for.
+        _check(C.UNKNOWN_PRODUCER_ID, W, None, UNKNOWN_PRODUCER_GAPS),
+        _check(C.RETENTION_GAP, W, None, UNKNOWN_PRODUCER_GAPS),
+        _check(C.SNAPSHOT_MISMATCH, W, None, UNKNOWN_PRODUCER_GAPS),
+        _check(C.PRODUCER_EXPIRED, I, None, UNKNOWN_PRODUCER_GAPS),
+        _check(C.HANGING_TRANSACTION, E, None, TRANSACTIONS),
+        _check(C.OPEN_TRANSACTION, I, None, TRANSACTIONS),
+        _check(C.TRANSACTION_STATE_VIOLATION, E, "INVALID_TXN_STATE", TRANSACTIONS),
+        _check(C.ORPHAN_MARKER, I, None, TRANSACTIONS),
+        _check(C.COORDINATOR_EPOCH_REGRESSION, E, "TRANSACTION_COORDINATOR_FENCED", TRANSACTIONS),
+        _check(C.TXN_INDEX_MISMATCH, W, None, TRANSACTIONS),
+        # The error code is the one in the broker's log line (make_finding's ``error``).
+        _check(C.BROKER_REJECTION, W, None, Group.BROKER_LOG),
+    )
+}
+
+# The one case whose severity and error are not its check's (SPEC non_monotonic_offsets): Kafka 3.6
+# assigns an uncompressed v2 batch's offsets in place and never reads its records' offset deltas
+# (LogValidator.assignOffsetsNonCompressed), so non-consecutive deltas there are accepted and
+# stored as sent: a warning that no producer saw as an error. ``make_finding(..., spec=...)``.
+UNCOMPRESSED_OFFSET_DELTAS = _check(C.NON_MONOTONIC_OFFSETS, W, None, CULPRIT_RECORDS)
+del E, W, I, C

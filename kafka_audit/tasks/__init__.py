@@ -1,1 +1,0 @@
-"""The audit's task layer: per-segment and per-partition drivers that read files and run the rules."""
