@@ -62,10 +62,12 @@ def scan(
     remote: str | None = None,
     conf: dict[str, str] | None = None,
     storage_options: dict | None = None,
+    rsm_key_file: str | os.PathLike | None = None,
 ) -> AuditResult:
     """Audit the segments under ``paths`` (the ``scan`` command's PATHs and options, SPEC
     section 1) and return an :class:`AuditResult`. Raises ``ValueError`` when no segment is found
-    or an option is invalid."""
+    or an option is invalid. ``rsm_key_file``: the ``--rsm-key-file`` private key (PEM) of encrypted
+    tiered-storage segments."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     roots = [str(p) if "://" in str(p) else os.path.abspath(p) for p in paths]
@@ -79,7 +81,7 @@ def scan(
         roots,
         topics=list(topics) if topics else None,
         partitions=list(partitions) if partitions else None,
-        storage_options=storage_options,  # --storage-option: the URIs' filesystem settings
+        storage_options=_with_rsm_key(storage_options, rsm_key_file),  # the URIs' filesystem settings
     )
     if not discovery.segment_count:
         raise ValueError("no Kafka segment (.log file) found under " + ", ".join(roots))
@@ -115,6 +117,17 @@ def scan(
         findings_df=frames.findings(spark, findings), batches_df=frames.batches(),
         producers_df=frames.producers(spark, result.producers), _frames=frames,
     )
+
+
+def _with_rsm_key(storage_options: dict | None, key_file: str | os.PathLike | None) -> dict | None:
+    """The storage options with the ``rsm_key_file`` key (which travels with the tasks, never printed)."""
+    if key_file is None:
+        return storage_options
+    from kafka_audit.io import storage
+    from kafka_audit.io.rsm_objects import RsmKey
+
+    with open(key_file, "rb") as handle:
+        return {**(storage_options or {}), storage.RSM_KEY_OPTION: RsmKey(handle.read())}
 
 
 def _result(result, **frames) -> AuditResult:

@@ -68,6 +68,10 @@ class PartitionMeta:
     broker_lines: tuple[BrokerLogLine, ...] = ()
     # The folder's live segments below the first one scanned, which the user did not pass.
     unscanned_segments: list[str] = field(default_factory=list)
+    # A history joined from remote and local storage (log.tiered_history): the remote segments,
+    # whose batches at or above the local log's first offset are the local ones and not replayed.
+    remote_segments: frozenset[str] = frozenset()
+    local_log_start: int | None = None
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -75,7 +79,12 @@ class PartitionMeta:
         ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
         else the first live segment's base offset: of the folder, not of the files given,
         when only some of its segments were passed (the others were not scanned, not deleted)."""
-        live = [s for s in found.segments if s.state == "live"]
+        cutoff = found.local_log_start
+        # Remote copies of segments still kept locally are audited but not replayed twice.
+        live = [
+            s for s in found.segments
+            if s.state == "live" and not (s.remote_id and cutoff is not None and s.base_offset >= cutoff)
+        ]
         first_base = min((s.base_offset for s in live), default=0)
         if found.folder_first_offset is not None:
             first_base = min(first_base, found.folder_first_offset)
@@ -100,6 +109,8 @@ class PartitionMeta:
             storage_options=storage_options,
             broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
             unscanned_segments=list(found.unscanned_segments),
+            remote_segments=frozenset(s.display_path for s in live if s.remote_id),
+            local_log_start=cutoff,
         )
 
 
@@ -190,6 +201,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     buffer = segment_batches.append
     observe_offsets, observe_activity = continuity.observe, activity.observe
     gap_before, append = coverage.gap_before, replay.append
+    remote, cutoff = meta.remote_segments, meta.local_log_start
     for summary in summaries:
         if summary.segment != current_segment:
             if summary.segment not in live:
@@ -199,6 +211,9 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
             current_segment, segment_batches = summary.segment, []
             buffer = segment_batches.append
         buffer(summary)
+        if cutoff is not None and summary.base_offset >= cutoff and summary.segment in remote:
+            gap_before(summary)  # covered: the local log holds these batches and replays them
+            continue
         found = observe_offsets(summary)
         if found:
             findings.extend(found)

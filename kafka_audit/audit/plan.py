@@ -21,9 +21,11 @@ from typing import Any
 
 from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
+from kafka_audit.audit.remote_log_view import remote_log_view
 from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
+from kafka_audit.io.rsm_objects import ENCRYPTED
 from kafka_audit.log.log_dir import Discovery
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords, split_points
@@ -36,6 +38,8 @@ from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
+# What an encrypted tiered-storage segment without --rsm-key-file needs (its finding's message).
+ENCRYPTED_HINT = " (its chunks are AES-GCM-encrypted: give --rsm-key-file, the private key that unwraps its data key)"
 # Segments above 1.5x this size are split into byte ranges of about this size.
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 
@@ -260,6 +264,7 @@ def finish_result(
     """Account for every byte found, order the findings (SPEC section 3) and build the summary
     (with ``--broker-log``: its counts, lines about partitions outside the scan among them)."""
     findings.extend(file_findings(discovery, stats))
+    findings.extend(remote_log_view(discovery))
     findings.sort(key=lambda f: f.sort_key)
     by_check = Counter(f.check for f in findings)
     summary = {
@@ -333,10 +338,11 @@ def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:
             if reason is None and read >= segment.size:
                 continue
             reason = reason or f"only {read:,} of its {segment.size:,} bytes were read"
+            hint = ENCRYPTED_HINT if reason == ENCRYPTED else ""
             found.append(
                 make_finding(
                     CheckId.UNREADABLE_SEGMENT,
-                    f"Segment {segment.display_path} was not read in full: {reason}",
+                    f"Segment {segment.display_path} was not read in full: {reason}{hint}",
                     topic=partition.topic,
                     partition=partition.partition,
                     segment=segment.display_path,

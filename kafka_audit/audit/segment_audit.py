@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.io import storage
+from kafka_audit.io.rsm_objects import EncryptedSegment
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.default_record import RecordScreen
 from kafka_audit.record.file_records import BatchRecords, FileRecords
@@ -206,6 +207,11 @@ class SegmentAuditor:
         task = self.task
         try:
             segment = FileRecords(task.path, task.size or None)
+        except EncryptedSegment as exc:
+            # A tiered-storage segment this process cannot decrypt (SPEC 5: reason ``encrypted``).
+            self.stats.unread[task.segment] = exc.reason
+            self.stats.segments = 0
+            return
         except OSError as exc:
             # Permission, I/O error, vanished since discovery, or not visible on this executor.
             self.stats.unread[task.segment] = f"cannot read ({exc.strerror or exc})"

@@ -48,6 +48,7 @@ from kafka_audit.cli.options import (
     PathsArgument,
     ProducerIdOption,
     QuietOption,
+    RsmKeyFileOption,
     SinceOption,
     StorageOption,
     TopicOption,
@@ -57,6 +58,7 @@ from kafka_audit.cli.options import (
     parse_conf,
     parse_reference_time,
     parse_storage_options,
+    with_rsm_key,
 )
 from kafka_audit.engines.run import Engine
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
@@ -108,6 +110,7 @@ def audit_paths(
     storage_option: Optional[list[str]] = None,
     remote: Optional[str] = None,
     output_parquet: Optional[str] = None,
+    rsm_key_file: Optional[Path] = None,
 ) -> "ScanResult":
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
@@ -118,7 +121,7 @@ def audit_paths(
     from kafka_audit.io import storage
     from kafka_audit.log.log_dir import discover
 
-    storage_options = parse_storage_options(storage_option or [])
+    storage_options = with_rsm_key(parse_storage_options(storage_option or []), rsm_key_file)
     storage.configure(storage_options)
     check_paths(paths)
     spark_conf = parse_conf(conf or [])
@@ -211,6 +214,7 @@ def scan(
     master: MasterOption = DEFAULT_MASTER,
     conf: ConfOption = None,
     storage_option: StorageOption = None,
+    rsm_key_file: RsmKeyFileOption = None,
     remote: Annotated[
         Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
     ] = None,
@@ -247,6 +251,7 @@ def scan(
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
         remote=remote, output_parquet=_parquet_target(output_parquet), storage_option=storage_option,
+        rsm_key_file=rsm_key_file,
     )
     finish_views(result, keep)
     if ctx.info_name in ("producers", "timeline"):
@@ -379,10 +384,13 @@ def dump(
     format: Annotated[DumpFormat, typer.Option("--format", help="text (kafka-dump-log-like) or json lines.")] = DumpFormat.text,
     records: Annotated[bool, typer.Option("--records", help="Also decode every record (deep iteration).")] = False,
     print_data: Annotated[bool, typer.Option("--print-data", help="Also print keys and values (implies --records).")] = False,
+    rsm_key_file: RsmKeyFileOption = None,
 ) -> None:
     """Decode segments and sidecar files, like kafka-dump-log --deep-iteration."""
+    from kafka_audit.io import storage
     from kafka_audit.report.dump import dump_file
 
+    storage.configure(with_rsm_key({}, rsm_key_file))
     check_paths(files)
     for path in files:
         if path.is_dir():

@@ -81,6 +81,27 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
+def with_rsm_key(storage_options: dict, key_file: Optional[Path]) -> dict:
+    """``storage_options`` with the ``--rsm-key-file`` key added (it travels with the tasks as they
+    do); exit 2 with one line naming the file, never its content, when it cannot be used."""
+    if key_file is None:
+        return storage_options
+    from kafka_audit.io import storage
+    from kafka_audit.io.rsm_objects import EncryptedSegment, RsmKey
+
+    try:
+        key = RsmKey(key_file.read_bytes())
+    except OSError as exc:
+        raise fail(f"--rsm-key-file {key_file}: cannot read it ({exc.strerror or type(exc).__name__})") from None
+    try:
+        key.check()
+    except EncryptedSegment:
+        pass  # no cryptography package: each encrypted segment says so
+    except ValueError as exc:
+        raise fail(f"--rsm-key-file {key_file}: {exc}") from None
+    return {**storage_options, storage.RSM_KEY_OPTION: key}
+
+
 def parse_storage_options(pairs: list[str]) -> dict:
     """``--storage-option KEY=VALUE`` pairs; ``true``/``false`` and JSON values are typed."""
     from kafka_audit.io.storage import parse_option_value
@@ -159,6 +180,11 @@ StorageOption = Annotated[
         help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
     ),
+]
+RsmKeyFileOption = Annotated[
+    Optional[Path],
+    typer.Option("--rsm-key-file", help="Private key (PEM) that unwraps the data keys of encrypted tiered-storage "
+                 "segments; never printed or logged."),
 ]
 BrokerLogOption = Annotated[
     Optional[list[Path]],

@@ -45,6 +45,13 @@ _REMOTE = {
 }
 # The --storage-option settings of this process (configure()).
 _options: dict[str, Any] = {}
+# The option under which ``--rsm-key-file``'s key travels with the tasks (SPEC section 5). It is
+# taken out of the options before any filesystem library sees them, and its value never prints
+# (``rsm_objects.RsmKey``).
+RSM_KEY_OPTION = "rsm_key"
+_rsm_key: Any = None
+# Marks the sidecar path of an index inside a tiered-storage ``.indexes`` object (rsm_objects).
+INDEX_REF_MARK = ".indexes#"
 
 
 def scheme(path: str) -> str | None:
@@ -89,9 +96,16 @@ def parse_option_value(text: str) -> Any:
 
 
 def configure(options: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> None:
-    """Install the ``--storage-option`` settings for the remote filesystems of this process."""
-    global _options
+    """Install the ``--storage-option`` settings for the remote filesystems of this process (and
+    the ``--rsm-key-file`` key, which no filesystem library is given)."""
+    global _options, _rsm_key
     _options = dict(options or {})
+    _rsm_key = _options.pop(RSM_KEY_OPTION, None)
+
+
+def rsm_key() -> Any:
+    """The ``--rsm-key-file`` key installed by :func:`configure` (an ``RsmKey``), or None."""
+    return _rsm_key
 
 
 def options_tuple(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...]:
@@ -346,7 +360,12 @@ def tree(root: str) -> LocalTree | RemoteTree:
 
 def read_bytes(path: str, limit: int) -> bytes:
     """At most ``limit`` bytes from the start of a small file (a sidecar), local or remote; one
-    request for a remote one (answered by :func:`prefetch` when it asked for it first)."""
+    request for a remote one (answered by :func:`prefetch` when it asked for it first). An index
+    inside a tiered-storage ``.indexes`` object (``<stem>.indexes#offset``) is read there."""
+    if INDEX_REF_MARK in path:
+        from kafka_audit.io import rsm_objects
+
+        return rsm_objects.read_index(path)[:limit]
     if not is_remote(path):
         with open(local_path(path), "rb") as handle:
             # read(limit) allocates the whole limit (256 MiB for a sidecar) before reading; the
@@ -370,7 +389,7 @@ def prefetching(paths: Iterable[str | None], limit: int) -> Iterator[None]:
     a time ahead of :func:`read_bytes` asking for them, so that the requests of a partition's
     sidecars overlap instead of following one another. Local paths are left alone; reads nobody
     took are dropped at the end."""
-    items = [(p, 0, limit) for p in paths if p and is_remote(p)]
+    items = [(p, 0, limit) for p in paths if p and is_remote(p) and INDEX_REF_MARK not in p]
     for item in items:
         prefetch_range(*item)
     try:
@@ -457,6 +476,26 @@ class RangeReader:
             return self.fs.cat_file(self.key, start=start, end=stop)
         except Exception as exc:  # noqa: BLE001
             raise _os_error(self.uri, exc) from None
+
+
+class LocalRanges:
+    """Byte ranges of one local file, as :class:`RangeReader` reads those of an object."""
+
+    def __init__(self, path: str) -> None:
+        self.path = local_path(path)
+        self.size = os.stat(self.path).st_size
+        if not stat.S_ISREG(os.stat(self.path).st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory")
+
+    def read(self, start: int, stop: int) -> bytes:
+        with open(self.path, "rb") as handle:
+            handle.seek(start)
+            return handle.read(max(0, stop - start))
+
+
+def open_ranges(path: str) -> "RangeReader | LocalRanges":
+    """A ranged reader of ``path``, local or remote (its size asked now)."""
+    return RangeReader(path) if is_remote(path) else LocalRanges(path)
 
 
 def check_path(path: str) -> None:

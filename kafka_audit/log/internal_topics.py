@@ -1,6 +1,6 @@
 """Which decoder reads a file's records, by where the file lives (DumpLogSegments picks its
 ``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` the same
-way, by topic): ``__consumer_offsets-N``, ``__transaction_state-N``, ``__cluster_metadata-0``
+way, by topic): ``__consumer_offsets-N``, ``__transaction_state-N``, ``__remote_log_metadata-N``, ``__cluster_metadata-0``
 folders, and KRaft snapshot files (``bootstrap.checkpoint``, ``<offset>-<epoch>.checkpoint``)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
 from kafka_audit.log.log_names import parse_partition_dir
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
+from kafka_audit.log.remote_log_metadata import REMOTE_LOG_METADATA, decode_remote_log_metadata
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 
@@ -47,6 +48,8 @@ def decoder_for(path: str) -> Decoder | None:
         return decode_transaction_log
     if topic == CLUSTER_METADATA:
         return MetadataRecordDecoder()
+    if topic == REMOTE_LOG_METADATA:
+        return decode_remote_log_metadata
     return None
 
 

@@ -30,7 +30,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from kafka_audit.io import storage
+from kafka_audit.io import rsm_objects, storage
 from kafka_audit.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
@@ -42,14 +42,19 @@ from kafka_audit.log.log_names import (
     KNOWN_OTHER_FILES,
     KRAFT_SNAPSHOT,
     LIVE,
+    RSM_SIDECAR_SUFFIXES,
     SIDECAR_SUFFIXES,
     STATE_SUFFIXES,
     TIERED_LEADER_EPOCH_CHECKPOINT,
+    is_tiered_dir,
     is_tiered_name,
+    local_tiered_id,
     parse_base_offset,
     parse_partition_dir,
+    parse_rsm_partition_dir,
     segment_state,
 )
+from kafka_audit.log.remote_log_metadata import RemoteLogState
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,10 @@ class SegmentFile:
     index: str | None = None
     time_index: str | None = None
     txn_index: str | None = None
+    # A copy in tiered storage (KIP-405): its remote segment id, and whether a transaction index
+    # was copied with it (``__remote_log_metadata``'s TxnIndexEmpty is checked against that).
+    remote_id: str | None = None
+    remote_txn_index: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +129,11 @@ class PartitionDir:
     # folder's live segments below the first one scanned, and the folder's first base offset.
     unscanned_segments: list[str] = field(default_factory=list)
     folder_first_offset: int | None = None
+    # A tiered-storage folder (LocalTieredStorage's or the Aiven plugin's layout); once joined to
+    # the local folder of its partition (tiered_history), the local log's first offset: remote
+    # batches from there on are the local ones again and are not replayed twice.
+    remote: bool = False
+    local_log_start: int | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -145,6 +159,8 @@ class Discovery:
     filtered_topics: set[str] = field(default_factory=set)
     # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
     storage_options: dict = field(default_factory=dict, repr=False)
+    # What ``__remote_log_metadata`` says of the remote segments, when it is among the paths.
+    remote_log: RemoteLogState | None = None
 
     @property
     def segment_count(self) -> int:
@@ -175,6 +191,9 @@ def discover(
         partition.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.display_path))
         partition.snapshots.sort(key=lambda s: s.offset)
         _note_unscanned_segments(partition)
+    from kafka_audit.log.tiered_history import join_histories  # it works on this module's classes
+
+    join_histories(discovery)
     return discovery
 
 
@@ -228,13 +247,19 @@ class _Walker:
     def _place(self, folder: str | None) -> tuple[str | None, int | None] | None:
         """Topic and partition of a file in ``folder`` (None, None outside partition folders);
         None when ``--topic``/``--partition`` leave it out."""
-        parsed = parse_partition_dir(self.fs.basename(self.fs.realpath(folder))) if folder else None
+        parsed = self._parse_folder(self.fs.realpath(folder)) if folder else None
         topic, number = (parsed[0], parsed[1]) if parsed else (None, None)
         if (self.topics is not None and topic not in self.topics) or (
             self.partition_filter is not None and number not in self.partition_filter
         ):
             return None
         return topic, number
+
+    def _parse_folder(self, real_folder: str) -> tuple[str, int, str] | None:
+        """``(topic, partition, kind)`` of a partition folder: a broker's (or LocalTieredStorage's),
+        or the Aiven plugin's ``<topic>-<topic id>/<partition>``."""
+        name = self.fs.basename(real_folder)
+        return parse_partition_dir(name) or parse_rsm_partition_dir(self.fs.basename(self.fs.dirname(real_folder)), name)
 
     def skip(self, display: str, reason: str, folder: str | None = None) -> None:
         """A file or folder that is not part of a Kafka log: a ``skipped_file`` finding."""
@@ -375,6 +400,12 @@ class _Walker:
         if snapshot:
             partition.snapshots.append(SnapshotFile(path, display, base_offset))
             return
+        if rsm_objects.is_segment_log(path):
+            try:
+                partition.segments.append(_rsm_segment_file(path, display, base_offset))
+            except OSError as exc:
+                self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
+            return
         try:
             info = self.fs.stat(path)
         except OSError as exc:
@@ -385,9 +416,12 @@ class _Walker:
             seg_state = DELETED
         stem = self.fs.join(self.fs.dirname(path), name[: name.index(".log")])
         sidecars = [self._sidecar(stem, ext, suffix) for ext in SIDECAR_SUFFIXES]
-        partition.segments.append(
-            SegmentFile(path, display, base_offset, seg_state, info.st_size, _mtime_ms(info), *sidecars)
-        )
+        partition.segments.append(SegmentFile(
+            path, display, base_offset, seg_state, info.st_size, _mtime_ms(info),
+            index=sidecars[0], time_index=sidecars[1], txn_index=sidecars[2],
+            remote_id=local_tiered_id(name) if partition.remote else None,
+            remote_txn_index=sidecars[2] is not None if partition.remote else None,
+        ))
 
     @classmethod
     def _looks_like_log_file(cls, name: str) -> bool:
@@ -403,7 +437,7 @@ class _Walker:
             base = base.removesuffix(suffix)
         return (
             name in KNOWN_OTHER_FILES
-            or base.endswith(SIDECAR_SUFFIXES + (".snapshot", TIERED_LEADER_EPOCH_CHECKPOINT))
+            or base.endswith(SIDECAR_SUFFIXES + (".snapshot", TIERED_LEADER_EPOCH_CHECKPOINT) + RSM_SIDECAR_SUFFIXES)
             or KRAFT_SNAPSHOT.match(name) is not None
         )
 
@@ -417,7 +451,7 @@ class _Walker:
         if existing is not None or real_folder in self.filtered_out:
             return existing
         name = self.fs.basename(real_folder)
-        parsed = parse_partition_dir(name)
+        parsed = self._parse_folder(real_folder)
         display = self._display(folder, root) if self.fs.isdir(root) else folder
         if parsed is None:
             self.note(
@@ -434,6 +468,7 @@ class _Walker:
             self.filtered_topics.add(topic)
             return None
         partition = PartitionDir(topic, number, real_folder, display, kind, root=self.given.get(root, root))
+        partition.remote = is_tiered_dir(name) or (parsed is not None and parse_partition_dir(name) is None)
         log_dir = self.fs.dirname(real_folder)
         partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
         partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)
@@ -457,6 +492,22 @@ class _Walker:
             offsets = {(e.topic, e.partition): e.offset for e in parsed.entries}
         self.checkpoint_cache[(log_dir, name)] = offsets
         return offsets
+
+
+def _rsm_segment_file(path: str, display: str, base_offset: int) -> SegmentFile:
+    """A ``.log`` object of the Aiven plugin's layout: its size is the original segment's (the
+    manifest's ``originalFileSize``), its indexes lie in its ``.indexes`` object."""
+    stem = rsm_objects.stem_of(path)
+    assert stem is not None
+    manifest = rsm_objects.load_manifest(stem)
+    place = rsm_objects.place_of(path)
+    has_txn = manifest.indexes.get("transaction") is not None
+    return SegmentFile(
+        path, display, base_offset, LIVE, manifest.original_size, None,
+        rsm_objects.index_ref(stem, "offset"), rsm_objects.index_ref(stem, "timestamp"),
+        rsm_objects.index_ref(stem, "transaction") if has_txn else None,
+        remote_id=place[4] if place else None, remote_txn_index=has_txn,
+    )
 
 
 def _mtime_ms(info) -> int | None:

@@ -25,6 +25,11 @@ _BASE_OFFSET = re.compile(r"^(?:(\d{20})(?:-[A-Za-z0-9_-]+)?|(\d{1,19})-[A-Za-z0
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 # A tiered-storage partition folder (RemoteTopicPartitionDirectory): "<topic>-<partition>-<topic id>".
 _TIERED_DIR = re.compile(r"^(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)-(?P<uid>[A-Za-z0-9_-]{22})$")
+# The Aiven tiered-storage plugin's folders (ObjectKeyFactory.mainPath): "<topic>-<topic id>/<partition>".
+_RSM_TOPIC_DIR = re.compile(r"^(?P<topic>.+)-(?P<uid>[A-Za-z0-9_-]{22})$")
+_RSM_PARTITION_DIR = re.compile(r"^\d{1,10}$")
+# The plugin's objects beside a segment's .log (ObjectKeyFactory.Suffix).
+RSM_SIDECAR_SUFFIXES = (".indexes", ".rsm-manifest")
 # UnifiedLog: "<topic>-<partition>.<uniqueId>-delete", "-future" and "-stray" folders.
 _SPECIAL_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)\.(?P<uid>[A-Za-z0-9_-]+)-(?P<kind>delete|future|stray)$")
 # KRaft snapshots of __cluster_metadata (org.apache.kafka.snapshot.Snapshots): <offset>-<epoch>.checkpoint,
@@ -96,3 +101,22 @@ def is_tiered_name(name: str) -> bool:
     """A LocalTieredStorage file name: ``<start offset>-<22-character segment id>.<type>``."""
     match = _BASE_OFFSET.match(name.split(".", 1)[0])
     return match is not None and match.group(2) is not None
+
+
+def is_tiered_dir(name: str) -> bool:
+    """A LocalTieredStorage partition folder: ``<topic>-<partition>-<topic id>``."""
+    return _TIERED_DIR.match(name) is not None and _SPECIAL_DIR.match(name) is None
+
+
+def local_tiered_id(name: str) -> str | None:
+    """The remote segment id in a LocalTieredStorage file name (``<offset>-<segment id>.log``)."""
+    stem = name.split(".", 1)[0]
+    return stem.split("-", 1)[1] if _BASE_OFFSET.match(stem) and "-" in stem else None
+
+
+def parse_rsm_partition_dir(parent: str, name: str) -> tuple[str, int, str] | None:
+    """``(topic, partition, "live")`` of the Aiven plugin's ``<topic>-<topic id>/<partition>`` folder."""
+    topic = _RSM_TOPIC_DIR.match(parent)
+    if topic is None or _RSM_PARTITION_DIR.match(name) is None or int(name) > _INT_MAX:
+        return None
+    return topic.group("topic"), int(name), LIVE

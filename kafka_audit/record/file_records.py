@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import crc32c
 
-from kafka_audit.io import storage
+from kafka_audit.io import rsm_objects, storage
 from kafka_audit.record.compression import DecompressionError, decompress
 from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records
 from kafka_audit.record.legacy_record import (
@@ -445,6 +445,13 @@ class FileRecords:
         self._ranges: RangeBuffer | None = None
         self._file = None
         self._map: mmap.mmap | bytes
+        if rsm_objects.is_segment_log(self.path):
+            # A tiered-storage plugin's chunked object: its chunks are read and detransformed
+            # as the walk needs them; ``size`` (the original segment's) is the manifest's.
+            self._ranges = RangeBuffer(rsm_objects.SegmentObject(self.path))
+            self.size = self._ranges.size
+            self._map = self._ranges.buffer
+            return
         if storage.is_remote(self.path):
             self._ranges = RangeBuffer(storage.RangeReader(self.path, size))
             self.size = self._ranges.size

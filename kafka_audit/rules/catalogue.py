@@ -91,6 +91,7 @@ class Group(_StrEnum):
     INDEXES = "Indexes"
     FILES = "Files"
     BROKER_LOG = "Broker log"
+    TIERED_STORAGE = "Tiered storage"
 
 
 CULPRIT_RECORDS, FENCED_EPOCHS, SEQUENCE_ANOMALIES = Group.CULPRIT_RECORDS, Group.FENCED_EPOCHS, Group.SEQUENCE_ANOMALIES
@@ -136,6 +137,11 @@ class CheckId(_StrEnum):
     TXN_INDEX_MISMATCH = "txn_index_mismatch"
     PRODUCER_EXPIRED = "producer_expired"
     BROKER_REJECTION = "broker_rejection"
+    REMOTE_SEGMENT_INCOMPLETE = "remote_segment_incomplete"
+    REMOTE_SEGMENT_OVERLAP = "remote_segment_overlap"
+    REMOTE_LOG_GAP = "remote_log_gap"
+    REMOTE_SEGMENT_MISSING = "remote_segment_missing"
+    REMOTE_TXN_INDEX_FLAG = "remote_txn_index_flag"
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +218,12 @@ CHECKS: dict[str, Check] = {
         _check(C.TXN_INDEX_MISMATCH, W, None, TRANSACTIONS),
         # The error code is the one in the broker's log line (make_finding's ``error``).
         _check(C.BROKER_REJECTION, W, None, Group.BROKER_LOG),
+        # Tiered storage (SPEC section 5): __remote_log_metadata against the remote objects.
+        _check(C.REMOTE_SEGMENT_INCOMPLETE, W, None, Group.TIERED_STORAGE),
+        _check(C.REMOTE_SEGMENT_OVERLAP, E, None, Group.TIERED_STORAGE),
+        _check(C.REMOTE_LOG_GAP, W, None, Group.TIERED_STORAGE),
+        _check(C.REMOTE_SEGMENT_MISSING, E, None, Group.TIERED_STORAGE),
+        _check(C.REMOTE_TXN_INDEX_FLAG, I, None, Group.TIERED_STORAGE),
     )
 }
 

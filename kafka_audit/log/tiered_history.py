@@ -1,0 +1,78 @@
+"""One history per partition across tiered (remote) and local storage (KIP-405, SPEC section 5).
+
+A tiered topic's older segments live in remote storage, the tail in the broker's log dir, and a
+segment may be in both for a while (``local.retention.*`` keeps it locally after its copy).
+``UnifiedLog`` serves offsets from the local log from its ``localLogStartOffset`` on and from
+remote storage below it; ``logStartOffset`` (the ``log-start-offset-checkpoint`` entry) is the
+start of the whole history. So, when the paths hold a partition's remote folder(s) and its one
+local folder, the remote segments are joined to the local folder's partition: they are replayed
+first, the local ones after, and remote batches at or above the local log's first offset are
+not replayed again (``PartitionDir.local_log_start``).
+
+``__remote_log_metadata`` (when among the paths) is read here on the driver: a remote segment
+whose latest state is not COPY_SEGMENT_FINISHED is not part of the history
+(``RemoteLogMetadataCache`` serves only finished copies): it is audited as a deleted file is,
+record by record, and not replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from kafka_audit.log.log_dir import Discovery, PartitionDir
+from kafka_audit.log.log_names import DELETED, LIVE
+from kafka_audit.log.remote_log_metadata import COPY_FINISHED, REMOTE_LOG_METADATA, read_remote_log_metadata
+
+
+def join_histories(discovery: Discovery) -> None:
+    """Read ``__remote_log_metadata``, take segments it does not call finished out of the
+    history, and join each partition's remote folders to its local folder (in place)."""
+    metadata = [p for p in discovery.partitions if p.topic == REMOTE_LOG_METADATA]
+    if metadata:
+        paths = [s.path for p in metadata for s in p.segments if s.state == LIVE]
+        discovery.remote_log = read_remote_log_metadata(paths)
+        discovery.notes.extend(discovery.remote_log.notes)
+        _not_finished_out(discovery)
+    groups: dict[tuple[str, int], list[PartitionDir]] = {}
+    for partition in discovery.partitions:
+        groups.setdefault((partition.topic, partition.partition), []).append(partition)
+    joined: set[int] = set()
+    for (topic, number), group in groups.items():
+        remote = [p for p in group if p.remote]
+        local = [p for p in group if not p.remote and p.kind == LIVE]
+        if not remote or (not local and len(remote) < 2):
+            continue
+        if len(local) > 1:
+            discovery.notes.append(
+                f"{topic}-{number}: remote segments found beside {len(local)} local replicas; each is audited on its own"
+            )
+            continue
+        target = local[0] if local else remote[0]
+        if local:
+            target.local_log_start = min((s.base_offset for s in target.segments if s.state == LIVE), default=None)
+        for source in remote:
+            if source is target:
+                continue
+            target.segments.extend(source.segments)
+            joined.add(id(source))
+        target.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.remote_id is None, s.display_path))
+    discovery.partitions = [p for p in discovery.partitions if id(p) not in joined]
+
+
+def _not_finished_out(discovery: Discovery) -> None:
+    """Remote segments whose latest metadata state is not COPY_SEGMENT_FINISHED leave the history."""
+    assert discovery.remote_log is not None
+    states = discovery.remote_log.segments
+    for partition in discovery.partitions:
+        if not partition.remote:
+            continue
+        kept = []
+        for segment in partition.segments:
+            known = states.get(segment.remote_id or "")
+            if segment.state == LIVE and known is not None and known.state != COPY_FINISHED:
+                discovery.notes.append(
+                    f"{segment.display_path}: {known.state} in __remote_log_metadata, audited but not part of the history"
+                )
+                segment = replace(segment, state=DELETED)
+            kept.append(segment)
+        partition.segments = kept
