@@ -135,3 +135,56 @@ def write_segment(
 def segment_id_for(base_offset: int) -> str:
     """A stable 22-character (Uuid-like) segment id for a test segment."""
     return base64.urlsafe_b64encode(hashlib.sha256(str(base_offset).encode()).digest()[:16]).rstrip(b"=").decode()
+
+
+# __remote_log_metadata records (RemoteLogMetadataSerde: frame version 1, api key, version, flexible body).
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _uuid(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "==")
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return _uvarint(len(data) + 1) + data
+
+
+def _tags(tags: dict[int, bytes]) -> bytes:
+    return _uvarint(len(tags)) + b"".join(_uvarint(t) + _uvarint(len(v)) + v for t, v in sorted(tags.items()))
+
+
+STATES = {"COPY_SEGMENT_STARTED": 0, "COPY_SEGMENT_FINISHED": 1, "DELETE_SEGMENT_STARTED": 2, "DELETE_SEGMENT_FINISHED": 3}
+
+
+def _segment_id_entry(topic: str, topic_id: str, partition: int, segment_id: str) -> bytes:
+    tip = _string(topic) + _uuid(topic_id) + struct.pack(">i", partition) + _tags({})
+    return tip + _uuid(segment_id) + _tags({})
+
+
+def segment_metadata_record(topic: str, topic_id: str, partition: int, segment_id: str, start: int, end: int,
+                            size: int, state: str = "COPY_SEGMENT_STARTED", txn_index_empty: bool | None = None,
+                            event_ms: int = 1_700_000_000_000, version: int = 0) -> bytes:
+    """A ``RemoteLogSegmentMetadataRecord`` value (api key 0)."""
+    body = _segment_id_entry(topic, topic_id, partition, segment_id)
+    body += struct.pack(">qqiqq", start, end, 1, event_ms, event_ms)
+    body += _uvarint(2) + struct.pack(">iq", 0, start) + _tags({})  # one leader epoch entry
+    body += struct.pack(">i", size) + _uvarint(0) + struct.pack(">b", STATES[state])
+    body += _tags({} if txn_index_empty is None else {0: bytes([txn_index_empty])})
+    return _uvarint(1) + _uvarint(0) + _uvarint(version) + body
+
+
+def segment_update_record(topic: str, topic_id: str, partition: int, segment_id: str, state: str,
+                          event_ms: int = 1_700_000_000_001) -> bytes:
+    """A ``RemoteLogSegmentMetadataUpdateRecord`` value (api key 1, version 0)."""
+    body = _segment_id_entry(topic, topic_id, partition, segment_id)
+    body += struct.pack(">iq", 1, event_ms) + _uvarint(0) + struct.pack(">b", STATES[state]) + _tags({})
+    return _uvarint(1) + _uvarint(1) + _uvarint(0) + body
