@@ -293,14 +293,28 @@ class RemoteTree:
         return self._children.get(key, [])
 
     def scandir(self, path: str) -> _Listing:
+        """The folder's entries: from the root's listing inside it, one listing request outside
+        it (the folder of a segment given as the PATH)."""
         key = self._key(path)
-        infos = self._listing()
         if not self._in_tree(key):
-            raise OSError(errno.EINVAL, f"{path} lies outside {self.uri_root}")
+            return self._scandir_outside(key)
+        infos = self._listing()
         return _Listing(
             RemoteEntry(posixpath.basename(child), self._uri(child), infos[child].get("type") == "directory")
             for child in sorted(self._children_of(key))
         )
+
+    def _scandir_outside(self, key: str) -> _Listing:
+        try:
+            found = self.fs.ls(key, detail=True)
+        except Exception as exc:  # noqa: BLE001
+            raise _os_error(self._uri(key), exc) from None
+        entries = []
+        for info in found:
+            child = str(info["name"]).rstrip("/")
+            if child != key:
+                entries.append(RemoteEntry(posixpath.basename(child), self._uri(child), info.get("type") == "directory"))
+        return _Listing(sorted(entries, key=lambda entry: entry.name))
 
     def realpath(self, path: str) -> str:
         return self._uri(self._key(path))

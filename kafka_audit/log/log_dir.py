@@ -174,17 +174,24 @@ def discover(
     for partition in discovery.partitions:
         partition.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.display_path))
         partition.snapshots.sort(key=lambda s: s.offset)
-        _note_unscanned_segments(partition)
+        _note_unscanned_segments(partition, walker.trees[partition.path], discovery.notes)
     return discovery
 
 
-def _note_unscanned_segments(partition: PartitionDir) -> None:
+def _note_unscanned_segments(partition: PartitionDir, fs: storage.LocalTree | storage.RemoteTree, notes: list[str]) -> None:
     """For a partition of which only some segment files were given, the folder's live segments
     below the first one scanned (not scanned: not deleted), and the folder's first base offset,
-    where the log starts when no checkpoint says otherwise (``LocalLog``: the first segment)."""
+    where the log starts when no checkpoint says otherwise (``LocalLog``: the first segment).
+    The folder is listed through ``fs``, the tree that found it (a local folder or an object
+    store's prefix); a folder that cannot be listed is said so in ``notes``."""
     try:
-        names = os.listdir(partition.path)
-    except OSError:
+        with fs.scandir(partition.path) as entries:
+            names = [entry.name for entry in entries]
+    except OSError as exc:
+        notes.append(
+            f"{partition.display_path}: the folder could not be listed ({exc.strerror or exc}); "
+            "segments below the first one scanned are not known"
+        )
         return
     offsets = {
         name: offset
@@ -193,7 +200,7 @@ def _note_unscanned_segments(partition: PartitionDir) -> None:
     }
     if not offsets:
         return
-    scanned = {os.path.basename(os.path.realpath(s.path)) for s in partition.segments}
+    scanned = {fs.basename(fs.realpath(s.path)) for s in partition.segments}
     first_scanned = min((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
     partition.folder_first_offset = min(offsets.values())
     partition.unscanned_segments = sorted(
@@ -221,6 +228,9 @@ class _Walker:
         self.given: dict[str, str] = {}
         # The filesystem of the PATH being walked (local, or an object store's listing).
         self.fs: storage.LocalTree | storage.RemoteTree = storage.LocalTree()
+        # The tree that found each partition folder (by real path): its listing says which
+        # segments the folder holds besides those given.
+        self.trees: dict[str, storage.LocalTree | storage.RemoteTree] = {}
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -434,6 +444,7 @@ class _Walker:
             self.filtered_topics.add(topic)
             return None
         partition = PartitionDir(topic, number, real_folder, display, kind, root=self.given.get(root, root))
+        self.trees[real_folder] = self.fs
         log_dir = self.fs.dirname(real_folder)
         partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
         partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)
