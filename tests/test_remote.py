@@ -467,7 +467,7 @@ def test_a_remote_folder_that_cannot_be_listed_is_noted(monkeypatch, tmp_path):
     def refuse(self, path):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(log_dir.storage.LocalTree, "scandir", refuse)
+    monkeypatch.setattr(log_dir.LocalTree, "scandir", refuse)
     found = discover([str(last)])
     assert found.partitions[0].unscanned_segments == []
     assert any("could not be listed (Permission denied)" in note for note in found.notes)

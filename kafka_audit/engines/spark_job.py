@@ -60,7 +60,7 @@ from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.spark_progress import is_connect, watch
 from kafka_audit.io import storage
-from kafka_audit.log.log_dir import Discovery
+from kafka_audit.log.discovery import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding
 
