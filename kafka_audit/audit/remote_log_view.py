@@ -3,7 +3,7 @@ and local logs discovery found, set against each remote segment's latest metadat
 
 from __future__ import annotations
 
-from kafka_audit.log.log_dir import Discovery
+from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.log_names import LIVE
 from kafka_audit.rules.findings import Finding
 from kafka_audit.rules.remote_log import RemoteObject, remote_log_findings
