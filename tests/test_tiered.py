@@ -256,11 +256,13 @@ def test_dump_decodes_remote_log_metadata(tmp_path):
 
 
 @needs_corpus
-def test_tiered_partition_on_s3_local_and_spark_engines(tmp_path, spark):
+def test_tiered_partition_on_s3_local_and_spark_engines(tmp_path, spark, rsa_key):
+    """Encrypted and compressed objects on S3: the key travels with the tasks to the executors."""
     from tests.support.s3_server import S3Server, upload_tree
 
+    key, key_path = rsa_key
     source, local, remote = _split(tmp_path, "real-broker/retention-producer-expiry", "ret-0", 3, 0,
-                                   chunk_size=1500, compression=True)
+                                   chunk_size=1500, compression=True, public_key=key.public_key())
     server = S3Server(tmp_path / "moto.log").start()
     try:
         fs = server.filesystem()
@@ -268,10 +270,49 @@ def test_tiered_partition_on_s3_local_and_spark_engines(tmp_path, spark):
         upload_tree(fs, remote, "tiered/rsm")
         options = server.storage_options()
         whole = kafka_audit.scan([str(source)], engine="local")
-        on_local = kafka_audit.scan([str(local), "s3://tiered/rsm"], engine="local", storage_options=options)
-        on_spark = kafka_audit.scan([str(local), "s3://tiered/rsm"], spark, storage_options=options)
+        paths = [str(local), "s3://tiered/rsm"]
+        on_local = kafka_audit.scan(paths, engine="local", storage_options=options, rsm_key_file=key_path)
+        on_spark = kafka_audit.scan(paths, spark, storage_options=options, rsm_key_file=key_path)
         assert _comparable(on_local.findings) == _comparable(whole.findings)
         assert _comparable(on_spark.findings) == _comparable(whole.findings)
         on_spark.unpersist()
     finally:
         server.stop()
+
+
+@needs_corpus
+def test_broken_objects_are_findings_never_a_crash(tmp_path):
+    _, local, remote = _split(tmp_path, "real-broker/retention-producer-expiry", "ret-0", 4, 0, chunk_size=1000, compression=True)
+    logs = sorted(remote.rglob("*.log"))
+    logs[0].with_suffix(".rsm-manifest").unlink()  # a .log without its manifest
+    logs[1].unlink()  # a manifest without its .log
+    damaged = bytearray(logs[2].read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF  # a chunk that no longer decompresses
+    logs[2].write_bytes(bytes(damaged))
+    logs[3].with_suffix(".rsm-manifest").write_text("{not json")
+    result = kafka_audit.scan([str(local), str(remote)], engine="local")
+    unreadable = {f["segment"].rsplit("/", 1)[-1][:20]: f["message"] for f in result.findings if f["check"] == "unreadable_segment"}
+    assert set(unreadable) == {p.name[:20] for p in logs}
+    assert "manifest" in unreadable[logs[0].name[:20]] and "missing" in unreadable[logs[0].name[:20]]
+    assert ".log object is missing" in unreadable[logs[1].name[:20]]
+    assert "does not decompress" in unreadable[logs[2].name[:20]] or "holds" in unreadable[logs[2].name[:20]]
+    assert "not JSON" in unreadable[logs[3].name[:20]]
+
+
+@needs_corpus
+def test_dump_reads_an_encrypted_remote_segment_with_the_key(tmp_path, rsa_key):
+    from typer.testing import CliRunner
+
+    from kafka_audit.cli.app import app
+
+    key, key_path = rsa_key
+    source = CORPUS / "real-broker/transactions/data/txn-0/00000000000000000000.log"
+    stem = tmp_path / object_stem("", "txn", TOPIC_ID, 0, 0, segment_id_for(0))
+    for path, data in write_segment(str(stem), source.read_bytes(), segment_indexes(source), 4096, True, key.public_key()).objects.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(data)
+    plain = CliRunner().invoke(app, ["dump", str(source), "--format", "json"])
+    remote = CliRunner().invoke(app, ["dump", f"{stem}.log", "--format", "json", "--rsm-key-file", str(key_path)])
+    assert remote.exit_code == 0 and plain.exit_code == 0
+    strip = lambda text: [line.split('"position"', 1)[1] for line in text.splitlines() if '"position"' in line]
+    assert strip(remote.output) == strip(plain.output) and strip(plain.output)

@@ -267,7 +267,13 @@ class _Walker:
         snapshot = name.endswith(".snapshot")
         display = self._display(path, root)
         if state is None and not snapshot:
-            if explicit:
+            stem = rsm_objects.stem_of(path) if name.endswith(rsm_objects.MANIFEST) else None
+            if stem is not None and not self.fs.isfile(stem + rsm_objects.LOG):
+                # The plugin uploads the .log first and the manifest last: a manifest alone is
+                # a segment whose data is gone (never a silent skip).
+                self.cannot_read(display, "its .log object is missing (only its manifest was found)", folder,
+                                 parse_base_offset(name))
+            elif explicit:
                 kind = "sidecar file" if self._is_sidecar(name) else "file"
                 self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
             elif parse_partition_dir(self.fs.basename(folder)) and not self._is_sidecar(name):
