@@ -255,6 +255,7 @@ def test_dump_decodes_remote_log_metadata(tmp_path):
     assert "RemoteLogSegmentMetadataRecord" in result.output and "COPY_SEGMENT_FINISHED" in result.output
 
 
+@pytest.mark.spark
 @needs_corpus
 def test_tiered_partition_on_s3_local_and_spark_engines(tmp_path, spark, rsa_key):
     """Encrypted and compressed objects on S3: the key travels with the tasks to the executors."""

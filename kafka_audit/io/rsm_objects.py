@@ -56,11 +56,12 @@ class RsmKey:
     """The ``--rsm-key-file`` private key (PEM). Its bytes never print: not in ``repr``/``str``,
     not in any exception raised here."""
 
-    __slots__ = ("_pem", "_numbers")
+    __slots__ = ("_pem", "_numbers", "_unwrapped")
 
     def __init__(self, pem: bytes) -> None:
         self._pem = pem
         self._numbers: tuple[int, ...] | None = None
+        self._unwrapped: dict[bytes, bytes] = {}  # wrapped data key -> data key, for this key only
 
     def __repr__(self) -> str:
         return "RsmKey(<not shown>)"
@@ -96,6 +97,9 @@ class RsmKey:
 
     def unwrap(self, wrapped: bytes) -> bytes:
         """The AES data key inside ``wrapped`` (RSA-OAEP, SHA3-512 and MGF1-SHA3-512, empty label)."""
+        known = self._unwrapped.get(wrapped)
+        if known is not None:
+            return known
         n, p, q, dp, dq, q_inv = self._private_numbers()
         size = (n.bit_length() + 7) // 8
         c = int.from_bytes(wrapped, "big")
@@ -105,6 +109,7 @@ class RsmKey:
         message = _oaep_decode((m2 + (q_inv * (m1 - m2) % p) * q).to_bytes(size, "big"))
         if message is None:
             raise EncryptedSegment(f"{ENCRYPTED}: the --rsm-key-file key does not unwrap the data key")
+        self._unwrapped[wrapped] = message
         return message
 
 
@@ -150,14 +155,20 @@ def is_segment_log(path: str) -> bool:
     return path.endswith(LOG) and stem_of(path) is not None
 
 
+# Manifests read under the current storage settings (storage.generation): a task's segment and
+# index reads share them; the next task, or the next scan, reads them again.
 _manifests: OrderedDict[str, Manifest] = OrderedDict()
-_data_keys: dict[str, bytes] = {}
+_manifests_generation = -1
 _lock = threading.Lock()
 
 
 def load_manifest(stem: str) -> Manifest:
-    """The manifest of the segment at ``stem`` (cached per process); OSError when it cannot be read."""
+    """The manifest of the segment at ``stem``; OSError when it cannot be read."""
+    global _manifests_generation
     with _lock:
+        if _manifests_generation != storage.generation():
+            _manifests.clear()
+            _manifests_generation = storage.generation()
         cached = _manifests.get(stem)
     if cached is not None:
         return cached
@@ -175,23 +186,16 @@ def load_manifest(stem: str) -> Manifest:
     return manifest
 
 
-def _data_key(stem: str, manifest: Manifest) -> bytes:
+def _data_key(manifest: Manifest) -> bytes:
     """The segment's AES data key, unwrapped with the installed ``--rsm-key-file`` key."""
     assert manifest.encryption is not None
-    with _lock:
-        known = _data_keys.get(stem)
-    if known is not None:
-        return known
     key = storage.rsm_key()
     if key is None:
         raise EncryptedSegment(ENCRYPTED)
     try:
-        data_key = key.unwrap(manifest.encryption.wrapped_key)
+        return key.unwrap(manifest.encryption.wrapped_key)
     except ValueError as exc:  # the key file itself is unusable
         raise EncryptedSegment(f"{ENCRYPTED}: {exc}") from None
-    with _lock:
-        _data_keys[stem] = data_key
-    return data_key
 
 
 def _aes_gcm(data_key: bytes):
@@ -232,7 +236,7 @@ class SegmentObject:
                 f"the .log object holds {self._object.size:,} bytes, its manifest's chunks {index.transformed_size:,}",
             )
         encryption = self.manifest.encryption
-        self._cipher = _aes_gcm(_data_key(stem, self.manifest)) if encryption is not None else None
+        self._cipher = _aes_gcm(_data_key(self.manifest)) if encryption is not None else None
         self._aad = encryption.aad if encryption is not None else b""
         self._last: tuple[int, bytes] | None = None  # the chunk decoded last (reads overlap at chunk edges)
 
@@ -294,5 +298,5 @@ def read_index(ref: str) -> bytes:
         raise OSError(errno.EIO, f"the .indexes object ends inside its {kind} index")
     if manifest.encryption is None:
         return data
-    cipher = _aes_gcm(_data_key(stem, manifest))
+    cipher = _aes_gcm(_data_key(manifest))
     return _decrypt(cipher, manifest.encryption.aad, data, f"the {kind} index")

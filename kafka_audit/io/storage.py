@@ -47,6 +47,7 @@ _options: dict[str, Any] = {}
 # (``rsm_objects.RsmKey``).
 RSM_KEY_OPTION = "rsm_key"
 _rsm_key: Any = None
+_generation = 0
 # Marks the sidecar path of an index inside a tiered-storage ``.indexes`` object (rsm_objects).
 INDEX_REF_MARK = ".indexes#"
 
@@ -95,9 +96,16 @@ def parse_option_value(text: str) -> Any:
 def configure(options: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> None:
     """Install the ``--storage-option`` settings for the remote filesystems of this process (and
     the ``--rsm-key-file`` key, which no filesystem library is given)."""
-    global _options, _rsm_key
+    global _options, _rsm_key, _generation
     _options = dict(options or {})
     _rsm_key = _options.pop(RSM_KEY_OPTION, None)
+    _generation += 1
+
+
+def generation() -> int:
+    """How many times :func:`configure` ran in this process: what was read under other settings
+    (another task, another scan) is read again (``rsm_objects``' manifest cache)."""
+    return _generation
 
 
 def rsm_key() -> Any:
