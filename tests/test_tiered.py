@@ -317,3 +317,23 @@ def test_dump_reads_an_encrypted_remote_segment_with_the_key(tmp_path, rsa_key):
     assert remote.exit_code == 0 and plain.exit_code == 0
     strip = lambda text: [line.split('"position"', 1)[1] for line in text.splitlines() if '"position"' in line]
     assert strip(remote.output) == strip(plain.output) and strip(plain.output)
+
+
+@needs_corpus
+def test_local_tiered_storage_layout_joins_the_local_log_too(tmp_path):
+    """Kafka's LocalTieredStorage layout (``<topic>-<partition>-<topic id>/<offset>-<segment id>.log``)
+    is one history with the local folder, as the plugin's is."""
+    source = CORPUS / "real-broker/retention-producer-expiry/data"
+    local = tmp_path / "local"
+    shutil.copytree(source, local)
+    os.system(f"chmod -R u+w {local}")
+    folder = tmp_path / "remote" / f"ret-0-{TOPIC_ID}"
+    folder.mkdir(parents=True)
+    for log in sorted((local / "ret-0").glob("*.log"))[:5]:
+        for sidecar in sorted(local.joinpath("ret-0").glob(log.stem + ".*")):
+            if sidecar.suffix != ".snapshot":
+                shutil.move(sidecar, folder / f"{int(log.stem)}-{segment_id_for(int(log.stem))}{sidecar.suffix}")
+    found = kafka_audit.scan([str(local), str(tmp_path / "remote")], engine="local")
+    whole = kafka_audit.scan([str(source)], engine="local")
+    assert _comparable(found.findings) == _comparable(whole.findings)
+    assert found.summary["partitions"] == whole.summary["partitions"]
