@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.io import storage
-from kafka_audit.io.rsm_objects import EncryptedSegment
+from kafka_audit.io.rsm_objects import EncryptedSegment, is_segment_log
 from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.default_record import RecordScreen
@@ -101,7 +101,7 @@ def with_read_ahead(tasks: Iterable[SegmentTask]) -> Iterator[SegmentTask]:
     while the task before it is audited, so the store's latency overlaps the parsing."""
     previous: SegmentTask | None = None
     for task in tasks:
-        if task.size and storage.is_remote(task.path):
+        if _reads_ahead(task):
             storage.configure(task.storage_options)
             storage.prefetch_range(*_first_read(task))
         if previous is not None:
@@ -113,13 +113,19 @@ def with_read_ahead(tasks: Iterable[SegmentTask]) -> Iterator[SegmentTask]:
         _forget_first_read(previous)
 
 
+def _reads_ahead(task: SegmentTask) -> bool:
+    """A task on an object store whose first bytes lie at the task's positions: not a tiered-storage
+    plugin's chunked object, read through its manifest (rsm_objects)."""
+    return bool(task.size) and storage.is_remote(task.path) and not is_segment_log(task.path)
+
+
 def _first_read(task: SegmentTask) -> tuple[str, int, int]:
     return (task.path, *first_read(task.size, task.start, task.stop))
 
 
 def _forget_first_read(task: SegmentTask) -> None:
     """A task done without taking its first read (it failed before): the bytes are dropped."""
-    if task.size and storage.is_remote(task.path):
+    if _reads_ahead(task):
         storage.discard_prefetched([_first_read(task)])
 
 
