@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log_lines import BrokerLogLine
+from kafka_audit.io.rsm_objects import is_segment_log
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.log.producer_snapshot import read_producer_snapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
@@ -348,8 +349,9 @@ def _not_scanned(meta: PartitionMeta, finding: Finding) -> Finding:
 def _can_open(path: str | None, remote_too: bool = False) -> bool:
     """Whether the segment step could open the segment file (FileRecords). An object in a store
     is asked only with ``remote_too`` (a request each): it was listed a moment ago, and only a
-    segment that gave no batch needs the answer."""
-    if path is None or (storage.is_remote(path) and not remote_too):
+    segment that gave no batch needs the answer. A tiered-storage plugin's chunked object is always
+    asked: its indexes are no more readable than its chunks (an encrypted segment without the key)."""
+    if path is None or (storage.is_remote(path) and not remote_too and not is_segment_log(path)):
         return True
     try:
         with FileRecords(path):

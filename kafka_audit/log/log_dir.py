@@ -411,8 +411,10 @@ def _rsm_segment_file(path: str, display: str, base_offset: int) -> SegmentFile:
     manifest = rsm_objects.load_manifest(stem)
     place = rsm_objects.place_of(path)
     has_txn = manifest.indexes.get("transaction") is not None
+    # A local copy's modification time, as for any local segment file; none in a store.
+    mtime = None if storage.is_remote(path) else os.stat(storage.local_path(path)).st_mtime_ns // 1_000_000
     return SegmentFile(
-        path, display, base_offset, LIVE, manifest.original_size, None,
+        path, display, base_offset, LIVE, manifest.original_size, mtime,
         rsm_objects.index_ref(stem, "offset"), rsm_objects.index_ref(stem, "timestamp"),
         rsm_objects.index_ref(stem, "transaction") if has_txn else None,
         remote_id=place[4] if place else None, remote_txn_index=has_txn,
