@@ -69,6 +69,14 @@ SPEC_CHECKS: dict[str, tuple[str, int | None, str | None]] = {
 # Checks whose SPEC rows name a second error a finding may carry instead (record_too_large over
 # segment.bytes: UnifiedLog.append's RECORD_LIST_TOO_LARGE).
 SPEC_ALTERNATIVE_ERRORS = {"record_too_large": (18, "RECORD_LIST_TOO_LARGE")}
+# SPEC section 5: the checks of __remote_log_metadata (no Kafka error code).
+SPEC_REMOTE_CHECKS = {
+    "remote_segment_incomplete": ("warning", None, None),
+    "remote_segment_overlap": ("error", None, None),
+    "remote_log_gap": ("warning", None, None),
+    "remote_segment_missing": ("error", None, None),
+    "remote_txn_index_flag": ("info", None, None),
+}
 # SPEC non_monotonic_offsets: in an uncompressed v2 batch, non-consecutive deltas are a warning
 # (Kafka 3.6 accepts them): no error a producer saw.
 SPEC_WARNING_VARIANTS = {"non_monotonic_offsets": ("warning", None, None)}
@@ -171,9 +179,18 @@ def test_spec_table_written_here_is_the_spec():
     assert alternatives == SPEC_ALTERNATIVE_ERRORS
 
 
+def test_remote_checks_written_here_are_the_spec():
+    if not SPEC_PATH.is_file():
+        pytest.skip(f"{SPEC_PATH} not found")
+    text = SPEC_PATH.read_text()
+    section = text[text.index("## 5. Remote inputs") :]
+    rows = re.findall(r"^\| `([a-z_]+)` \|.*\| (error|warning|info) \|$", section, re.M)
+    assert {check: (severity, None, None) for check, severity in rows} == SPEC_REMOTE_CHECKS
+
+
 def test_errors_table_matches_the_spec():
-    assert set(CHECKS) == set(SPEC_CHECKS)
-    for check, (severity, code, name) in SPEC_CHECKS.items():
+    assert set(CHECKS) == set(SPEC_CHECKS) | set(SPEC_REMOTE_CHECKS)
+    for check, (severity, code, name) in {**SPEC_CHECKS, **SPEC_REMOTE_CHECKS}.items():
         spec = CHECKS[check]
         assert spec.severity == severity, check
         assert (spec.error.code if spec.error else None, spec.error.name if spec.error else None) == (code, name), check

@@ -41,6 +41,9 @@ LOG, INDEXES, MANIFEST = ".log", ".indexes", ".rsm-manifest"
 INDEX_REF = re.compile(r"^(?P<stem>.+)\.indexes#(?P<kind>offset|timestamp|transaction|producerSnapshot|leaderEpoch)$")
 ENCRYPTED = "encrypted"
 _CACHED_MANIFESTS = 256
+# A manifest is a few hundred bytes (a variable chunk index: a few bytes per chunk); anything far
+# larger is not one.
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
 class EncryptedSegment(OSError):
@@ -174,7 +177,10 @@ def load_manifest(stem: str) -> Manifest:
         return cached
     path = stem + MANIFEST
     try:
-        manifest = parse_manifest(storage.read_bytes(path, 64 * 1024 * 1024))
+        data = storage.read_bytes(path, MAX_MANIFEST_BYTES + 1)
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise ManifestError(f"larger than {MAX_MANIFEST_BYTES:,} bytes")
+        manifest = parse_manifest(data)
     except FileNotFoundError:
         raise FileNotFoundError(errno.ENOENT, f"its manifest {path.rsplit('/', 1)[-1]} is missing") from None
     except ManifestError as exc:

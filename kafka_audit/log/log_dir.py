@@ -250,8 +250,12 @@ class _Walker:
             elif looks_kafka:
                 # A FIFO, socket or device: opening a FIFO would block the audit forever.
                 self._not_readable(display, directory, "not a regular file")
-        for name in files:
-            self._add_file(directory, name, self.fs.join(directory, name), root, explicit=False)
+        # A tiered-storage plugin's segment is sized by its manifest: a folder's manifests in a
+        # store are read a few at once, ahead of the files that need them.
+        manifests = [self.fs.join(directory, n) for n in files if n.endswith(rsm_objects.MANIFEST)]
+        with storage.prefetching(manifests, rsm_objects.MAX_MANIFEST_BYTES):
+            for name in files:
+                self._add_file(directory, name, self.fs.join(directory, name), root, explicit=False)
         for sub in subdirs:
             self._walk_dir(sub, root)
 
