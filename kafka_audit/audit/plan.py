@@ -33,7 +33,6 @@ from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, make_finding
 from kafka_audit.rules.log_validator import (
-    ALWAYS_COMPACTED_TOPICS,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEGMENT_BYTES,
     ValidationConfig,
@@ -76,11 +75,12 @@ def scan_options(
     broker_log: BrokerLog | None = None,
 ) -> ScanOptions:
     """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
-    place the CLI and ``kafka_audit.scan()`` build them. The topics a broker always compacts are
-    added to ``compacted_topics``; every default is the named constant of the rule it sets."""
+    place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
+    no naming: ``ValidationConfig.is_compacted``); every default is the named constant of the rule
+    it sets."""
     return ScanOptions(
         validation=ValidationConfig(
-            compacted_topics=frozenset(compacted_topics) | ALWAYS_COMPACTED_TOPICS,
+            compacted_topics=frozenset(compacted_topics),
             max_message_bytes=max_message_bytes,
             segment_bytes=segment_bytes,
             timestamp_before_max_ms=timestamp_before_max_ms,
