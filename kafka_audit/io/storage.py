@@ -163,12 +163,7 @@ def os_error(uri: str, exc: BaseException) -> OSError:
 
 def read_bytes(path: str, limit: int) -> bytes:
     """At most ``limit`` bytes from the start of a small file (a sidecar), local or remote; one
-    request for a remote one (answered by :func:`prefetch` when it asked for it first). An index
-    inside a tiered-storage ``.indexes`` object (``<stem>.indexes#offset``) is read there."""
-    if INDEX_REF_MARK in path:
-        from kafka_audit.io import rsm_objects
-
-        return rsm_objects.read_index(path)[:limit]
+    request for a remote one (answered by :func:`prefetch` when it asked for it first)."""
     if not is_remote(path):
         with open(local_path(path), "rb") as handle:
             # read(limit) allocates the whole limit (256 MiB for a sidecar) before reading; the

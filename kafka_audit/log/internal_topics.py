@@ -10,9 +10,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
-from kafka_audit.log.log_names import CLUSTER_METADATA, CONSUMER_OFFSETS, TRANSACTION_STATE, parse_partition_dir
+from kafka_audit.log.log_names import (
+    CLUSTER_METADATA,
+    CONSUMER_OFFSETS,
+    REMOTE_LOG_METADATA,
+    TRANSACTION_STATE,
+    parse_partition_dir,
+)
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
-from kafka_audit.log.remote_log_metadata import REMOTE_LOG_METADATA, decode_remote_log_metadata
+from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 

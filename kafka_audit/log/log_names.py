@@ -19,6 +19,8 @@ CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
 SHARE_GROUP_STATE = "__share_group_state"
 CLUSTER_METADATA = "__cluster_metadata"
+# KIP-405's record of what was copied to and deleted from remote storage (TopicBasedRemoteLogMetadataManager).
+REMOTE_LOG_METADATA = "__remote_log_metadata"
 # Topics a broker always creates with cleanup.policy=compact (GroupCoordinator, TransactionLog).
 ALWAYS_COMPACTED_TOPICS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE})
 

@@ -21,7 +21,6 @@ from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.message_reader import MalformedMessage, MessageReader
 from kafka_audit.record.problem import Problem
 
-REMOTE_LOG_METADATA = "__remote_log_metadata"
 FRAME_VERSION = 1
 RECORD_TYPES = {
     0: "RemoteLogSegmentMetadataRecord",

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafka_audit.io import storage
+from kafka_audit.io import rsm_objects, storage
 from kafka_audit.record.problem import Problem
 
 # Index files are preallocated to segment.index.bytes (10 MiB by default); anything far larger
@@ -99,7 +99,10 @@ def read_sidecar(path: str, parse: Callable[[bytes], SidecarEntries], check: str
     """Read ``path`` (a local path or URI, at most :data:`MAX_SIDECAR_BYTES`) and parse it; an
     OSError becomes a problem."""
     try:
-        data = storage.read_bytes(path, MAX_SIDECAR_BYTES + 1)
+        if rsm_objects.INDEX_REF.match(path):  # an index inside a tiered-storage .indexes object
+            data = rsm_objects.read_index(path)[: MAX_SIDECAR_BYTES + 1]
+        else:
+            data = storage.read_bytes(path, MAX_SIDECAR_BYTES + 1)
     except OSError as exc:
         result = SidecarEntries([], [], path=path)
         result.add_problem(check, None, f"Cannot read {path}: {exc.strerror or exc}", {"unreadable": True})

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kafka_audit.log.discovery import Discovery, PartitionDir
-from kafka_audit.log.log_names import DELETED, LIVE
-from kafka_audit.log.remote_log_metadata import COPY_FINISHED, REMOTE_LOG_METADATA, read_remote_log_metadata
+from kafka_audit.log.log_names import DELETED, LIVE, REMOTE_LOG_METADATA
+from kafka_audit.log.remote_log_metadata import COPY_FINISHED, read_remote_log_metadata
 
 
 def join_histories(discovery: Discovery) -> None:
