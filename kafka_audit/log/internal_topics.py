@@ -1,7 +1,7 @@
 """Which decoder reads a file's records, by where the file lives (DumpLogSegments picks its
-``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` the same
-way, by topic): ``__consumer_offsets-N``, ``__transaction_state-N``, ``__cluster_metadata-0``
-folders, and KRaft snapshot files (``bootstrap.checkpoint``, ``<offset>-<epoch>.checkpoint``)."""
+``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` /
+``--share-group-state-decoder`` the same way, by topic): ``__consumer_offsets-N``,
+``__transaction_state-N``, ``__share_group_state-N``, ``__cluster_metadata-0`` folders, and KRaft snapshot files (``bootstrap.checkpoint``, ``<offset>-<epoch>.checkpoint``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
+from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_share_group_state, decode_transaction_log
 from kafka_audit.log.log_names import parse_partition_dir
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
 from kafka_audit.record.file_records import FileRecords
@@ -19,6 +19,7 @@ Decoder = Callable[[bytes | None, bytes | None], dict[str, Any]]
 
 CONSUMER_OFFSETS = "__consumer_offsets"
 TRANSACTION_STATE = "__transaction_state"
+SHARE_GROUP_STATE = "__share_group_state"
 CLUSTER_METADATA = "__cluster_metadata"
 # KRaft snapshots (Snapshots.SUFFIX) and the bootstrap file end in ".checkpoint"; the text
 # checkpoints beside them end in "-checkpoint".
@@ -45,6 +46,8 @@ def decoder_for(path: str) -> Decoder | None:
         return decode_consumer_offsets
     if topic == TRANSACTION_STATE:
         return decode_transaction_log
+    if topic == SHARE_GROUP_STATE:
+        return decode_share_group_state
     if topic == CLUSTER_METADATA:
         return MetadataRecordDecoder()
     return None
