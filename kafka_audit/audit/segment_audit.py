@@ -155,6 +155,17 @@ def _with_record(details: dict, record_index: int | None) -> dict:
     return details if record_index is None else {**details, "record": record_index}
 
 
+def _decode_violation(problem: Problem) -> Violation:
+    """A problem met reading a batch's records. A v0/v1 inner message whose CRC-32 is wrong is a
+    culprit record (SPEC section 2: the inner message's offset and ``record_index``); the others
+    are exceptions, not RecordValidationExceptions: the broker's answer names no record (KIP-467
+    record_errors empty), so neither does the finding, and its details say where reading stopped."""
+    if problem.check == CheckId.CRC_MISMATCH:
+        return Violation(problem.check, problem.message, problem.record_index, problem.offset,
+                         _with_record(problem.details, problem.record_index))
+    return Violation(problem.check, problem.message, details=_with_record(problem.details, problem.record_index))
+
+
 class SegmentAuditor:
     """Iterate :meth:`run` for the findings and summaries of one task; read ``stats`` after."""
 
@@ -392,12 +403,7 @@ class SegmentAuditor:
         if batch.is_control:
             violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
         if decoded.problems:
-            # An exception, not a RecordValidationException: the broker's answer names no record
-            # (KIP-467 record_errors empty), so neither does the finding; details say where it stopped.
-            violations += [
-                Violation(p.check, p.message, details=_with_record(p.details, p.record_index))
-                for p in decoded.problems
-            ]
+            violations += [_decode_violation(p) for p in decoded.problems]
         elif not decoded.passed_screen:  # a screened batch has no record-level violation
             violations += validate_records(
                 batch, decoded.records, self.task.topic, topic_partition, config, self.reference_time
