@@ -52,7 +52,6 @@ from kafka_audit.log.log_names import (
     segment_state,
 )
 
-
 _OVERFLOW_REASON = (
     "its 20-digit name is above Long.MAX_VALUE: a broker cannot load it "
     "(LogFileUtils.offsetFromFileName throws NumberFormatException)"
