@@ -46,13 +46,16 @@ from kafka_audit.cli.options import (
     OutputFormat,
     PartitionOption,
     PathsArgument,
+    PipeGuard,
     ProducerIdOption,
     QuietOption,
+    ReaderGone,
     SinceOption,
     StorageOption,
     TopicOption,
     UntilOption,
     check_paths,
+    end_quietly,
     fail,
     parse_conf,
     parse_reference_time,
@@ -398,10 +401,21 @@ def dump(
 def main(argv: list[str] | None = None) -> None:
     """The console entry point. Typer's usage errors (unknown option, bad value, missing
     argument) become one line on stderr and exit code 2, like every other error about paths and
-    options; a call without arguments prints the help."""
+    options; a call without arguments prints the help; a reader that closes the output pipe ends
+    the command quietly with exit 0 (SPEC section 1)."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=TEXT_ERRORS)
+    sys.stdout = PipeGuard(sys.stdout)  # type: ignore[assignment]
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # what is still buffered, while a closed pipe can still be told apart
+    except ReaderGone:
+        code = end_quietly()
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         code = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
@@ -419,4 +433,4 @@ def main(argv: list[str] | None = None) -> None:
             code = getattr(exc, "exit_code", EXIT_USAGE)
     if code == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         print("kafka-audit: interrupted", file=sys.stderr)
-    sys.exit(code if isinstance(code, int) else EXIT_OK)
+    return code if isinstance(code, int) else EXIT_OK
