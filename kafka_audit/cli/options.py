@@ -85,7 +85,7 @@ def end_quietly() -> int:
     """After :class:`ReaderGone`: point stdout at /dev/null, so that the interpreter's last flush
     of what is still buffered meets no closed pipe, and answer exit 0."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.__stdout__.fileno())
+    os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return EXIT_OK
 

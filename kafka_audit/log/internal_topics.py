@@ -20,6 +20,7 @@ from kafka_audit.log.log_names import (
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import RecordBatch
 
 Decoder = Callable[[bytes | None, bytes | None], dict[str, Any]]
 
@@ -43,7 +44,11 @@ def decoder_for(path: str) -> Decoder | None:
     """A fresh record decoder for the file at ``path``, or None for an ordinary topic."""
     if is_kraft_snapshot(path):
         return MetadataRecordDecoder()
-    topic = topic_of(path)
+    return decoder_for_topic(topic_of(path))
+
+
+def decoder_for_topic(topic: str | None) -> Decoder | None:
+    """A fresh record decoder for a segment of ``topic``, or None for an ordinary topic."""
     if topic == CONSUMER_OFFSETS:
         return decode_consumer_offsets
     if topic == TRANSACTION_STATE:
@@ -53,6 +58,12 @@ def decoder_for(path: str) -> Decoder | None:
     if topic == CLUSTER_METADATA:
         return MetadataRecordDecoder()
     return None
+
+
+def count_unknown(segment: FileRecords, batch: RecordBatch, decoder: Decoder) -> int:
+    """How many of a data batch's records ``decoder`` finds of a type or version it does not
+    know (the scan summary's ``internal_records_unknown``)."""
+    return sum("unknown" in decoder(r.key, r.value) for r in segment.records(batch, with_data=True).records)
 
 
 def read_transaction_log(path: str) -> Iterator[dict[str, Any] | Problem]:
