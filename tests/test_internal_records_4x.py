@@ -186,3 +186,26 @@ def test_strict_reading_of_flexible_versions():
     assert "non-nullable field client_id" in decode_consumer_offsets(member_key, member)["error"]
     # The non-flexible key of a flexible value: int16 lengths.
     assert decode_consumer_offsets(struct.pack(">h", 3) + _compact("g"), ok)["error"]
+
+
+_CONTROL_LINE = re.compile(r"\| offset: (\d+) .*headerKeys: \[\] (LeaderChange:|SnapshotHeader|SnapshotFooter|KRaftVersion|KRaftVoters) (\{.*\})$")
+
+
+@pytest.mark.parametrize("case", ["tv2-transactions", "consumer-group-848"])
+def test_kraft_control_records_decode_as_kafka_dump_log_prints_them(case):
+    """LeaderChange, KRaftVersion, KRaftVoters (the metadata log's first batch) and SnapshotHeader,
+    KRaftVersion, KRaftVoters, SnapshotFooter (a KRaft snapshot), as DumpLogSegments 4.2.1 prints them."""
+    base = shared_corpus("real-broker-4") / case
+    checked = 0
+    for name in ("00000000000000000000.log", "00000000000000000000-0000000000.checkpoint"):
+        segment = base / "data" / "__cluster_metadata-0" / name
+        lines = [json.loads(line) for line in dump_file(str(segment), as_json=True, records=True, print_data=False)]
+        ours = {r["offset"]: r["decoded"] for b in lines if b.get("is_control") for r in b["records"]}
+        for line in (base / "kafka-dump-log" / "__cluster_metadata-0" / f"{name}.dump.txt").read_text().splitlines():
+            match = _CONTROL_LINE.match(line)
+            if match:
+                got = dict(ours[int(match.group(1))])
+                assert got.pop("record") == match.group(2).rstrip(":")
+                assert got == _snake(json.loads(match.group(3)))
+                checked += 1
+    assert checked == 7

@@ -180,3 +180,35 @@ class MetadataRecordDecoder:
             self.topic_names[out["topic_id"]] = out["name"]
         elif "topic_id" in out and out["topic_id"] in self.topic_names:
             out["topic"] = self.topic_names[out["topic_id"]]
+
+
+# The KRaft control records' values by control type (clients/src/main/resources/common/message:
+# LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord,
+# VotersRecord), each read at version 0 as ControlRecordUtils reads them (*_CURRENT_VERSION).
+_KRAFT_CONTROL: dict[int, tuple[str, str, str, str]] = {
+    2: ("LeaderChange", "0-1", "0+",
+        "&Voter={VoterId:int32 VoterDirectoryId(1+):uuid} Version:int16 LeaderId:int32 Voters:[Voter] GrantingVoters:[Voter]"),
+    3: ("SnapshotHeader", "0", "0+", "Version:int16 LastContainedLogTimestamp:int64"),
+    4: ("SnapshotFooter", "0", "0+", "Version:int16"),
+    5: ("KRaftVersion", "0", "0+", "Version:int16 KRaftVersion:int16"),
+    6: ("KRaftVoters", "0", "0+",
+        "Version:int16 Voters:[{VoterId:int32 VoterDirectoryId:uuid Endpoints:[{Name:string Host:string Port:uint16}] "
+        "KRaftVersionFeature:{MinSupportedVersion:int16 MaxSupportedVersion:int16}}]"),
+}
+KRAFT_CONTROL_SCHEMAS = {control_type: schema(*entry) for control_type, entry in _KRAFT_CONTROL.items()}
+_CONTROL_READ_VERSION = 0
+
+
+def decode_kraft_control(control_type: int | None, value: bytes | None) -> dict[str, Any] | None:
+    """A KRaft control record's value, as DumpLogSegments prints it; None for other types."""
+    record = None if control_type is None else KRAFT_CONTROL_SCHEMAS.get(control_type)
+    if record is None:
+        return None
+    out: dict[str, Any] = {"record": record.name}
+    try:
+        if value is None:
+            raise MalformedMessage("null value")
+        out.update(record.read(value, _CONTROL_READ_VERSION))
+    except MalformedMessage as exc:
+        out["error"] = str(exc)
+    return out
