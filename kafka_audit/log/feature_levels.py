@@ -31,6 +31,9 @@ TRANSACTION_VERSION = "transaction.version"
 # proves the log dir was written by Kafka 4.
 FIRST_KAFKA_4_METADATA_VERSION = 22
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+_FEATURE_NAMES = (METADATA_VERSION.encode(), TRANSACTION_VERSION.encode())
+# The v2 batch header (DefaultRecordBatch.RECORD_BATCH_OVERHEAD); older formats hold no metadata.
+_HEADER = 61
 # MetadataRecordType.FEATURE_LEVEL_RECORD
 _FEATURE_LEVEL_RECORD = 12
 
@@ -58,7 +61,7 @@ def read_written_by(discovery: Discovery) -> WrittenBy:
         bootstrap = os.path.join(log_dir, BOOTSTRAP_CHECKPOINT)
         if _apply(levels, [bootstrap], 0):
             source = bootstrap
-    for partition in discovery.partitions:
+    for partition in local:  # an object store's metadata is not read twice for this
         if partition.topic == CLUSTER_METADATA:
             found = _metadata_partition(partition, levels)
             source = found or source
@@ -71,13 +74,12 @@ def _metadata_partition(partition: PartitionDir, levels: dict[str, int]) -> str 
     """The newest snapshot's levels, then the log's from the snapshot's end offset on; the last
     file that set a level, or None."""
     start, source = 0, None
-    if not storage.is_remote(partition.path):
-        snapshots = sorted(n for n in _listing(partition.path) if KRAFT_SNAPSHOT.match(n) and n.endswith(".checkpoint"))
-        if snapshots:
-            newest = os.path.join(partition.path, snapshots[-1])
-            if _apply(levels, [newest], 0):
-                source = newest
-            start = int(snapshots[-1][:20])
+    snapshots = sorted(n for n in _listing(partition.path) if KRAFT_SNAPSHOT.match(n) and n.endswith(".checkpoint"))
+    if snapshots:
+        newest = os.path.join(partition.path, snapshots[-1])
+        if _apply(levels, [newest], 0):
+            source = newest
+        start = int(snapshots[-1][:20])
     segments = [s.path for s in sorted(partition.segments, key=lambda s: s.base_offset) if s.state == LIVE]
     if _apply(levels, segments, start):
         source = segments[-1]
@@ -91,6 +93,35 @@ def _listing(folder: str) -> list[str]:
         return []
 
 
+def _candidate_batches(buf, end: int) -> list[int]:
+    """Positions of the batches that may hold a FeatureLevelRecord: those whose bytes hold a
+    feature name read here (found by one byte search of the file) and the compressed ones (not
+    searchable), reached by hopping from batch header to batch header (12 bytes each, as
+    FileLogInputStream does); where the framing breaks the walk stops (the scan reports it)."""
+    found = sorted(at for name in _FEATURE_NAMES for at in _find_all(buf, end, name))
+    positions, pos, hit = [], 0, 0
+    while pos + _HEADER <= end:
+        size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True)
+        stop = pos + 12 + size
+        if size < _HEADER - 12 or stop > end:
+            break
+        while hit < len(found) and found[hit] < pos:
+            hit += 1
+        compressed = int.from_bytes(buf[pos + 21 : pos + 23], "big") & 0x07
+        if compressed or (hit < len(found) and found[hit] < stop):
+            positions.append(pos)
+        pos = stop
+    return positions
+
+
+def _find_all(buf, end: int, needle: bytes) -> list[int]:
+    found, at = [], buf.find(needle, 0, end)
+    while at >= 0:
+        found.append(at)
+        at = buf.find(needle, at + 1, end)
+    return found
+
+
 def _apply(levels: dict[str, int], paths: Iterable[str], start: int) -> bool:
     """Replay the FeatureLevelRecords at offsets from ``start`` of these record-batch files into
     ``levels``; whether any was found. A file that cannot be read is left out (the scan reports
@@ -100,17 +131,18 @@ def _apply(levels: dict[str, int], paths: Iterable[str], start: int) -> bool:
     for path in paths:
         try:
             with FileRecords(path) as records:
-                for batch in records.batches():
-                    if not isinstance(batch, RecordBatch) or batch.is_control or not batch.crc_valid or batch.last_offset < start:
-                        continue
-                    for record in records.records(batch, with_data=True).records:
-                        value = record.value
-                        if record.offset < start or not value or value[:2] != bytes((FRAME_VERSION, _FEATURE_LEVEL_RECORD)):
+                for position in _candidate_batches(records.buffer, records.size):
+                    for batch in records.batches(position, position + 1):
+                        if not isinstance(batch, RecordBatch) or batch.is_control or not batch.crc_valid:
                             continue
-                        decoded = decoder(record.key, value)
-                        if "feature_level" in decoded:
-                            levels[decoded["name"]] = decoded["feature_level"]
-                            found = True
+                        for record in records.records(batch, with_data=True).records:
+                            value = record.value
+                            if record.offset < start or not value or value[:2] != bytes((FRAME_VERSION, _FEATURE_LEVEL_RECORD)):
+                                continue
+                            decoded = decoder(record.key, value)
+                            if "feature_level" in decoded:
+                                levels[decoded["name"]] = decoded["feature_level"]
+                                found = True
         except (OSError, ValueError):
             continue
     return found
