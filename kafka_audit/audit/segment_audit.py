@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.io import storage
+from kafka_audit.log.internal_topics import count_unknown, decoder_for_topic
 from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.default_record import RecordScreen
@@ -138,12 +139,15 @@ class SegmentStats:
     codecs: Counter = field(default_factory=Counter)
     bytes_read: Counter = field(default_factory=Counter)
     unread: dict[str, str] = field(default_factory=dict)
+    # Records of internal topics whose type or version no schema here knows (SPEC section 3).
+    internal_records_unknown: int = 0
 
     def merge(self, other: "SegmentStats") -> "SegmentStats":
         self.segments += other.segments
         self.batches += other.batches
         self.records += other.records
         self.bytes += other.bytes
+        self.internal_records_unknown += other.internal_records_unknown
         self.formats.update(other.formats)
         self.codecs.update(other.codecs)
         self.bytes_read.update(other.bytes_read)
@@ -154,6 +158,17 @@ class SegmentStats:
 
 def _with_record(details: dict, record_index: int | None) -> dict:
     return details if record_index is None else {**details, "record": record_index}
+
+
+def _decode_violation(problem: Problem) -> Violation:
+    """A problem met reading a batch's records. A v0/v1 inner message whose CRC-32 is wrong is a
+    culprit record (SPEC section 2: the inner message's offset and ``record_index``); the others
+    are exceptions, not RecordValidationExceptions: the broker's answer names no record (KIP-467
+    record_errors empty), so neither does the finding, and its details say where reading stopped."""
+    if problem.check == CheckId.CRC_MISMATCH:
+        return Violation(problem.check, problem.message, problem.record_index, problem.offset,
+                         _with_record(problem.details, problem.record_index))
+    return Violation(problem.check, problem.message, details=_with_record(problem.details, problem.record_index))
 
 
 class SegmentAuditor:
@@ -182,6 +197,8 @@ class SegmentAuditor:
         # do not hold one) concerns, as those bytes were written after it.
         self._last_timestamp: int | None = None
         self._counts: Counter = Counter()  # findings per check (run)
+        # An internal topic's record decoder: its records of unknown types are counted.
+        self._internal = decoder_for_topic(task.topic)
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
@@ -261,6 +278,8 @@ class SegmentAuditor:
                             yield from self._capped(findings)
                     if item.max_timestamp >= 0:
                         self._last_timestamp = item.max_timestamp
+                    if self._internal is not None and item.crc_valid and not item.is_control:
+                        self.stats.internal_records_unknown += count_unknown(segment, item, self._internal)
                     yield summary
             except OSError as exc:
                 # A ranged read of an object in a store failed part way (network, object gone):
@@ -393,12 +412,7 @@ class SegmentAuditor:
         if batch.is_control:
             violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
         if decoded.problems:
-            # An exception, not a RecordValidationException: the broker's answer names no record
-            # (KIP-467 record_errors empty), so neither does the finding; details say where it stopped.
-            violations += [
-                Violation(p.check, p.message, details=_with_record(p.details, p.record_index))
-                for p in decoded.problems
-            ]
+            violations += [_decode_violation(p) for p in decoded.problems]
         elif not decoded.passed_screen:  # a screened batch has no record-level violation
             violations += validate_records(
                 batch, decoded.records, self.task.topic, topic_partition, config, self.reference_time

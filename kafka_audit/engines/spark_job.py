@@ -52,7 +52,7 @@ from kafka_audit.audit.plan import (
     pack_tasks,
     partition_metas,
     plan_tasks,
-    with_inferred_compaction,
+    with_log_dir_facts,
 )
 from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.engines import schemas
@@ -152,7 +152,7 @@ def run_job(
     """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
     Frames are None when there is nothing to audit."""
     started = time.monotonic()
-    options = with_inferred_compaction(options, discovery)
+    options = with_log_dir_facts(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
@@ -171,7 +171,8 @@ def run_job(
                 stats.merge(value)
             elif kind == schemas.TOTALS:
                 totals.merge(value)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log), frames
+    wall = time.monotonic() - started
+    return finish_result(discovery, stats, totals, findings, wall, options.broker_log, options.written_by), frames
 
 
 def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:

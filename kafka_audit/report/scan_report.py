@@ -71,6 +71,14 @@ def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABL
             console.print(_group_table(group, findings, limit, wide))
 
 
+def _written_by(summary: dict[str, Any]) -> str:
+    """The feature levels the log dirs record, or that they record none."""
+    levels = [f"{name} {summary[key]}" for key, name in (("metadata_version", "metadata.version"),
+                                                        ("transaction_version", "transaction.version"))
+              if summary.get(key) is not None]
+    return ", ".join(levels) or "unknown (no KRaft metadata scanned)"
+
+
 def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
@@ -86,6 +94,8 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
         ("bytes", f"{summary.get('bytes_read', summary.get('bytes', 0)):,} read of {summary.get('bytes_found', 0):,} found"),
         ("unreadable", f"{summary.get('segments_unreadable', 0):,} segments not read in full"),
         ("skipped", f"{summary.get('files_skipped', 0):,} files that are not part of a Kafka log"),
+        ("written by", _written_by(summary)),
+        ("internal", f"{summary.get('internal_records_unknown', 0):,} internal records of unknown type or version"),
         ("formats", _counts(summary.get("formats", {}))),
         ("codecs", _counts(summary.get("codecs", {}))),
         ("producers", f"{summary.get('producers', 0):,}"),
