@@ -31,7 +31,7 @@ from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
-from kafka_audit.rules.findings import Finding, make_finding
+from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -55,6 +55,8 @@ class ScanOptions:
     shuffle_partitions: int | None = None
     # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
     broker_log: BrokerLog | None = None
+    # --baseline: the fingerprints of known findings (marked ``baseline``, never failing the gate).
+    baseline: frozenset[str] = frozenset()
 
 
 @dataclass(slots=True)
@@ -68,6 +70,8 @@ class ScanResult:
     events: list[Event] = field(default_factory=list)
     # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
     producers: list[dict[str, Any]] = field(default_factory=list)
+    # Every (topic, partition) scanned, sorted, findings or not (a JUnit test case each).
+    partitions: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -246,7 +250,7 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options)
 
 
 def finish_result(
@@ -255,12 +259,15 @@ def finish_result(
     totals: PartitionTotals,
     findings: list[Finding],
     wall: float,
-    broker_log: BrokerLog | None = None,
+    options: ScanOptions,
 ) -> ScanResult:
-    """Account for every byte found, order the findings (SPEC section 3) and build the summary
-    (with ``--broker-log``: its counts, lines about partitions outside the scan among them)."""
+    """Account for every byte found, order the findings (SPEC section 3), give them their
+    fingerprints (``--baseline``: marked known) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them)."""
+    broker_log = options.broker_log
     findings.extend(file_findings(discovery, stats))
     findings.sort(key=lambda f: f.sort_key)
+    assign_fingerprints(findings, options.baseline)
     by_check = Counter(f.check for f in findings)
     summary = {
         "paths": list(discovery.paths),
@@ -279,6 +286,7 @@ def finish_result(
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
         "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
+        "findings_baseline": sum(f.baseline for f in findings),
         "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),
         "bytes_read": stats.bytes,
         "segment_bytes": {
@@ -296,7 +304,8 @@ def finish_result(
     coordinator = read_coordinator_view(discovery)
     join_coordinator_view(coordinator, findings, producers, summary)
     count_findings(producers, findings)
-    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers)
+    scanned = sorted({(p.topic, p.partition) for p in discovery.partitions})
+    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers, scanned)
 
 
 def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:

@@ -31,12 +31,14 @@ import typer
 from rich.console import Console
 
 from kafka_audit.cli.options import (
+    CI_FORMATS,
     DEFAULT_MASTER,
     EXIT_FINDINGS,
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     TEXT_ERRORS,
+    BaselineOption,
     BrokerLogOption,
     ConfOption,
     DumpFormat,
@@ -52,6 +54,7 @@ from kafka_audit.cli.options import (
     StorageOption,
     TopicOption,
     UntilOption,
+    WriteBaselineOption,
     check_paths,
     fail,
     parse_conf,
@@ -206,6 +209,8 @@ def scan(
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
     ] = 86_400_000,
     broker_log: BrokerLogOption = None,
+    baseline: BaselineOption = None,
+    write_baseline: WriteBaselineOption = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
@@ -223,10 +228,15 @@ def scan(
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
     name picks the report."""
     from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.cli import ci_output
     from kafka_audit.report.views import finish_views
     from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
+    if format in CI_FORMATS and ctx.info_name != "scan":
+        raise fail(f"--format {format.value} is a format of scan; {ctx.info_name} writes table, json, ndjson or csv")
     _check_output(output)
+    _check_output(write_baseline, "--write-baseline")
+    known = ci_output.read_baseline(baseline)
     broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     keep = _report_filter(producer_id, since, until)
@@ -243,17 +253,21 @@ def scan(
         producer_id_expiration_ms=producer_id_expiration_ms,
         timeline=ctx.info_name == "timeline",
         broker_log=broker_lines,
+        baseline=known,
     )
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
         remote=remote, output_parquet=_parquet_target(output_parquet), storage_option=storage_option,
     )
     finish_views(result, keep)
+    ci_output.write_baseline(write_baseline, result)
     if ctx.info_name in ("producers", "timeline"):
         _write_view(result, ctx.info_name, keep, format, output)
+    elif format in CI_FORMATS:
+        _emit(ci_output.ci_report(result, format, fail_on.value, baseline is not None), output)
     else:
         _write_report(result, format, output)
-    if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
+    if any(f.fails_gate(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -337,17 +351,17 @@ def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: 
     return f"no Kafka segment (.log file) found under {where}{skipped}"
 
 
-def _check_output(output: Optional[Path]) -> None:
-    """Fail before the audit, not after it, when the report cannot be written."""
+def _check_output(output: Optional[Path], option: str = "--output") -> None:
+    """Fail before the audit, not after it, when the report (or ``option``'s file) cannot be written."""
     if output is None:
         return
     folder = output.parent if str(output.parent) else Path(".")
     if output.is_dir():
-        raise fail(f"--output {output}: is a directory")
+        raise fail(f"{option} {output}: is a directory")
     if not folder.is_dir():
-        raise fail(f"--output {output}: folder {folder} does not exist")
+        raise fail(f"{option} {output}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
-        raise fail(f"--output {output}: permission denied")
+        raise fail(f"{option} {output}: permission denied")
 
 
 def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
