@@ -135,7 +135,7 @@ def make_finding(
         client_outcome=str(kafka_error.client_outcome if kafka_error else spec.client_outcome),
         message=message,
         details=details,
-        batch_size=batch.size if has_batch else None,
+        batch_size=batch.size if batch is not None else None,
     )
 
 

@@ -38,7 +38,7 @@ def to_gitlab(result: ScanResult) -> str:
 
 def _issue(finding: Finding) -> dict[str, Any]:
     place = where(finding)
-    path = place.path.lstrip("/") if place is not None else _NO_FILE
+    path = place.path if place is not None else _NO_FILE
     line = place.line if place is not None and place.line is not None else 1
     position = f" (byte {place.byte_offset})" if place is not None and place.byte_offset is not None else ""
     return {
@@ -50,3 +50,4 @@ def _issue(finding: Finding) -> dict[str, Any]:
         "categories": ["Bug Risk"],
         "location": {"path": path or _NO_FILE, "lines": {"begin": line}},
     }
+

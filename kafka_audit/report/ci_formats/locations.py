@@ -1,9 +1,11 @@
 """Where a finding points a CI tool: the segment file (with the batch's byte range), the broker
 log file and line of a ``broker_rejection``, or the partition folder of a finding that concerns a
-partition as a whole."""
+partition as a whole. CI tools resolve paths against the project a job runs in, so an absolute
+local path (a ``--broker-log`` or PATH given as one) is written relative to the current folder."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from kafka_audit.rules.findings import Finding, partition_label
@@ -21,16 +23,22 @@ def where(finding: Finding) -> Where | None:
     """The file a finding is about, as the scan named it (relative to the PATH that found it), or
     None for a finding outside any partition and file."""
     if finding.segment:
-        return Where(finding.segment, None, finding.position, finding.batch_size if finding.position is not None else None)
+        length = finding.batch_size if finding.position is not None else None
+        return Where(_relative(finding.segment), None, finding.position, length)
     log_file = finding.details.get("log_file")
     if isinstance(log_file, str) and log_file:
         path, sep, line = log_file.rpartition(":")
         if sep and line.isdigit() and path:
-            return Where(path, int(line))
-        return Where(log_file)
+            return Where(_relative(path), int(line))
+        return Where(_relative(log_file))
     if finding.topic is not None and finding.partition is not None and finding.partition >= 0:
         return Where(partition_label(finding.topic, finding.partition))
     return None
+
+
+def _relative(path: str) -> str:
+    """A local absolute path relative to the current folder; relative paths and URIs as they are."""
+    return os.path.relpath(path) if os.path.isabs(path) else path
 
 
 def title(finding: Finding) -> str:
