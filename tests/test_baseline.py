@@ -139,3 +139,17 @@ def test_parquet_findings_carry_fingerprint_and_baseline(tmp_path, capsys):
     table = pq.read_table(tmp_path / "pq" / "findings")
     assert sorted(zip(table.column("fingerprint").to_pylist(), table.column("baseline").to_pylist())) == expected
     assert sorted(b for _, b in expected) == [False, True]
+
+
+def test_the_python_api_takes_a_baseline(tmp_path, capsys):
+    import kafka_audit
+
+    before = capture(tmp_path / "before", new_fault=False)
+    after = capture(tmp_path / "after", new_fault=True)
+    baseline = tmp_path / "baseline.json"
+    scan(capsys, before, "--write-baseline", baseline, "--format", "json")
+    findings = kafka_audit.scan(after, engine="local", baseline=baseline).findings
+    assert sorted((f["check"], f["baseline"]) for f in findings) == [("crc_mismatch", False), ("out_of_order_sequence", True)]
+    (tmp_path / "broken.json").write_text("[]")
+    with pytest.raises(ValueError, match="not a kafka-audit baseline"):
+        kafka_audit.scan(after, engine="local", baseline=tmp_path / "broken.json")

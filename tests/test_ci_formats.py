@@ -18,6 +18,7 @@ from junitparser import Failure, JUnitXml
 
 from kafka_audit.cli.app import main
 from kafka_audit.report.ci_formats import github, sarif
+from kafka_audit.report.ci_formats.locations import Locator
 from kafka_audit.rules.catalogue import CHECKS
 from kafka_audit.rules.findings import make_finding
 from tests.conftest import FIXTURES
@@ -84,7 +85,9 @@ def test_sarif_is_valid_and_holds_every_finding_with_its_batch(capsys):
         if finding["segment"] is None:
             continue
         physical = result["locations"][0]["physicalLocation"]
-        assert unquote(physical["artifactLocation"]["uri"]) == finding["segment"]
+        # The segment under the PATH that found it, as the job's folder sees it (CI tools resolve
+        # paths against the project).
+        assert Path(unquote(physical["artifactLocation"]["uri"])).absolute() == FAULTY / finding["segment"]
         if finding["position"] is not None:
             assert physical["region"]["byteOffset"] == finding["position"]
 
@@ -93,8 +96,7 @@ def test_sarif_region_is_the_batch_a_dump_shows(capsys):
     code, out, _ = run(capsys, PRODUCER_ERRORS, "--format", "sarif")
     results = json.loads(out)["runs"][0]["results"]
     region = results[0]["locations"][0]["physicalLocation"]["region"]
-    segment = PRODUCER_ERRORS / unquote(results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
-    main_code = None
+    segment = Path(unquote(results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]))
     with pytest.raises(SystemExit) as stop:
         main(["dump", str(segment), "--format", "json"])
     main_code = stop.value.code
@@ -193,7 +195,7 @@ def test_github_commands_are_capped_per_kind_with_a_count_of_the_rest(capsys, tm
 
 def test_github_escapes_data_and_properties():
     finding = make_finding("skipped_file", "50% done\r\nnext: a, b", segment="odd,dir:x/notes 100%.txt")
-    kind, line = github.command(finding)
+    kind, line = github.command(finding, Locator([]))
     assert kind == "notice"
     assert line.endswith("::50%25 done%0D%0Anext: a, b")
     assert "file=odd%2Cdir%3Ax/notes 100%25.txt" in line
@@ -258,3 +260,13 @@ def test_sarif_on_the_spark_engine_matches_the_local_engine(cli, capsys):
     validate_sarif(on_spark)
     code, out, _ = run(capsys, FAULTY, *FAULTY_ARGS, "--format", "sarif")
     assert on_spark["runs"][0]["results"] == json.loads(out)["runs"][0]["results"]
+
+
+def test_paths_are_the_files_as_the_job_folder_sees_them(capsys, tmp_path, monkeypatch):
+    """A PATH given relative to the job's folder, or absolute, gives paths relative to that
+    folder, where GitHub and GitLab look for the files."""
+    monkeypatch.chdir(PRODUCER_ERRORS.parent)
+    for given in ("producer-errors", str(PRODUCER_ERRORS)):
+        code, out, _ = run(capsys, given, "--format", "gitlab")
+        paths = {issue["location"]["path"] for issue in json.loads(out)}
+        assert paths == {"producer-errors/test-8/00000000000000000104.log"}

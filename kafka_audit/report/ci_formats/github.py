@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 
 from kafka_audit.audit.plan import ScanResult
-from kafka_audit.report.ci_formats.locations import title, where
+from kafka_audit.report.ci_formats.locations import Locator, title
 from kafka_audit.rules.catalogue import SEVERITIES, Severity
 from kafka_audit.rules.findings import Finding, partition_label
 
@@ -37,11 +37,11 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def command(finding: Finding) -> tuple[str, str]:
+def command(finding: Finding, locator: Locator) -> tuple[str, str]:
     """The finding's annotation kind and its workflow command line."""
     kind = "notice" if finding.baseline else _COMMAND[Severity(finding.severity)]
     properties = []
-    place = where(finding)
+    place = locator.where(finding)
     if place is not None:
         properties.append(f"file={escape_property(place.path)}")
         if place.line is not None:
@@ -55,9 +55,10 @@ def to_github(result: ScanResult) -> str:
     severe first (then SPEC order), and a notice counting the rest."""
     shown: Counter[str] = Counter()
     lines = []
+    locator = Locator(result.summary.get("paths", []))
     order = sorted(result.findings, key=lambda f: (f.baseline, -Severity(f.severity).rank))
     for finding in order:
-        kind, line = command(finding)
+        kind, line = command(finding, locator)
         if shown[kind] < ANNOTATIONS_PER_KIND:
             shown[kind] += 1
             lines.append(line)

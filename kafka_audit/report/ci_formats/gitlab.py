@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from kafka_audit.audit.plan import ScanResult
-from kafka_audit.report.ci_formats.locations import title, where
+from kafka_audit.report.ci_formats.locations import Locator, title
 from kafka_audit.rules.catalogue import ClientOutcome, Severity
 from kafka_audit.rules.findings import Finding
 
@@ -33,11 +33,12 @@ def severity(finding: Finding) -> str:
 
 
 def to_gitlab(result: ScanResult) -> str:
-    return json.dumps([_issue(f) for f in result.findings], indent=2, ensure_ascii=False) + "\n"
+    locator = Locator(result.summary.get("paths", []))
+    return json.dumps([_issue(f, locator) for f in result.findings], indent=2, ensure_ascii=False) + "\n"
 
 
-def _issue(finding: Finding) -> dict[str, Any]:
-    place = where(finding)
+def _issue(finding: Finding, locator: Locator) -> dict[str, Any]:
+    place = locator.where(finding)
     path = place.path if place is not None else _NO_FILE
     line = place.line if place is not None and place.line is not None else 1
     position = f" (byte {place.byte_offset})" if place is not None and place.byte_offset is not None else ""

@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import quote
 
 from kafka_audit.audit.plan import ScanResult
-from kafka_audit.report.ci_formats.locations import where
+from kafka_audit.report.ci_formats.locations import Locator
 from kafka_audit.rules.catalogue import CHECKS, DESCRIPTIONS, UNCOMPRESSED_OFFSET_DELTAS, Check, Severity
 from kafka_audit.rules.findings import FINGERPRINT_VERSION, Finding, partition_label
 
@@ -62,6 +62,7 @@ def _kept(findings: list[Finding], limit: int) -> list[Finding]:
 
 def _document(result: ScanResult, version: str, rule_ids: list[str], kept: list[Finding], baseline_used: bool) -> dict:
     index = {rule_id: number for number, rule_id in enumerate(rule_ids)}
+    locator = Locator(result.summary.get("paths", []))
     properties: dict[str, Any] = {"summary": _summary(result.summary)}
     if len(kept) < len(result.findings):
         properties["truncated"] = {
@@ -83,7 +84,7 @@ def _document(result: ScanResult, version: str, rule_ids: list[str], kept: list[
                         "rules": [_rule(CHECKS[rule_id]) for rule_id in rule_ids],
                     }
                 },
-                "results": [_result(f, index[f.check], baseline_used) for f in kept],
+                "results": [_result(f, index[f.check], baseline_used, locator) for f in kept],
                 "properties": properties,
             }
         ],
@@ -118,7 +119,7 @@ def _help(check: Check) -> str:
     return text
 
 
-def _result(finding: Finding, rule_index: int, baseline_used: bool) -> dict[str, Any]:
+def _result(finding: Finding, rule_index: int, baseline_used: bool, locator: Locator) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.check,
         "ruleIndex": rule_index,
@@ -127,7 +128,7 @@ def _result(finding: Finding, rule_index: int, baseline_used: bool) -> dict[str,
         "partialFingerprints": {FINGERPRINT_VERSION: finding.fingerprint},
         "properties": {name: getattr(finding, name) for name in _PROPERTIES},
     }
-    location = _location(finding)
+    location = _location(finding, locator)
     if location is not None:
         result["locations"] = [location]
     if baseline_used:
@@ -135,8 +136,8 @@ def _result(finding: Finding, rule_index: int, baseline_used: bool) -> dict[str,
     return result
 
 
-def _location(finding: Finding) -> dict[str, Any] | None:
-    place = where(finding)
+def _location(finding: Finding, locator: Locator) -> dict[str, Any] | None:
+    place = locator.where(finding)
     if place is None:
         return None
     physical: dict[str, Any] = {"artifactLocation": {"uri": quote(place.path, safe="/:@")}}
