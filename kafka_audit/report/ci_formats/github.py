@@ -77,7 +77,9 @@ def _counts_line(result: ScanResult) -> str:
     by_severity = Counter(f.severity for f in result.findings)
     counts = ", ".join(f"{by_severity[s]:,} {s}" for s in SEVERITIES if by_severity[s]) or "no findings"
     known = sum(f.baseline for f in result.findings)
-    return f"kafka-audit: {result.summary.get('partitions', 0):,} partitions, {counts}" + (
+    partitions = result.summary.get("partitions", 0)
+    plural = "" if partitions == 1 else "s"
+    return f"kafka-audit: {partitions:,} partition{plural}, {counts}" + (
         f" ({known:,} known from the baseline)" if known else ""
     )
 
@@ -104,8 +106,9 @@ def step_summary(result: ScanResult, fail_on: str, budget: int) -> str:
     if used + reserve > budget:
         return ""
     rows = []
+    locator = Locator(result.summary.get("paths", []))
     for number, finding in enumerate(result.findings):
-        row = _row(finding) + "\n"
+        row = _row(finding, locator) + "\n"
         size = len(row.encode("utf-8"))
         if used + size + reserve > budget:
             rows.append(f"\n{len(result.findings) - number:,} more findings not shown (GitHub's 1 MiB step summary limit).\n")
@@ -115,13 +118,13 @@ def step_summary(result: ScanResult, fail_on: str, budget: int) -> str:
     return text + "".join(rows)
 
 
-def _row(finding: Finding) -> str:
+def _row(finding: Finding, locator: Locator) -> str:
     cells = [
         finding.severity,
         f"`{finding.check}`",
         partition_label(finding.topic, finding.partition) if finding.topic is not None else "",
         "" if finding.offset is None else str(finding.offset),
-        finding.segment or "",
+        locator.file_path(finding.segment) if finding.segment else "",
         finding.message,
         "yes" if finding.baseline else "",
     ]
