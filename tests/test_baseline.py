@@ -80,6 +80,8 @@ def test_every_format_marks_known_findings(tmp_path, capsys):
         assert code == 1, format
         return out
 
+    table = report("table")
+    assert "1 known from the baseline" in table and table.count("(baseline)") == 1
     rows = {row.split(",")[0]: row for row in report("csv").splitlines()[1:]}
     assert rows["out_of_order_sequence"].split(",")[-1] == "True"
     assert rows["crc_mismatch"].split(",")[-1] == "False"
