@@ -39,6 +39,7 @@ from kafka_audit.cli.options import (
 )
 from kafka_audit.engines.run import Engine
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 VIEW_HELP = {
     "scan": "Audit segment files; print tables (default), JSON/NDJSON/CSV, or a CI format "
@@ -84,12 +85,12 @@ def scan(
     ] = None,
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
-    ] = 900_000,
+    ] = DEFAULT_TRANSACTION_TIMEOUT_MS,
     producer_id_expiration_ms: Annotated[
         int,
         typer.Option("--producer-id-expiration-ms", min=0,
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
-    ] = 86_400_000,
+    ] = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     broker_log: BrokerLogOption = None,
     baseline: BaselineOption = None,
     write_baseline: WriteBaselineOption = None,
@@ -109,10 +110,9 @@ def scan(
 ) -> None:
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
     name picks the report."""
-    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.audit.plan import scan_options
     from kafka_audit.cli import ci_output
     from kafka_audit.report.views import finish_views
-    from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
     if format in CI_FORMATS and ctx.info_name != "scan":
         raise fail(f"--format {format.value} is a format of scan; {ctx.info_name} writes table, json, ndjson or csv")
@@ -122,14 +122,12 @@ def scan(
     broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     keep = _report_filter(producer_id, since, until)
-    options = ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
-            max_message_bytes=max_message_bytes,
-            segment_bytes=segment_bytes,
-            timestamp_before_max_ms=timestamp_before_max_ms,
-            timestamp_after_max_ms=timestamp_after_max_ms,
-        ),
+    options = scan_options(
+        compacted_topics=compacted_topic or (),
+        max_message_bytes=max_message_bytes,
+        segment_bytes=segment_bytes,
+        timestamp_before_max_ms=timestamp_before_max_ms,
+        timestamp_after_max_ms=timestamp_after_max_ms,
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
