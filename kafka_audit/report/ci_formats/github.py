@@ -37,9 +37,14 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def kind_of(finding: Finding) -> str:
+    """The annotation a finding makes: by severity; a known (baseline) finding is a notice."""
+    return "notice" if finding.baseline else _COMMAND[Severity(finding.severity)]
+
+
 def command(finding: Finding, locator: Locator) -> tuple[str, str]:
     """The finding's annotation kind and its workflow command line."""
-    kind = "notice" if finding.baseline else _COMMAND[Severity(finding.severity)]
+    kind = kind_of(finding)
     properties = []
     place = locator.where(finding)
     if place is not None:
@@ -58,8 +63,8 @@ def to_github(result: ScanResult) -> str:
     locator = Locator(result.summary.get("paths", []))
     order = sorted(result.findings, key=lambda f: (f.baseline, -Severity(f.severity).rank))
     for finding in order:
-        kind, line = command(finding, locator)
-        if shown[kind] < ANNOTATIONS_PER_KIND:
+        if shown[kind_of(finding)] < ANNOTATIONS_PER_KIND:
+            kind, line = command(finding, locator)
             shown[kind] += 1
             lines.append(line)
     rest = len(result.findings) - sum(shown.values())

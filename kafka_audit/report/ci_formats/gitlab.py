@@ -33,8 +33,10 @@ def severity(finding: Finding) -> str:
 
 
 def to_gitlab(result: ScanResult) -> str:
+    """One issue per line (compact JSON: the C encoder; ``indent`` takes the pure-Python one)."""
     locator = Locator(result.summary.get("paths", []))
-    return json.dumps([_issue(f, locator) for f in result.findings], indent=2, ensure_ascii=False) + "\n"
+    issues = [json.dumps(_issue(f, locator), ensure_ascii=False) for f in result.findings]
+    return "[\n" + ",\n".join(issues) + "\n]\n" if issues else "[]\n"
 
 
 def _issue(finding: Finding, locator: Locator) -> dict[str, Any]:

@@ -46,7 +46,7 @@ def to_sarif(result: ScanResult, version: str, baseline_used: bool = False) -> s
     kept = _kept(result.findings, MAX_RESULTS)
     while True:
         document = _document(result, version, rule_ids, kept, baseline_used)
-        text = json.dumps(document, indent=1, ensure_ascii=False)
+        text = json.dumps(document, ensure_ascii=False)  # compact: the C encoder
         if len(kept) == 0 or len(gzip.compress(text.encode("utf-8"))) <= MAX_GZIP_BYTES:
             return text
         kept = kept[: len(kept) // 2]
