@@ -270,3 +270,17 @@ def test_paths_are_the_files_as_the_job_folder_sees_them(capsys, tmp_path, monke
         code, out, _ = run(capsys, given, "--format", "gitlab")
         paths = {issue["location"]["path"] for issue in json.loads(out)}
         assert paths == {"producer-errors/test-8/00000000000000000104.log"}
+
+
+def test_every_sarif_result_has_a_location_github_can_take():
+    """GitHub code scanning takes no result without a location: a finding outside any partition
+    and file points at the PATH scanned."""
+    from kafka_audit.audit.plan import ScanResult
+    from kafka_audit.rules.findings import assign_fingerprints
+
+    findings = [make_finding("skipped_file", "not part of a Kafka log")]
+    assign_fingerprints(findings)
+    document = json.loads(sarif.to_sarif(ScanResult(findings, {"paths": ["captured-logs"]}), "0"))
+    validate_sarif(document)
+    (result,) = document["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "captured-logs"

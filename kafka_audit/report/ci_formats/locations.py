@@ -30,10 +30,14 @@ class Locator:
 
     def __init__(self, roots: list[str]) -> None:
         self.roots = [r for r in roots if "://" not in r]
+        # Where a finding outside any partition and file points: the (first) PATH scanned, as
+        # GitHub code scanning takes no result without a location.
+        self.scanned = _relative(roots[0]) if roots else None
         self._seen: dict[str, str] = {}
 
     def where(self, finding: Finding) -> Where | None:
-        """The file a finding is about, or None for one outside any partition and file."""
+        """The file a finding is about; for one outside any partition and file, the PATH scanned
+        (None when the scan names none)."""
         if finding.segment:
             length = finding.batch_size if finding.position is not None else None
             return Where(self.file_path(finding.segment), None, finding.position, length)
@@ -45,7 +49,7 @@ class Locator:
             return Where(_relative(log_file))
         if finding.topic is not None and finding.partition is not None and finding.partition >= 0:
             return Where(self.file_path(partition_label(finding.topic, finding.partition)))
-        return None
+        return Where(self.scanned) if self.scanned else None
 
     def file_path(self, segment: str) -> str:
         """A segment's path as the CI job sees it: under the first local PATH that holds it, else
