@@ -32,7 +32,7 @@ from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
-from kafka_audit.rules.findings import Finding, make_finding
+from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
 from kafka_audit.rules.log_validator import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEGMENT_BYTES,
@@ -64,6 +64,8 @@ class ScanOptions:
     broker_log: BrokerLog | None = None
     # The Kafka version the log dirs record (with_log_dir_facts sets it).
     written_by: WrittenBy = field(default_factory=WrittenBy)
+    # --baseline: the fingerprints of known findings (marked ``baseline``, never failing the gate).
+    baseline: frozenset[str] = frozenset()
 
 
 def scan_options(
@@ -78,6 +80,7 @@ def scan_options(
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     timeline: bool = False,
     broker_log: BrokerLog | None = None,
+    baseline: frozenset[str] = frozenset(),
 ) -> ScanOptions:
     """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
     place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
@@ -96,6 +99,7 @@ def scan_options(
         producer_id_expiration_ms=producer_id_expiration_ms,
         timeline=timeline,
         broker_log=broker_log,
+        baseline=baseline,
     )
 
 
@@ -110,6 +114,8 @@ class ScanResult:
     events: list[Event] = field(default_factory=list)
     # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
     producers: list[dict[str, Any]] = field(default_factory=list)
+    # Every (topic, partition) scanned, sorted, findings or not (a JUnit test case each).
+    partitions: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -311,9 +317,7 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(
-        discovery, stats, totals, findings, time.monotonic() - started, options.broker_log, options.written_by
-    )
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options)
 
 
 def finish_result(
@@ -322,14 +326,16 @@ def finish_result(
     totals: PartitionTotals,
     findings: list[Finding],
     wall: float,
-    broker_log: BrokerLog | None = None,
-    written_by: WrittenBy | None = None,
+    options: ScanOptions,
 ) -> ScanResult:
-    """Account for every byte found, order the findings (SPEC section 3) and build the summary
-    (with ``--broker-log``: its counts, lines about partitions outside the scan among them; the
-    feature levels the log dirs record, null where none)."""
+    """Account for every byte found, order the findings (SPEC section 3), give them their
+    fingerprints (``--baseline``: marked known) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them; the feature levels the log dirs
+    record, null where none)."""
+    broker_log = options.broker_log
     findings.extend(file_findings(discovery, stats))
     findings.sort(key=lambda f: f.sort_key)
+    assign_fingerprints(findings, options.baseline)
     by_check = Counter(f.check for f in findings)
     summary = {
         "paths": list(discovery.paths),
@@ -348,9 +354,10 @@ def finish_result(
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
         "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
-        "metadata_version": written_by.metadata_version if written_by else None,
-        "transaction_version": written_by.transaction_version if written_by else None,
+        "metadata_version": options.written_by.metadata_version,
+        "transaction_version": options.written_by.transaction_version,
         "internal_records_unknown": stats.internal_records_unknown,
+        "findings_baseline": sum(f.baseline for f in findings),
         "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),
         "bytes_read": stats.bytes,
         "segment_bytes": {
@@ -368,7 +375,8 @@ def finish_result(
     coordinator = read_coordinator_view(discovery)
     join_coordinator_view(coordinator, findings, producers, summary)
     count_findings(producers, findings)
-    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers)
+    scanned = sorted({(p.topic, p.partition) for p in discovery.partitions})
+    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers, scanned)
 
 
 def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:

@@ -38,6 +38,14 @@ class OutputFormat(str, Enum):
     json = "json"
     ndjson = "ndjson"
     csv = "csv"
+    sarif = "sarif"
+    junit = "junit"
+    github = "github"
+    gitlab = "gitlab"
+
+
+# The formats only ``scan`` writes (SPEC section 3): CI tools read findings, not producer rows.
+CI_FORMATS = frozenset({OutputFormat.sarif, OutputFormat.junit, OutputFormat.github, OutputFormat.gitlab})
 
 
 class FailOn(str, Enum):
@@ -198,6 +206,15 @@ StorageOption = Annotated[
         help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
     ),
+]
+BaselineOption = Annotated[
+    Optional[Path],
+    typer.Option("--baseline", help="Findings whose fingerprint this baseline lists are known: shown, "
+                 "marked baseline, never failing the gate."),
+]
+WriteBaselineOption = Annotated[
+    Optional[Path],
+    typer.Option("--write-baseline", help="Write the fingerprints of this scan's findings to FILE."),
 ]
 BrokerLogOption = Annotated[
     Optional[list[Path]],

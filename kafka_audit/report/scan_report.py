@@ -105,7 +105,8 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
         ),
         ("engine", summary.get("engine", "-")),
         ("wall time", f"{summary.get('wall_time_s', 0):.1f} s ({summary.get('mb_per_s', 0):.1f} MB/s)"),
-        ("findings", ", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none"),
+        ("findings", (", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none")
+         + (f" ({summary['findings_baseline']:,} known from the baseline)" if summary.get("findings_baseline") else "")),
         ("by check", _counts(summary.get("findings_by_check", {})) or "-"),
     ]
     if summary.get("filter"):
@@ -135,6 +136,8 @@ def _finding_cell(finding: Finding) -> Text:
     cell = Text()
     cell.append(finding.severity, style=_SEVERITY_STYLE[finding.severity])
     cell.append(f" {finding.check}")
+    if finding.baseline:  # --baseline lists it: shown, never failing the gate
+        cell.append(" (baseline)", style="dim")
     if finding.error_name:
         cell.append(f"\n{finding.error_name} ({finding.error_code})", style="bold")
     exception = finding.details.get("client_exception")
