@@ -58,6 +58,7 @@ from kafka_audit.cli.options import (
     parse_reference_time,
     parse_storage_options,
 )
+from kafka_audit.cli.report_command import register as register_report
 from kafka_audit.engines.run import Engine
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 
@@ -241,7 +242,7 @@ def scan(
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
-        timeline=ctx.info_name == "timeline",
+        timeline=ctx.info_name in ("timeline", "report"),
         broker_log=broker_lines,
     )
     result = audit_paths(
@@ -249,7 +250,11 @@ def scan(
         remote=remote, output_parquet=_parquet_target(output_parquet), storage_option=storage_option,
     )
     finish_views(result, keep)
-    if ctx.info_name in ("producers", "timeline"):
+    if ctx.info_name == "report":
+        from kafka_audit.cli.report_command import write_html
+
+        write_html(ctx, result, keep, output, paths)
+    elif ctx.info_name in ("producers", "timeline"):
         _write_view(result, ctx.info_name, keep, format, output)
     else:
         _write_report(result, format, output)
@@ -259,6 +264,7 @@ def scan(
 
 app.command("producers", help=_VIEW_HELP["producers"])(scan)
 app.command("timeline", help=_VIEW_HELP["timeline"])(scan)
+register_report(app)
 
 
 def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], until: Optional[str]):
