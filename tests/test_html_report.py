@@ -129,3 +129,102 @@ def test_browser_check_sees_a_page_that_asks_the_network(tmp_path):
     page = tmp_path / "online.html"
     page.write_text('<html><body><script src="https://cdn.plot.ly/plotly.min.js"></script></body></html>')
     assert open_page(BROWSER, page, tmp_path, screenshot=False).page_requests == ["https://cdn.plot.ly/plotly.min.js"]
+
+
+# -- a large log: the limits aggregate, the cap holds (no browser) ------------------------------
+
+def _busy_log(root: Path) -> Path:
+    """Two partitions: ``busy-0`` with 12 transactional producers committing and aborting in turn,
+    producer 5000 skipping a sequence every 4th batch (out_of_order_sequence errors); ``quiet-0``
+    with one idempotent producer."""
+    from tests.support.writer import LogDirWriter, Producer, records
+
+    with LogDirWriter(root) as out:
+        busy = out.partition("busy", 0)
+        producers = [Producer(5000 + n, transactional=True) for n in range(12)]
+        for turn in range(96):
+            producer = producers[turn % len(producers)]
+            producer.begin()
+            skip = producer.producer_id == 5000 and turn % 4 == 0 and turn > 0
+            sequence = producer.next_sequence(busy) + 1 if skip else None
+            producer.send(busy, records([f"v{turn}-{i}" for i in range(3)]), sequence=sequence)
+            if skip:
+                producer.sequences[id(busy)] += 1
+            (producer.abort if turn % 5 == 0 else producer.commit)()
+        quiet = out.partition("quiet", 0)
+        single = Producer(7000)
+        for turn in range(4):
+            single.send(quiet, records([f"q{turn}"]))
+    return root
+
+
+def _render(root: Path, limits):
+    from kafka_audit.audit.plan import audit_in_process, scan_options
+    from kafka_audit.log.log_dir import discover
+    from kafka_audit.report.html import render_report
+    from kafka_audit.report.views import ReportFilter
+
+    result = audit_in_process(discover([str(root)]), scan_options(timeline=True))
+    return render_report(result, ReportFilter(), limits=limits)
+
+
+def test_a_large_log_is_aggregated_past_the_shown_limits(tmp_path):
+    from kafka_audit.report.html.charts import Limits
+
+    root = _busy_log(tmp_path / "busy")
+    findings = _json("scan", root)["findings"]
+    producers = _json("producers", root)["producers"]
+    busy = [p for p in producers if p["topic"] == "busy"]
+    assert len(findings) > 2 and len(busy) == 12
+    page, stats = _render(root, Limits(findings_rows=2, producer_rows=4, charts=1, lanes=3, points=5))
+    assert len(_table_rows(page, "findings")) == 2
+    assert f"{len(findings) - 2:,} more findings not shown (of {len(findings):,}" in page
+    assert len(_table_rows(page, "producers")) == 4
+    assert f"{len(producers) - 4:,} more producers not shown" in page
+    (chart,) = _chart_data(page)
+    assert chart["label"] == "busy-0" and "1 not charted: quiet-0" in page
+    traces = {t["name"]: t for t in chart["figure"]["data"]}
+    lanes = {y for t in traces.values() for y in t["y"]}
+    assert f"{len(busy) - 3} other producers" in lanes
+    assert len([lane for lane in lanes if lane.startswith("pid ")]) == 3
+    (binned,) = [t for name, t in traces.items() if "binned" in name]
+    counted = sum(int(re.match(r"([\d,]+) transactions", h).group(1).replace(",", "")) for h in binned["hovertext"])
+    assert counted == sum(sum(p["transactions"].values()) for p in busy)
+    drawn = sum(len(t["x"]) for t in traces.values() if t["type"] == "scatter")
+    marks, _ = _expected_marks(root, "--topic", "busy")
+    assert drawn == 5 and f"{marks - 5:,} events not drawn" in chart["figure"]["layout"]["title"]["text"]
+
+
+def test_the_document_stays_under_its_cap(tmp_path, monkeypatch):
+    """Past the cap the document is written again with every limit halved until it fits."""
+    import kafka_audit.report.html as html_report
+    from kafka_audit.report.html.charts import Limits
+
+    root = _busy_log(tmp_path / "busy")
+    _, full = _render(root, Limits())
+    _, small = _render(root, Limits(findings_rows=3, producer_rows=3, charts=1, lanes=1, points=10))
+    cap = small.bytes + 100
+    monkeypatch.setattr(html_report, "MAX_REPORT_BYTES", cap)
+    page, stats = _render(root, Limits())
+    assert stats.bytes == len(page.encode()) <= cap < full.bytes
+    assert stats.limits != Limits()
+
+
+def test_report_exit_codes_are_scans(tmp_path, monkeypatch):
+    path = FIXTURES / "producer-errors"
+    monkeypatch.chdir(tmp_path)
+    assert _cli("report", path, "--engine", "local", "--quiet").exit_code == 1
+    assert (tmp_path / "kafka-audit-report.html").is_file()
+    assert _cli("report", path, "--engine", "local", "--quiet", "--fail-on", "never").exit_code == 0
+    missing = _cli("report", tmp_path / "nowhere", "--engine", "local")
+    assert missing.exit_code == 2 and "no such file or directory" in missing.output
+    no_folder = _cli("report", path, "--engine", "local", "--output", tmp_path / "no" / "r.html")
+    assert no_folder.exit_code == 2 and "does not exist" in no_folder.output
+    assert _cli("report", path, "--engine", "local", "--redact-key", "k").exit_code == 2
+    assert _cli("report", path, "--format", "json").exit_code == 2  # no --format: the document is HTML
+
+
+def test_the_document_refers_to_nothing_outside_itself(tmp_path):
+    page = _report(FIXTURES / "healthy", tmp_path / "r.html").read_text(encoding="utf-8")
+    assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", page, re.I)
+    assert not re.search(r"url\(\s*['\"]?https?:", page, re.I)

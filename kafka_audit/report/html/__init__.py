@@ -7,7 +7,8 @@ style (``report.css``) are inlined from this package, so opening the file makes 
 
 Large inputs: tables and charts stop at :class:`~kafka_audit.report.html.charts.Limits` and
 count the rest; when the document would still exceed :data:`MAX_REPORT_BYTES` it is written
-again with every limit halved, so the file stays under that size (plotly.js alone is 4.6 MiB).
+again with every limit halved, so the file stays under that size (plotly.js alone is 4.6 MiB;
+the page at the smallest limits, one row, chart, lane and marker each, is far below it).
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from kafka_audit.report.views import ReportFilter, timeline
 # The most a report file may weigh: plotly.js (4.6 MiB) and at most 11.4 MiB of tables and charts.
 MAX_REPORT_BYTES = 16 << 20
 _HERE = Path(__file__).parent
-# Halvings of the limits before a document is written as it is (each halves every limit).
-_MAX_HALVINGS = 8
 _MARKER = re.compile(r"__[A-Z_]+__")
 
 
@@ -58,14 +57,13 @@ def render_report(
     events = timeline(result, keep)
     evidence = culprit_records(result.findings[: limits.findings_rows], segment_paths or {}, redact)
     plotly_js = get_plotlyjs()
-    for _ in range(_MAX_HALVINGS):
+    while True:  # bounded: the limits halve down to 1 each
         charts, uncharted = partition_charts(result.producers, events, limits)
         page = _page(result, charts, uncharted, evidence, limits, plotly_js, redact is not None, title)
         size = len(page.encode("utf-8"))
-        if size <= MAX_REPORT_BYTES:
-            break
+        if size <= MAX_REPORT_BYTES or limits.halved() == limits:
+            return page, ReportStats(size, limits, len(charts))
         limits = limits.halved()
-    return page, ReportStats(size, limits, len(charts))
 
 
 def write_report(path: Path, result: ScanResult, keep: ReportFilter, **options) -> ReportStats:
