@@ -87,7 +87,7 @@ def _page(result: ScanResult, charts: list[Chart], uncharted: list[str], evidenc
         "__FINDING_COUNT__": f"{len(result.findings):,}",
         "__CHECK_OPTIONS__": "".join(f"<option>{escape(c)}</option>" for c in checks),
         "__FINDINGS__": findings_table(result.findings, evidence, limits.findings_rows),
-        "__CHARTS_NOTE__": _charts_note(charts, uncharted),
+        "__CHARTS_NOTE__": _charts_note(charts, uncharted, result.summary.get("partitions", 0)),
         "__CHARTS__": "".join(f'<div class="chart" id="chart-{i}" data-traces="{c.traces}" '
                               f'data-partition="{escape(c.label)}"></div>' for i, c in enumerate(charts)),
         "__PRODUCER_COUNT__": f"{len(result.producers):,}",
@@ -102,14 +102,18 @@ def _page(result: ScanResult, charts: list[Chart], uncharted: list[str], evidenc
     return _MARKER.sub(lambda m: parts[m.group(0)], template)
 
 
-def _charts_note(charts: list[Chart], uncharted: list[str]) -> str:
-    if not charts and not uncharted:
-        return '<p class="note">No producer, transaction or event with a timestamp to chart.</p>'
-    if not uncharted:
-        return ""
-    listed = ", ".join(uncharted[:20]) + (f" and {len(uncharted) - 20:,} more" if len(uncharted) > 20 else "")
-    return (f'<p class="note">{len(charts):,} partitions charted (most findings first); '
-            f"{len(uncharted):,} not charted: {escape(listed)}. Their findings and producers are in the tables.</p>")
+def _charts_note(charts: list[Chart], uncharted: list[str], partitions: int) -> str:
+    """What the charts leave out: partitions past the limit, and those with nothing to draw (no
+    producer id, no event with a time: plain producers' data only)."""
+    notes = []
+    empty = partitions - len(charts) - len(uncharted)
+    if uncharted:
+        listed = ", ".join(uncharted[:20]) + (f" and {len(uncharted) - 20:,} more" if len(uncharted) > 20 else "")
+        notes.append(f"{len(charts):,} partitions charted (most findings first); {len(uncharted):,} not charted: "
+                     f"{escape(listed)}. Their findings and producers are in the tables.")
+    if empty > 0:
+        notes.append(f"{empty:,} of {partitions:,} partitions have no producer id or event with a time to chart.")
+    return "".join(f'<p class="note">{note}</p>' for note in notes)
 
 
 def _script_json(data) -> str:

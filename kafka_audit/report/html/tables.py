@@ -17,24 +17,31 @@ FINDING_COLUMNS = ("severity", "check", "partition", "offset", "record", "produc
                    "Kafka error", "client", "message", "remedy", "culprit record", "segment")
 PRODUCER_COLUMNS = ("partition", "producer id", "transactional id", "epochs: sequences", "offsets",
                     "first time (UTC)", "last time (UTC)", "batches", "records", "transactions", "findings")
+_BREAKS = re.compile(r"([_/]|\.(?=[A-Za-z]))")
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
 def summary_table(summary: dict[str, Any], notes: list[str], notes_shown: int = 20) -> str:
-    rows = [f"<tr><th>{escape(name)}</th><td>{escape(str(value))}</td></tr>" for name, value in summary_rows(summary)]
-    for note in notes[:notes_shown]:
-        rows.append(f"<tr><th>note</th><td>{escape(note)}</td></tr>")
+    items = [(name, str(value)) for name, value in summary_rows(summary)]
+    items += [("note", note) for note in notes[:notes_shown]]
     if len(notes) > notes_shown:
-        rows.append(f"<tr><th>notes</th><td>... and {len(notes) - notes_shown:,} more (see --format json)</td></tr>")
-    return '<table class="summary">' + "".join(rows) + "</table>"
+        items.append(("notes", f"... and {len(notes) - notes_shown:,} more (see --format json)"))
+    return '<dl class="summary">' + "".join(
+        f"<div><dt>{escape(name)}</dt><dd>{_breakable(value)}</dd></div>" for name, value in items) + "</dl>"
 
 
 def _cell(text: Any, sort: Any = None, css: str = "") -> str:
     """A cell; long names may break after ``_`` and ``/`` (``<wbr>``, not in its text)."""
-    shown = "" if text is None else re.sub(r"([_/])", r"\1<wbr>", escape(str(text)))
+    shown = "" if text is None else _breakable(str(text))
     value = f' data-v="{escape(str(sort))}"' if sort is not None else ""
     klass = f' class="{css}"' if css else ""
     return f"<td{value}{klass}>{shown}</td>"
+
+
+def _breakable(text: str) -> str:
+    """Escaped text whose long names may break after ``_``, ``/`` and a dot before a letter
+    (``<wbr>``: not part of its text, so filtering and sorting do not see it)."""
+    return _BREAKS.sub(r"\1<wbr>", escape(text))
 
 
 def _head(table_id: str, columns: tuple[str, ...]) -> str:
@@ -50,9 +57,11 @@ def finding_key(finding: Finding | dict[str, Any]) -> str:
 
 
 def findings_table(findings: list[Finding], evidence: dict[int, Evidence], limit: int) -> str:
-    """The first ``limit`` findings; the remedy and culprit record columns only when a row has one."""
+    """The first ``limit`` findings; the record index, remedy and culprit record columns only
+    when a row has one."""
     shown = findings[:limit]
-    drop = {name for name, present in (("remedy", any(f.details.get("remedy") for f in shown)),
+    drop = {name for name, present in (("record", any(f.record_index is not None for f in shown)),
+                                        ("remedy", any(f.details.get("remedy") for f in shown)),
                                         ("culprit record", any(id(f) in evidence for f in shown))) if not present}
     keep = [i for i, name in enumerate(FINDING_COLUMNS) if name not in drop]
     rows = [_finding_row(f, evidence.get(id(f)), keep) for f in shown]
@@ -74,7 +83,7 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
     error = f"{f.error_name} ({f.error_code})" if f.error_name else ""
     client = f.client_outcome + (f" ({f.details['client_exception']})" if f.details.get("client_exception") else "")
     details = {k: v for k, v in f.details.items() if k not in ("remedy", "client_exception")}
-    message = escape(f.message) + (
+    message = _breakable(f.message) + (
         f'<details><summary>details</summary><code>{escape(json.dumps(details, sort_keys=True))}</code></details>'
         if details else "")
     culprit = "<br>".join(escape(line) for line in evidence.lines()) if evidence else ""
@@ -92,7 +101,7 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
         f'<td class="message">{message}</td>',
         _cell(f.details.get("remedy"), css="remedy"),
         f'<td class="culprit">{culprit}</td>',
-        _cell(where),
+        _cell(where, css="where"),
     ]
     return (f'<tr data-finding="{escape(finding_key(f))}" data-severity="{escape(f.severity)}" '
             f'data-check="{escape(f.check)}">' + "".join(cells[i] for i in keep) + "</tr>")
