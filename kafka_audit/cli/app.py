@@ -3,7 +3,7 @@ entry point that turns every usage error into one line and exit code 2 (SPEC sec
 
 One module per command group: ``scan``/``producers``/``timeline`` in
 :mod:`kafka_audit.cli.audit_commands` (the audit behind them in :mod:`kafka_audit.cli.audit_paths`),
-``dump`` in :mod:`kafka_audit.cli.dump_command`; the options and exit codes they share in
+``dump`` in :mod:`kafka_audit.cli.dump_command`, ``report`` in :mod:`kafka_audit.cli.report_command`; the options and exit codes they share in
 :mod:`kafka_audit.cli.options`. A new command is a function in its own module, registered below.
 
 Start-up: ``kafka-audit --help`` imports typer and rich's console only; the audit's modules are
@@ -29,6 +29,7 @@ from kafka_audit.cli.options import (
     ReaderGone,
     end_quietly,
 )
+from kafka_audit.cli.report_command import register as register_report
 
 app = typer.Typer(
     add_completion=False,
@@ -60,6 +61,7 @@ app.command("scan", help=VIEW_HELP["scan"])(scan)
 app.command("producers", help=VIEW_HELP["producers"])(scan)
 app.command("timeline", help=VIEW_HELP["timeline"])(scan)
 app.command("dump")(dump)
+register_report(app)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -131,7 +131,7 @@ def scan(
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
-        timeline=ctx.info_name == "timeline",
+        timeline=ctx.info_name in ("timeline", "report"),
         broker_log=broker_lines,
         baseline=known,
     )
@@ -141,7 +141,9 @@ def scan(
     )
     finish_views(result, keep)
     ci_output.write_baseline(write_baseline, result)
-    if ctx.info_name in ("producers", "timeline"):
+    if ctx.info_name == "report":
+        write_html(ctx, result, keep, output, paths)
+    elif ctx.info_name in ("producers", "timeline"):
         _write_view(result, ctx.info_name, keep, format, output)
     elif format in CI_FORMATS:
         _emit(ci_output.ci_report(result, format, fail_on.value, baseline is not None), output)
@@ -227,3 +229,24 @@ def _emit(text: str, output: Optional[Path]) -> None:
         sys.stdout.write(text)
 
 
+
+
+# ``report``'s --redact and --redact-key, handed to scan's audit in the click context's meta.
+REDACTION = "kafka_audit.report.redaction"
+
+
+def write_html(ctx: typer.Context, result, keep, output: Optional[Path], paths: list[str]) -> None:
+    """The ``report`` command's document (:mod:`kafka_audit.report.html`) written to ``output``,
+    with the culprit records read from the segments; where it went on stderr."""
+    from kafka_audit.report.html import write_report
+    from kafka_audit.report.html.evidence import segment_files
+    from kafka_audit.report.redact import Redactor
+
+    redact, redact_key = ctx.meta[REDACTION]
+    assert output is not None  # report gives it its default
+    stats = write_report(
+        output, result, keep,
+        segment_paths=segment_files([str(p) for p in paths], {f.segment for f in result.findings if f.segment}),
+        redact=Redactor(redact_key) if redact else None,
+    )
+    typer.echo(f"kafka-audit: wrote {output} ({stats.bytes:,} bytes, {stats.charts} charts)", err=True)

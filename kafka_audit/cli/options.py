@@ -221,3 +221,13 @@ BrokerLogOption = Annotated[
     typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
                  "files) whose produce errors are explained against the log (repeatable)."),
 ]
+RedactOption = Annotated[
+    bool,
+    typer.Option("--redact", help="Replace record keys, values and header values by their length and a keyed "
+                 "hash (BLAKE2b), so the evidence can be shared without the data."),
+]
+RedactKeyOption = Annotated[
+    Optional[str],
+    typer.Option("--redact-key", help="Key of --redact's hash (equal payloads hash alike across runs with the "
+                 "same key); default: a random key per run."),
+]

@@ -83,6 +83,13 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
+    for name, value in summary_rows(summary):
+        grid.add_row(name, value)
+    return Panel(grid, title=title, border_style="blue", expand=False)
+
+
+def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary's lines as (name, text): the table's panel and the HTML report's summary."""
     txn = summary.get("transactions", {})
     severities = summary.get("findings_by_severity", {})
     rows = [
@@ -113,9 +120,7 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
         rows.append(("filter", ", ".join(f"{k} {v}" for k, v in summary["filter"].items() if v is not None)))
     if "broker_log_lines" in summary:
         rows.append(("broker log", _broker_log_counts(summary)))
-    for name, value in rows:
-        grid.add_row(name, value)
-    return Panel(grid, title=title, border_style="blue", expand=False)
+    return rows
 
 
 def _broker_log_counts(summary: dict[str, Any]) -> str:
