@@ -22,7 +22,9 @@ imported inside the commands, pyspark only by the Spark engine.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -49,6 +51,7 @@ from kafka_audit.cli.options import (
     ProducerIdOption,
     QuietOption,
     SinceOption,
+    SparkSecretOption,
     StorageOption,
     TopicOption,
     UntilOption,
@@ -57,6 +60,7 @@ from kafka_audit.cli.options import (
     parse_conf,
     parse_reference_time,
     parse_storage_options,
+    spark_secret,
 )
 from kafka_audit.engines.run import Engine
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
@@ -108,6 +112,7 @@ def audit_paths(
     storage_option: Optional[list[str]] = None,
     remote: Optional[str] = None,
     output_parquet: Optional[str] = None,
+    spark_secret_file: Optional[Path] = None,
 ) -> "ScanResult":
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
@@ -122,6 +127,7 @@ def audit_paths(
     storage.configure(storage_options)
     check_paths(paths)
     spark_conf = parse_conf(conf or [])
+    secret = spark_secret(engine, remote, spark_secret_file)
     discovery = discover(
         [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
     )
@@ -133,12 +139,14 @@ def audit_paths(
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:
-            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet)
+            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet, secret)
         else:
             from kafka_audit.report.progress import PhaseDisplay
 
             with PhaseDisplay(display_console) as display:
-                result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
+                result = run_audit(
+                    discovery, options, engine, master, spark_conf, display, remote, output_parquet, secret
+                )
     except SparkFailure as failure:  # one line naming the root cause and the kept log
         raise fail(f"Spark failed: {failure}") from None
     set_wall_time(result.summary, time.monotonic() - _command_started)
@@ -218,6 +226,7 @@ def scan(
         Optional[str],
         typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
     ] = None,
+    spark_secret_file: SparkSecretOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
@@ -247,6 +256,7 @@ def scan(
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
         remote=remote, output_parquet=_parquet_target(output_parquet), storage_option=storage_option,
+        spark_secret_file=spark_secret_file,
     )
     finish_views(result, keep)
     if ctx.info_name in ("producers", "timeline"):
@@ -395,6 +405,12 @@ def dump(
             write(chunk)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM ends the command as Ctrl-C does (exit 130): every ``finally`` runs, so the Spark
+    session is stopped and its scratch directory removed."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console entry point. Typer's usage errors (unknown option, bad value, missing
     argument) become one line on stderr and exit code 2, like every other error about paths and
@@ -402,6 +418,8 @@ def main(argv: list[str] | None = None) -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=TEXT_ERRORS)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     try:
         code = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
