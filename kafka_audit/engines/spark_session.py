@@ -32,6 +32,7 @@ from kafka_audit.engines.spark_errors import (
     MASTER_CONNECTED_LOGGER,
     MASTER_FAILURE,
     SparkFailure,
+    authentication_problem,
     check_master_reachable,
     describe,
     root_cause,
@@ -40,6 +41,8 @@ from kafka_audit.engines.spark_security import AUTHENTICATION, SECRET_SETTING, l
 
 SPARK_LOG = "spark.log"
 APP_NAME = "kafka-audit"
+# How long the log of a driver that failed to register is left to settle before its JVM is stopped.
+_SETTLE_S = 1.0
 # The JVM's own log lines (class-data sharing warnings among them) go to its stderr, which is
 # Spark's log: by default they would go to stdout, into the report.
 _JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
@@ -106,7 +109,11 @@ def create_spark_session(
         except Exception:
             if gave_up.is_set():
                 with open(log, encoding="utf-8", errors="replace") as text:
-                    cause = root_cause(text.read())
+                    content = text.read()
+                refused = authentication_problem(content, master, secret is not None)
+                if refused:
+                    raise SparkFailure(refused) from None
+                cause = root_cause(content)
                 raise SparkFailure(
                     f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s"
                     + (f" ({cause})" if cause else "")
@@ -264,6 +271,8 @@ def _give_up_on_master(master: str, log: str) -> Iterator[threading.Event]:
             if connected:
                 return
             if failed or time.monotonic() > deadline:
+                if done.wait(_SETTLE_S):  # the lines logged right after a failure tell its cause
+                    return
                 process = getattr(SparkContext._gateway, "proc", None)
                 if process is not None:
                     gave_up.set()
