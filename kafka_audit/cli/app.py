@@ -12,7 +12,9 @@ imported inside the commands, pyspark only by the Spark engine.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -64,6 +66,12 @@ app.command("dump")(dump)
 register_report(app)
 
 
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM ends the command as Ctrl-C does (exit 130): every ``finally`` runs, so the Spark
+    session is stopped and its scratch directory removed."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     """The console entry point. Typer's usage errors (unknown option, bad value, missing
     argument) become one line on stderr and exit code 2, like every other error about paths and
@@ -72,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=TEXT_ERRORS)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     sys.stdout = PipeGuard(sys.stdout)
     try:
         code = _run(argv)

@@ -30,6 +30,7 @@ from kafka_audit.cli.options import (
     ProducerIdOption,
     QuietOption,
     SinceOption,
+    SparkSecretOption,
     StorageOption,
     TopicOption,
     UntilOption,
@@ -106,6 +107,7 @@ def scan(
         Optional[str],
         typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
     ] = None,
+    spark_secret_file: SparkSecretOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
@@ -138,6 +140,7 @@ def scan(
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
         remote=remote, output_parquet=parquet_target(output_parquet), storage_option=storage_option,
+        spark_secret_file=spark_secret_file,
     )
     finish_views(result, keep)
     ci_output.write_baseline(write_baseline, result)

@@ -141,6 +141,26 @@ def parse_storage_options(pairs: list[str]) -> dict:
     return options
 
 
+def spark_secret(engine: Engine, remote: Optional[str], secret_file: Optional[Path]) -> Optional[str]:
+    """The shared secret of a classic Spark session (``--spark-secret-file``, else Spark's
+    ``_SPARK_AUTH_SECRET``), None on the local engine; exit 2 naming the file (never its content)
+    when it cannot be used, or when it is given for a Spark Connect server, whose security is
+    the server's own settings."""
+    from kafka_audit.engines.spark_security import SecretError, given_secret
+
+    if engine is Engine.local:
+        return None
+    if remote is not None:
+        if secret_file is not None:
+            raise fail("--spark-secret-file secures a classic session (--master); a Spark Connect server "
+                       "(--remote) is secured by its own settings")
+        return None
+    try:
+        return given_secret(str(secret_file) if secret_file is not None else None)
+    except SecretError as exc:
+        raise fail(str(exc)) from None
+
+
 def check_paths(paths: list[str] | list[Path]) -> None:
     """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
     cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
@@ -215,6 +235,15 @@ BaselineOption = Annotated[
 WriteBaselineOption = Annotated[
     Optional[Path],
     typer.Option("--write-baseline", help="Write the fingerprints of this scan's findings to FILE."),
+]
+SparkSecretOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--spark-secret-file",
+        help="File holding the shared secret of a Spark cluster: turns on Spark authentication, RPC "
+        "encryption and encryption of spill files (else the _SPARK_AUTH_SECRET environment variable). "
+        "Never printed or logged.",
+    ),
 ]
 BrokerLogOption = Annotated[
     Optional[list[Path]],
