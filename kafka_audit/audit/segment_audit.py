@@ -15,9 +15,7 @@ from dataclasses import dataclass, field, replace
 from kafka_audit.io import storage
 from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
-from kafka_audit.record.default_record import RecordScreen
 from kafka_audit.record.file_records import FileRecords
-from kafka_audit.record.payload_screen import screen_payload
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.range_buffer import first_read
 from kafka_audit.record.record_batch import (
@@ -28,6 +26,7 @@ from kafka_audit.record.record_batch import (
     RecordBatch,
     codec_label,
 )
+from kafka_audit.record.record_screen import RecordScreen, screen_payload
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import Check, CheckId
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
@@ -170,9 +169,6 @@ class SegmentAuditor:
         self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
         self.topic_partition = partition_label(task.topic, task.partition)
         self.compacted = config.is_compacted(task.topic)
-        # record_screen depends on the batch only through its format, control bit and timestamp
-        # type: one lookup per batch instead of building the screen again.
-        self._screens: dict[tuple[int, int], RecordScreen | None] = {}
         # The quick path's screens, by the attribute bits they depend on (control, timestamp type).
         self._quick_screens: dict[int, RecordScreen] = {}
         # The quick path's counts, folded into ``stats`` when the walk ends: v2 batches per codec id.
@@ -348,15 +344,7 @@ class SegmentAuditor:
         valid = batch.crc_valid
         is_control = batch.is_control
         if valid:
-            # Batches whose records pass the screen are not decoded record by record (fast path).
-            screen_key = (batch.magic, batch.attributes & (CONTROL_FLAG_MASK | TIMESTAMP_TYPE_MASK))
-            if screen_key in self._screens:
-                screen = self._screens[screen_key]
-            else:
-                screen = self._screens[screen_key] = record_screen(
-                    batch, self.task.topic, self.config, self.reference_time
-                )
-            decoded = segment.records(batch, with_data=is_control, screen=screen)
+            decoded = segment.records(batch, with_data=is_control)
             batch = decoded.batch or batch
             stats.records += decoded.count
             violations, control = self._validate(batch, decoded)
@@ -399,7 +387,7 @@ class SegmentAuditor:
                 Violation(p.check, p.message, details=_with_record(p.details, p.record_index))
                 for p in decoded.problems
             ]
-        elif not decoded.passed_screen:  # a screened batch has no record-level violation
+        else:
             violations += validate_records(
                 batch, decoded.records, self.task.topic, topic_partition, config, self.reference_time
             )

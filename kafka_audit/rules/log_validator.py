@@ -11,7 +11,7 @@ As the broker does, a batch is answered by the first stage that rejects it: its 
 (MESSAGE_TOO_LARGE), its header (``validateBatch``: INVALID_RECORD), its records (each record
 at most once, the first rule it breaks; the batch's code is ``processRecordErrors``'s), then its
 size against ``segment.bytes`` (RECORD_LIST_TOO_LARGE). The segment audit runs the stages in
-that order (``tasks/segment_audit.py``).
+that order (``audit/segment_audit.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 
 from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS, CLUSTER_METADATA
 from kafka_audit.record.control_record import ControlRecord, parse_control_record
-from kafka_audit.record.default_record import RecordScreen
 from kafka_audit.record.record_batch import (
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
@@ -36,6 +35,7 @@ from kafka_audit.record.record_batch import (
     RecordBatch,
     TimestampType,
 )
+from kafka_audit.record.record_screen import RecordScreen
 from kafka_audit.rules.catalogue import CHECKS, UNCOMPRESSED_OFFSET_DELTAS, Check
 
 # Kafka's default max.message.bytes (TopicConfig): 1 MiB plus the 12-byte log overhead.
@@ -262,8 +262,9 @@ def validate_records(
     retained record's own offset (MemoryRecords.buildRetainedRecordsInto), so there the stored
     offsets need only rise strictly, within the batch's offset range.
 
-    The segment audit skips this function for v2 data batches whose records pass
-    :func:`record_screen`'s screen: a new or stricter per-record rule must be added there too.
+    The segment audit's quick path skips this function for v2 batches whose records pass
+    :func:`record_screen`'s screen: a new or stricter per-record rule must narrow that screen too
+    (the screen may only say that this function would find nothing).
     """
     found: list[Violation] = []
     compressed_legacy = batch.magic <= MAGIC_VALUE_V1 and batch.codec != CompressionType.NONE
