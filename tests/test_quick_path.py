@@ -22,10 +22,11 @@ from kafka_audit.audit.plan import ScanOptions, plan_tasks, with_inferred_compac
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record import file_records, record_screen
-from kafka_audit.record.compression import LZ4_BLOCK_INTO, ZSTD_DECOMPRESSOR, compress
+from kafka_audit.record.compression import compress
 from kafka_audit.record.control_record import parse_control_key_value, parse_control_record
 from kafka_audit.record.default_record import decode_records
 from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.lz4_frame import LZ4_BLOCK_INTO
 from kafka_audit.record.record_batch import (
     V2_ATTRIBUTES_OFFSET,
     V2_CRC_OFFSET,
@@ -33,6 +34,7 @@ from kafka_audit.record.record_batch import (
     RecordBatch,
 )
 from kafka_audit.record.record_screen import RecordScreen, screen_payload
+from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.log_validator import ValidationConfig
 from tests.support.audit_run import SHARED

@@ -19,9 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_audit.record.batch_records import max_decompressed_size, v2_records_data
-from kafka_audit.record.compression import LZ4_BLOCK_INTO, ZSTD_DECOMPRESSOR, DecompressionError
+from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.default_record import decode_records
+from kafka_audit.record.lz4_frame import LZ4_BLOCK_INTO
 from kafka_audit.record.record_batch import RecordBatch
+from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
 
 try:
     from kafka_audit.record import _record_screen
