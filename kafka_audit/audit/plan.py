@@ -21,7 +21,8 @@ from typing import Any
 
 from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
-from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
 from kafka_audit.log.discovery import Discovery

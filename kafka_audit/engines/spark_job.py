@@ -54,7 +54,8 @@ from kafka_audit.audit.plan import (
     plan_tasks,
     with_log_dir_facts,
 )
-from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.engines import schemas
 from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
