@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from typing import Any
 
-from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
+from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
@@ -194,7 +194,12 @@ def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> Scan
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
     carried = storage.options_tuple(discovery.storage_options)
-    return {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    facts = read_producer_facts(discovery)
+    if facts:
+        for meta in metas.values():
+            meta.producer_facts = facts
+    return metas
 
 
 def log_order(task: SegmentTask) -> tuple[int, str, int]:

@@ -29,17 +29,16 @@ from kafka_audit.record.record_batch import (
 )
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import Check, CheckId
+from kafka_audit.rules.control_batch import control_record_violation, validate_control_batch
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
 from kafka_audit.rules.log_validator import (
     ValidationConfig,
     Violation,
     control_record_screen,
-    control_record_violation,
     record_screen,
     validate_appended_size,
     validate_batch_header,
     validate_batch_size,
-    validate_control_batch,
     validate_records,
 )
 

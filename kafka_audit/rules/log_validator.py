@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_audit.record.control_record import ControlRecord, parse_control_record
 from kafka_audit.record.default_record import RecordScreen
 from kafka_audit.record.record_batch import (
     COMPRESSION_CODEC_MASK,
@@ -26,7 +25,6 @@ from kafka_audit.record.record_batch import (
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
     MAGIC_VALUE_V2,
-    NO_PRODUCER_ID,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
@@ -201,46 +199,6 @@ def validate_appended_size(batch: RecordBatch, topic_partition: str, config: Val
         details={"size": batch.size, "segment_bytes": config.segment_bytes},
         error="RECORD_LIST_TOO_LARGE",
     )
-
-
-def validate_control_batch(
-    batch: RecordBatch, records: list[Record], *, compacted: bool = False
-) -> tuple[list[Violation], ControlRecord | None]:
-    """A control batch holds exactly one well-formed control record (ControlRecordType,
-    EndTransactionMarker). Returns the violations and the parsed record when there is one.
-
-    In a compacted topic the cleaner may leave a control batch with no record (its transaction
-    was cleaned away; ProducerAppendInfo.append: "An empty control batch means the entire
-    transaction has been cleaned from the log"), which is valid there.
-    """
-    if compacted and not records and batch.record_count == 0:
-        return [], None
-    if len(records) != 1:
-        return [
-            Violation(
-                "invalid_control_batch",
-                f"Control batch holds {len(records)} records; a control batch has exactly one control record",
-                details={"record_count": len(records)},
-            )
-        ], None
-    control = parse_control_record(records[0])
-    violation = control_record_violation(batch, control, records[0].offset)
-    return ([] if violation is None else [violation]), control
-
-
-def control_record_violation(batch: RecordBatch, control: ControlRecord, offset: int | None) -> Violation | None:
-    """The rule a control batch's one record (at ``offset``) breaks: it is no well-formed control
-    record, or it is a transaction marker without the transaction's producer id."""
-    if control.error:
-        return Violation("invalid_control_batch", control.error, record_index=0, offset=offset)
-    if control.is_transaction_marker and batch.producer_id == NO_PRODUCER_ID:
-        return Violation(
-            "invalid_control_batch",
-            "Transaction marker written without the transaction's producer id",
-            record_index=0,
-            offset=offset,
-        )
-    return None
 
 
 def validate_records(
