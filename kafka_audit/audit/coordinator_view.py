@@ -93,7 +93,9 @@ def read_producer_facts(discovery: Discovery) -> dict[int, CoordinatorFacts]:
 def _merge_facts(facts: dict[int, CoordinatorFacts], record: dict[str, Any]) -> None:
     pid = record["producer_id"]
     known = facts.get(pid)
-    versions = [v for v in (record.get("client_transaction_version"), known and known.client_transaction_version) if v is not None]
+    recorded = record.get("client_transaction_version")
+    earlier = known.client_transaction_version if known is not None else None
+    versions = [v for v in (recorded, earlier) if v is not None]
     next_id = record.get("next_producer_id")
     facts[pid] = CoordinatorFacts(
         record["transactional_id"],
