@@ -24,11 +24,12 @@ from typing import Any
 from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
 from kafka_audit.log.internal_topics import Decoder, decoder_for, is_kraft_snapshot
 from kafka_audit.log.log_names import parse_base_offset
+from kafka_audit.record.batch_records import v2_records_data
 from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.control_record import parse_control_record
-from kafka_audit.record.file_records import FileRecords, v2_records_data
+from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
-from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, Record, RecordBatch, TimestampType
+from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, ControlRecordType, Record, RecordBatch, TimestampType
 
 try:
     from kafka_audit.record._record_text import record_text as _compiled_record_text
@@ -240,7 +241,7 @@ def _record_text(batch: RecordBatch, record: Record, print_data: bool, decoder: 
         if control.error:
             line += f" control: invalid ({control.error})"
         else:
-            line += f" endTxnMarker: {('ABORT', 'COMMIT')[control.type]} coordinatorEpoch: {control.coordinator_epoch}" \
+            line += f" endTxnMarker: {ControlRecordType(control.type).name} coordinatorEpoch: {control.coordinator_epoch}" \
                 if control.is_transaction_marker else f" controlType: {control.type}"
     elif decoder is not None:
         line += f" decoded: {json.dumps(decoder(record.key, record.value))}"
