@@ -46,6 +46,7 @@ from kafka_audit.rules.transactions import OpenTxn
 
 FENCED, TIMEOUT_ABORT, TRANSACTION_END, IDEMPOTENT_BUMP = "fenced", "timeout_abort", "transaction_end", "idempotent_bump"
 _FENCED_EXCEPTION = "ProducerFencedException"
+_LAST_EPOCH = 32767  # Short.MAX_VALUE: the epoch of the end marker that exhausts a producer id
 
 
 class _Held(NamedTuple):
@@ -99,7 +100,7 @@ class EpochBumps:
                 else:
                     self._pending[pid] = _Held(batch, previous, txn, True)
             else:
-                self._event(batch, previous, None, TRANSACTION_END)
+                self._event(batch, previous, None, self._end_reason(batch))
         elif abort:
             self._pending[pid] = _Held(batch, previous, txn, False)
         else:
@@ -133,6 +134,18 @@ class EpochBumps:
         else:
             self._report(held.batch, held.previous, held.aborted, TRANSACTION_END)
 
+    def _end_reason(self, batch: Any) -> str:
+        """A TV2 transaction end; at the last epoch (Short.MAX_VALUE) the transactional id goes on
+        under ``NextProducerId`` at epoch 0 (``TransactionMetadata.prepareAbortOrCommit`` /
+        ``prepareComplete``; ``TransactionMetadataTest.testEpochBumpOnEndTxnOverflow``)."""
+        facts = self._versions.facts(batch.producer_id)
+        if batch.producer_epoch < _LAST_EPOCH or facts is None or facts.next_producer_id < 0:
+            return TRANSACTION_END
+        return (
+            f"{TRANSACTION_END}; epochs exhausted: transactional id {facts.transactional_id} goes on as producer "
+            f"{facts.next_producer_id} at epoch 0"
+        )
+
     def _timeout(self, batch: Any, txn: OpenTxn) -> dict[str, Any] | None:
         """The timing of a TV2 ABORT when its transaction had outlived the transaction timeout."""
         timeout = self._versions.timeout_ms(batch.producer_id, self._default_timeout_ms)
@@ -150,7 +163,7 @@ class EpochBumps:
             message += f" with its {ControlRecordType(batch.control_type).name} marker"
         if aborted is not None:
             message += f", aborting its open transaction that started at offset {aborted.first_offset}"
-        return message + f" ({reason.replace('_', ' ')})"
+        return message + f" ({reason.replace('_', ' ', 1)})"
 
     def _event(self, batch: Any, previous: int, aborted: OpenTxn | None, reason: str) -> None:
         """A TV2 epoch bump that is normal operation: a timeline event only."""

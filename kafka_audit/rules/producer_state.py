@@ -330,7 +330,18 @@ class ProducerStateReplay:
             self.bumps.marker_bump(batch, previous_epoch, txn)
         else:
             self.bumps.next_batch(batch)
-        self.transactions.end(batch, txn, judged=not (resyncing or uncertain))
+        self.transactions.end(batch, txn, judged=not (resyncing or uncertain or self._marker_retry(batch, before, txn)))
+
+    def _marker_retry(self, batch: BatchSummary, before: ProducerStateEntry | None, txn: object) -> bool:
+        """A TV2 marker written again at the current epoch with no transaction open: the retry of
+        a marker already written (KAFKA-19999: coordinator recovery or a lost WriteTxnMarkers
+        answer), legal and no orphan."""
+        return (
+            txn is None
+            and before is not None
+            and before.producer_epoch == batch.producer_epoch
+            and self.versions.is_tv2(batch.producer_id)
+        )
 
     # -- end of log -------------------------------------------------------------------------------
 
