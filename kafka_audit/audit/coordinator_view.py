@@ -98,11 +98,15 @@ def _merge_facts(facts: dict[int, CoordinatorFacts], record: dict[str, Any]) -> 
     earlier = known.client_transaction_version if known is not None else None
     versions = [v for v in (recorded, earlier) if v is not None]
     next_id = record.get("next_producer_id")
+    aborts = known.prepare_aborts if known is not None else ()
+    if record["state"] == "PrepareAbort":
+        aborts += ((record["producer_epoch"], record["start_timestamp"], record["last_update_timestamp"]),)
     facts[pid] = CoordinatorFacts(
         record["transactional_id"],
         max(versions) if versions else None,
         record["transaction_timeout_ms"],
         next_id if next_id is not None and next_id >= 0 else (known.next_producer_id if known else -1),
+        aborts,
     )
 
 

@@ -147,12 +147,23 @@ class EpochBumps:
         )
 
     def _timeout(self, batch: Any, txn: OpenTxn) -> dict[str, Any] | None:
-        """The timing of a TV2 ABORT when its transaction had outlived the transaction timeout."""
+        """The timing of a TV2 ABORT when its transaction had outlived the transaction timeout:
+        from ``__transaction_state``'s PrepareAbort record at the marker's epoch when scanned (the
+        transaction's start in every partition, the time the coordinator decided), else from the
+        log (the transaction's first batch here, the marker's time)."""
+        facts = self._versions.facts(batch.producer_id)
+        timing = facts.abort_timing(batch.producer_epoch) if facts is not None else None
+        start, abort = timing if timing is not None else (txn.first_timestamp, batch.max_timestamp)
         timeout = self._versions.timeout_ms(batch.producer_id, self._default_timeout_ms)
-        start, abort = txn.first_timestamp, batch.max_timestamp
         if start < 0 or abort < 0 or abort - start < timeout:
             return None
-        return {"transaction_start": start, "abort_time": abort, "transaction_timeout_ms": timeout, "duration_ms": abort - start}
+        return {
+            "transaction_start": start,
+            "abort_time": abort,
+            "transaction_timeout_ms": timeout,
+            "duration_ms": abort - start,
+            "timing_from": "__transaction_state" if timing is not None else "log",
+        }
 
     def _message(self, batch: Any, previous: int, aborted: OpenTxn | None, reason: str) -> str:
         message = (

@@ -41,6 +41,16 @@ class CoordinatorFacts:
     client_transaction_version: int | None
     transaction_timeout_ms: int
     next_producer_id: int = -1
+    # (epoch, TransactionStartTimestampMs, TransactionLastUpdateTimestampMs) of each PrepareAbort
+    # record: when the aborted transaction began and when the coordinator decided the abort.
+    prepare_aborts: tuple[tuple[int, int, int], ...] = ()
+
+    def abort_timing(self, epoch: int) -> tuple[int, int] | None:
+        """(start, abort time) of the abort the coordinator prepared at ``epoch`` (None: not recorded)."""
+        for recorded, start, update in self.prepare_aborts:
+            if recorded == epoch and start >= 0:
+                return start, update
+        return None
 
 
 class TransactionVersions:
