@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from typing import Any
 
-from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
+from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
@@ -266,7 +266,12 @@ def with_log_dir_facts(options: ScanOptions, discovery: Discovery) -> ScanOption
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
     carried = storage.options_tuple(discovery.storage_options)
-    return {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    facts = read_producer_facts(discovery)
+    if facts:
+        for meta in metas.values():
+            meta.producer_facts = facts
+    return metas
 
 
 def log_order(task: SegmentTask) -> tuple[int, str, int]:

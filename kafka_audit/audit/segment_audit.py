@@ -28,14 +28,9 @@ from kafka_audit.record.record_batch import (
 )
 from kafka_audit.record.record_screen import RecordScreen, screen_payload
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.batch_validation import (
-    control_record_violation,
-    validate_appended_size,
-    validate_batch_header,
-    validate_batch_size,
-    validate_control_batch,
-)
+from kafka_audit.rules.batch_validation import validate_appended_size, validate_batch_header, validate_batch_size
 from kafka_audit.rules.catalogue import Check, CheckId
+from kafka_audit.rules.control_batch import control_record_violation, validate_control_batch
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
 from kafka_audit.rules.log_validator import (
     ValidationConfig,
