@@ -8,7 +8,7 @@ result whose location is the segment with the batch's byte range, and whose
 GitHub's documented limits on an upload (docs.github.com, "SARIF support for code scanning" and
 "SARIF results exceed one or more limits"): 10 MB per gzip-compressed file, 20 runs per file,
 25,000 results per run of which only the top 5,000 by severity are kept, 25,000 rules per run,
-1,000 locations per result. This writes one run, 35 rules and one location per result, and keeps
+1,000 locations per result. This writes one run, one rule per check and one location per result, and keeps
 at most :data:`MAX_RESULTS` results, most severe first (then in SPEC order); what it leaves out
 is counted in ``runs[0].properties``.
 """
