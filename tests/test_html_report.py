@@ -228,3 +228,43 @@ def test_the_document_refers_to_nothing_outside_itself(tmp_path):
     page = _report(FIXTURES / "healthy", tmp_path / "r.html").read_text(encoding="utf-8")
     assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", page, re.I)
     assert not re.search(r"url\(\s*['\"]?https?:", page, re.I)
+
+
+# What a reader does: sort by offset (twice: descending), then keep the errors only.
+_READER = """<script>
+(function () {
+  var table = document.getElementById("findings");
+  var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  var col = heads.findIndex(function (th) { return th.textContent === "offset"; });
+  heads[col].click(); heads[col].click();
+  var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+  var order = rows.map(function (r) { return r.cells[col].textContent; });
+  var severity = document.querySelector('.filters[data-table="findings"] .severity-filter');
+  severity.value = "error";
+  severity.dispatchEvent(new Event("change"));
+  var shown = rows.filter(function (r) { return r.style.display !== "none"; })
+    .map(function (r) { return r.getAttribute("data-severity"); });
+  document.body.setAttribute("data-reader", JSON.stringify({order: order, shown: shown}));
+})();
+</script></body>"""
+
+
+@needs_browser
+def test_the_findings_sort_and_filter_in_the_browser(tmp_path):
+    path = FIXTURES / "faulty"
+    args = _faulty_args()
+    page = _report(path, tmp_path / "faulty.html", *args)
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", _READER, 1), encoding="utf-8")
+    run = open_page(BROWSER, page, tmp_path, screenshot=False)
+    found = re.search(r'data-reader="([^"]*)"', run.dom)
+    assert found, "the reader's script did not run"
+    seen = json.loads(found.group(1).replace("&quot;", '"'))
+    findings = _json("scan", path, *args)["findings"]
+    offsets = sorted((f["offset"] for f in findings), key=lambda o: -1 if o is None else o, reverse=True)
+    assert seen["order"] == ["" if o is None else str(o) for o in offsets]
+    assert seen["shown"] == ["error"] * sum(1 for f in findings if f["severity"] == "error")
+
+
+def _faulty_args() -> list[str]:
+    """The scan options ``fixtures/faulty/EXPECTED.json`` names."""
+    return json.loads((FIXTURES / "faulty" / "EXPECTED.json").read_text())["scan_args"]

@@ -70,7 +70,8 @@ def _write(root: Path, seed: int) -> tuple[Path, list[bytes]]:
 def _forms(payload: bytes) -> list[str]:
     """Every way a payload could show in a text document."""
     text = payload.decode("utf-8", errors="backslashreplace")
-    return [text, escape(text), json.dumps(text)[1:-1], payload.hex(), base64.b64encode(payload).decode()]
+    escaped = text.encode("unicode_escape").decode("ascii")
+    return [text, escape(text), json.dumps(text)[1:-1], escaped, escape(escaped), payload.hex(), base64.b64encode(payload).decode()]
 
 
 def _leaks(output: str, payloads: list[bytes]) -> list[bytes]:
@@ -139,7 +140,7 @@ def _redacted_values(output: str) -> list[str]:
 def _rows(html: str) -> list[str]:
     """The findings table's rows without the culprit record cells (what redaction may change)."""
     body = re.search(r'<table class="data" id="findings">.*?<tbody>(.*?)</tbody>', html, re.S).group(1)
-    return [re.sub(r'<td class="culprit">.*?</td>', "", row, flags=re.S) for row in re.findall(r"<tr.*?</tr>", body, re.S)]
+    return [re.sub(r'<div class="culprit">.*?</div>', "", row, flags=re.S) for row in re.findall(r"<tr.*?</tr>", body, re.S)]
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=_HEALTH)

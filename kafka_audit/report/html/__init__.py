@@ -109,11 +109,16 @@ def _charts_note(charts: list[Chart], uncharted: list[str], partitions: int) -> 
     empty = partitions - len(charts) - len(uncharted)
     if uncharted:
         listed = ", ".join(uncharted[:20]) + (f" and {len(uncharted) - 20:,} more" if len(uncharted) > 20 else "")
-        notes.append(f"{len(charts):,} partitions charted (most findings first); {len(uncharted):,} not charted: "
+        notes.append(f"{_count(len(charts), 'partition')} charted (most findings first); {len(uncharted):,} not charted: "
                      f"{escape(listed)}. Their findings and producers are in the tables.")
     if empty > 0:
-        notes.append(f"{empty:,} of {partitions:,} partitions have no producer id or event with a time to chart.")
+        notes.append(f"{empty:,} of {_count(partitions, 'partition')} without a producer id or an event with a time: "
+                     "nothing to chart.")
     return "".join(f'<p class="note">{note}</p>' for note in notes)
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 def _script_json(data) -> str:

@@ -35,6 +35,8 @@ _MARKERS = {  # event kind -> (legend name, symbol, color); findings are coloure
 }
 # Transaction bars run in the lower part of their lane, below the epoch's label in its middle.
 _TXN_WIDTH, _TXN_OFFSET = 0.22, 0.1
+# Time bins per lane at least, when transactions are binned.
+_MIN_BINS = 8
 _TXN_KINDS = {EventKind.TRANSACTION_BEGIN, EventKind.TRANSACTION_COMMIT, EventKind.TRANSACTION_ABORT}
 
 
@@ -101,6 +103,7 @@ def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event]
     traces.extend(markers)
     label = partition_label(*key)
     title = label + (f" - {not_drawn:,} events not drawn (in the tables)" if not_drawn else "")
+    title += f" - {rest:,} more producers share the last lane" if rest else ""
     order = [BROKER_LANE, PARTITION_LANE, *lanes.names.values(), *([lanes.others] if lanes.others else [])]
     shown = [lane for lane in order if any(lane in (t.y or ()) for t in traces)]
     figure = go.Figure(traces)
@@ -115,9 +118,6 @@ def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event]
         yaxis={"categoryorder": "array", "categoryarray": shown[::-1], "automargin": True, "type": "category"},
         plot_bgcolor="#fafafa",
     )
-    if rest:
-        figure.add_annotation(text=f"{rest:,} more producers share the last lane", showarrow=False,
-                              xref="paper", yref="paper", x=1, y=1.08, xanchor="right")
     return Chart(label, figure.to_plotly_json(), len(traces), not_drawn)
 
 
@@ -223,7 +223,7 @@ def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: 
         return []
     whole = _whole(rows, events)
     if len(spans) > points:
-        return _binned_transactions(spans, whole, max(1, points // max(1, len(lanes.names) + 1)))
+        return _binned_transactions(spans, whole, max(_MIN_BINS, points // (len(lanes.names) + 1)))
     traces = []
     for outcome in ("committed", "aborted", "open"):
         chosen = [s for s in spans if s[3] == outcome]
@@ -238,7 +238,8 @@ def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: 
 
 def _binned_transactions(spans: list[tuple[str, int, int, str]], whole: tuple[int, int], bins: int) -> list[go.Bar]:
     """Transactions counted per lane in ``bins`` equal time bins (by start): a bar per non-empty
-    bin, red when one aborted, orange when one is open, else green, the counts on hover."""
+    bin, orange when one is open, else red when at least half aborted, else green; the counts on
+    hover."""
     width = max(1, (whole[1] - whole[0]) // bins + 1)
     counts: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: {"committed": 0, "aborted": 0, "open": 0})
     for lane, start, _end, outcome in spans:
@@ -248,7 +249,7 @@ def _binned_transactions(spans: list[tuple[str, int, int, str]], whole: tuple[in
         start = whole[0] + n * width
         lanes.append(lane)
         bases.append(iso_time(start))
-        colors.append(_TXN_COLOR["aborted" if c["aborted"] else "open" if c["open"] else "committed"])
+        colors.append(_TXN_COLOR["open" if c["open"] else "aborted" if 2 * c["aborted"] >= sum(c.values()) else "committed"])
         hovers.append(f"{sum(c.values()):,} transactions from {iso_time(start)} to {iso_time(start + width)}<br>"
                       f"{c['committed']:,} committed, {c['aborted']:,} aborted, {c['open']:,} open")
     return [go.Bar(name=f"transactions ({len(spans):,}, binned)", orientation="h", y=lanes, base=bases,

@@ -78,10 +78,12 @@ def _evidence(record: Record, redact: Redactor | None) -> Evidence:
 
 
 def _preview(data: bytes | None) -> str | None:
-    """UTF-8 text where valid (else bytes escaped), cut at :data:`PREVIEW_BYTES` with the size."""
+    """UTF-8 text where valid, other bytes and control characters escaped (``\\xNN``), cut at
+    :data:`PREVIEW_BYTES` with the size."""
     if data is None:
         return None
     text = bytes(data[:PREVIEW_BYTES]).decode("utf-8", errors="backslashreplace")
+    text = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
     return text if len(data) <= PREVIEW_BYTES else f"{text}... ({len(data):,} bytes)"
 
 

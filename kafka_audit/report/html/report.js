@@ -62,7 +62,9 @@
       });
       shown.textContent = count + " of " + table.tBodies[0].rows.length + " rows shown";
     }
-    [text, severity, check].forEach(function (el) { if (el) { el.addEventListener("input", apply); } });
+    [text, severity, check].forEach(function (el) {
+      if (el) { el.addEventListener("input", apply); el.addEventListener("change", apply); }
+    });
     apply();
   });
 })();

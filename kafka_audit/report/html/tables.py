@@ -13,11 +13,12 @@ from kafka_audit.report.html.evidence import Evidence
 from kafka_audit.report.scan_report import summary_rows
 from kafka_audit.rules.findings import Finding, iso_time, partition_label
 
+# The message cell also holds the remedy, the culprit record and the details, under the message.
 FINDING_COLUMNS = ("severity", "check", "partition", "offset", "record", "producer", "time",
-                   "Kafka error", "client", "message", "remedy", "culprit record", "segment")
+                   "Kafka error", "client", "message", "segment")
 PRODUCER_COLUMNS = ("partition", "producer id", "transactional id", "epochs: sequences", "offsets",
                     "first time (UTC)", "last time (UTC)", "batches", "records", "transactions", "findings")
-_BREAKS = re.compile(r"([_/]|\.(?=[A-Za-z]))")
+_BREAKS = re.compile(r"([_/]|\.(?=[A-Za-z])|[a-z](?=[A-Z]))")
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 
 
@@ -39,8 +40,8 @@ def _cell(text: Any, sort: Any = None, css: str = "") -> str:
 
 
 def _breakable(text: str) -> str:
-    """Escaped text whose long names may break after ``_``, ``/`` and a dot before a letter
-    (``<wbr>``: not part of its text, so filtering and sorting do not see it)."""
+    """Escaped text whose long names may break after ``_``, ``/``, a dot before a letter and
+    inside camelCase (``<wbr>``: not part of its text, so filtering and sorting do not see it)."""
     return _BREAKS.sub(r"\1<wbr>", escape(text))
 
 
@@ -57,12 +58,9 @@ def finding_key(finding: Finding | dict[str, Any]) -> str:
 
 
 def findings_table(findings: list[Finding], evidence: dict[int, Evidence], limit: int) -> str:
-    """The first ``limit`` findings; the record index, remedy and culprit record columns only
-    when a row has one."""
+    """The first ``limit`` findings; the record index column only when a row has one."""
     shown = findings[:limit]
-    drop = {name for name, present in (("record", any(f.record_index is not None for f in shown)),
-                                        ("remedy", any(f.details.get("remedy") for f in shown)),
-                                        ("culprit record", any(id(f) in evidence for f in shown))) if not present}
+    drop = set() if any(f.record_index is not None for f in shown) else {"record"}
     keep = [i for i, name in enumerate(FINDING_COLUMNS) if name not in drop]
     rows = [_finding_row(f, evidence.get(id(f)), keep) for f in shown]
     more = ""
@@ -83,11 +81,15 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
     error = f"{f.error_name} ({f.error_code})" if f.error_name else ""
     client = f.client_outcome + (f" ({f.details['client_exception']})" if f.details.get("client_exception") else "")
     details = {k: v for k, v in f.details.items() if k not in ("remedy", "client_exception")}
-    message = _breakable(f.message) + (
-        f'<details><summary>details</summary><code>{escape(json.dumps(details, sort_keys=True))}</code></details>'
-        if details else "")
-    culprit = "<br>".join(escape(line) for line in evidence.lines()) if evidence else ""
-    where = f"{f.segment} pos {f.position}" if f.segment else ""
+    message = _breakable(f.message)
+    if f.details.get("remedy"):
+        message += f'<div class="remedy"><b>remedy</b> <code>{escape(f.details["remedy"])}</code></div>'
+    if evidence:
+        lines = "<br>".join(escape(line) for line in evidence.lines())
+        message += f'<div class="culprit"><b>culprit record</b><br><code>{lines}</code></div>'
+    if details:
+        message += f'<details><summary>details</summary><code>{escape(json.dumps(details, sort_keys=True))}</code></details>'
+    where = (f.segment or "") + (f" pos {f.position}" if f.segment and f.position is not None else "")
     cells = [
         _cell(f.severity, _SEVERITY_RANK.get(f.severity, 3), f"sev-{f.severity}"),
         _cell(f.check),
@@ -99,8 +101,6 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
         _cell(error),
         _cell(client),
         f'<td class="message">{message}</td>',
-        _cell(f.details.get("remedy"), css="remedy"),
-        f'<td class="culprit">{culprit}</td>',
         _cell(where, css="where"),
     ]
     return (f'<tr data-finding="{escape(finding_key(f))}" data-severity="{escape(f.severity)}" '
