@@ -29,6 +29,12 @@ START_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 15.0
 
 
+def authenticated(secret: str) -> dict[str, str]:
+    """The settings of daemons that accept only applications holding ``secret`` over encrypted
+    RPC (Spark's docs/security.md for a standalone cluster)."""
+    return {"spark.authenticate": "true", "spark.authenticate.secret": secret, "spark.network.crypto.enabled": "true"}
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -111,14 +117,14 @@ class StandaloneCluster:
 
     def _wait_for_workers(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
-        alive = 0
+        alive = None
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as answer:
                     alive = json.load(answer).get("aliveworkers", 0)
             except (OSError, ValueError):
-                alive = 0
-            if alive >= self.workers:
+                alive = None  # the master is not up yet
+            if alive is not None and alive >= self.workers:
                 return
             time.sleep(0.5)
         self.stop()
