@@ -8,7 +8,15 @@ from typing import Annotated
 
 import typer
 
-from kafka_audit.cli.options import DumpFormat, RsmKeyFileOption, check_paths, fail, with_rsm_key
+from kafka_audit.cli.options import (
+    DumpFormat,
+    RedactKeyOption,
+    RedactOption,
+    RsmKeyFileOption,
+    check_paths,
+    fail,
+    with_rsm_key,
+)
 
 
 def dump(
@@ -17,10 +25,17 @@ def dump(
     records: Annotated[bool, typer.Option("--records", help="Also decode every record (deep iteration).")] = False,
     print_data: Annotated[bool, typer.Option("--print-data", help="Also print keys and values (implies --records).")] = False,
     rsm_key_file: RsmKeyFileOption = None,
+    redact: RedactOption = False,
+    redact_key: RedactKeyOption = None,
 ) -> None:
     """Decode segments and sidecar files, like kafka-dump-log --deep-iteration."""
     from kafka_audit.io import storage
     from kafka_audit.report.dump import dump_file
+    from kafka_audit.report.redact import Redactor
+
+    if redact_key is not None and not redact:
+        raise fail("--redact-key needs --redact")
+    redactor = Redactor(redact_key) if redact else None
 
     storage.configure(with_rsm_key({}, rsm_key_file))
     check_paths(files)
@@ -31,5 +46,6 @@ def dump(
             raise fail(f"{path}: not a regular file")
     write = sys.stdout.write
     for path in files:
-        for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data, print_data=print_data):
+        for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data,
+                               print_data=print_data, redact=redactor):
             write(chunk)
