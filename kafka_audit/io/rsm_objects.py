@@ -106,8 +106,8 @@ class RsmKey:
         n, p, q, dp, dq, q_inv = self._private_numbers()
         size = (n.bit_length() + 7) // 8
         c = int.from_bytes(wrapped, "big")
-        if len(wrapped) != size or c >= n:
-            raise EncryptedSegment(f"{ENCRYPTED}: the data key is not wrapped for the --rsm-key-file key")
+        if len(wrapped) != size or c >= n:  # wrapped for another key (one answer for every mismatch)
+            raise EncryptedSegment(f"{ENCRYPTED}: the --rsm-key-file key does not unwrap the data key")
         m1, m2 = pow(c, dp, p), pow(c, dq, q)  # RSADP with the CRT (RFC 8017 5.1.2)
         message = _oaep_decode((m2 + (q_inv * (m1 - m2) % p) * q).to_bytes(size, "big"))
         if message is None:
