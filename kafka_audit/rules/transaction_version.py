@@ -44,6 +44,9 @@ class CoordinatorFacts:
     # (epoch, TransactionStartTimestampMs, TransactionLastUpdateTimestampMs) of each PrepareAbort
     # record: when the aborted transaction began and when the coordinator decided the abort.
     prepare_aborts: tuple[tuple[int, int, int], ...] = ()
+    # Epochs of the Empty records InitProducerId writes (TransactionMetadata.prepareIncrementProducerEpoch):
+    # an instance (re)starting at that epoch.
+    init_epochs: frozenset[int] = frozenset()
 
     def abort_timing(self, epoch: int) -> tuple[int, int] | None:
         """(start, abort time) of the abort the coordinator prepared at ``epoch`` (None: not recorded)."""
