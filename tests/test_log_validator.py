@@ -171,8 +171,8 @@ def test_crc_mismatch_near_miss_same_batches_intact(tmp_path):
 
 def test_crc_mismatch_v1_inner_message_is_reported_at_its_index(tmp_path):
     # LogValidator.validateRecord: record.ensureValid() on an inner message of a compressed v0/v1
-    # set throws CorruptRecordException: the batch's answer names no record (no KIP-467
-    # record_errors), so the finding is batch-level with the inner index in its details.
+    # set throws CorruptRecordException. SPEC section 2: for v0/v1 the culprit is the inner
+    # message, at its own offset and index (record_index), as the details' ``record`` says.
     log = Log(tmp_path)
     w = log.partition()
     w.append(BatchSpec(records=keyed(0, 2), magic=1))
@@ -180,7 +180,7 @@ def test_crc_mismatch_v1_inner_message_is_reported_at_its_index(tmp_path):
     recs[2] = replace(recs[2], bad_crc=True)
     r = w.append(BatchSpec(records=tuple(recs), magic=1, codec=GZIP))
     findings = log.scan()
-    assert summary(findings) == [("crc_mismatch", r.base_offset, None)]
+    assert summary(findings) == [("crc_mismatch", r.base_offset + 2, 2)]
     (f,) = findings
     assert f.details["record"] == 2
     assert f.position == r.position
