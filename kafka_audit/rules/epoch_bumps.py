@@ -208,7 +208,8 @@ class EpochBumps:
         message = self._message(batch, previous, aborted, reason)
         details: dict[str, Any] = {"previous_epoch": previous, "open_transaction_aborted": aborted is not None, "reason": reason}
         if self._versions.is_tv2(batch.producer_id):
-            details.update(transaction_version=TV_2, broker_rule=RULE_4X, **(extra or {}))
+            details.update(transaction_version=TV_2, broker_rule=RULE_4X, **self._versions.evidence(batch.producer_id))
+            details.update(extra or {})
         self._out.finding(
             "epoch_bump", message, batch, details, exception=_FENCED_EXCEPTION if reason == FENCED else None
         )
