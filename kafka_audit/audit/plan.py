@@ -19,9 +19,10 @@ from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from typing import Any
 
-from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
+from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
-from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
 from kafka_audit.log.discovery import Discovery
@@ -32,7 +33,7 @@ from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
-from kafka_audit.rules.findings import Finding, make_finding
+from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
 from kafka_audit.rules.log_validator import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEGMENT_BYTES,
@@ -64,6 +65,8 @@ class ScanOptions:
     broker_log: BrokerLog | None = None
     # The Kafka version the log dirs record (with_log_dir_facts sets it).
     written_by: WrittenBy = field(default_factory=WrittenBy)
+    # --baseline: the fingerprints of known findings (marked ``baseline``, never failing the gate).
+    baseline: frozenset[str] = frozenset()
 
 
 def scan_options(
@@ -78,6 +81,7 @@ def scan_options(
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     timeline: bool = False,
     broker_log: BrokerLog | None = None,
+    baseline: frozenset[str] = frozenset(),
 ) -> ScanOptions:
     """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
     place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
@@ -96,6 +100,7 @@ def scan_options(
         producer_id_expiration_ms=producer_id_expiration_ms,
         timeline=timeline,
         broker_log=broker_log,
+        baseline=baseline,
     )
 
 
@@ -110,6 +115,8 @@ class ScanResult:
     events: list[Event] = field(default_factory=list)
     # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
     producers: list[dict[str, Any]] = field(default_factory=list)
+    # Every (topic, partition) scanned, sorted, findings or not (a JUnit test case each).
+    partitions: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -259,7 +266,12 @@ def with_log_dir_facts(options: ScanOptions, discovery: Discovery) -> ScanOption
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
     carried = storage.options_tuple(discovery.storage_options)
-    return {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    facts = read_producer_facts(discovery)
+    if facts:
+        for meta in metas.values():
+            meta.producer_facts = facts
+    return metas
 
 
 def log_order(task: SegmentTask) -> tuple[int, str, int]:
@@ -311,9 +323,7 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(
-        discovery, stats, totals, findings, time.monotonic() - started, options.broker_log, options.written_by
-    )
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options)
 
 
 def finish_result(
@@ -322,14 +332,16 @@ def finish_result(
     totals: PartitionTotals,
     findings: list[Finding],
     wall: float,
-    broker_log: BrokerLog | None = None,
-    written_by: WrittenBy | None = None,
+    options: ScanOptions,
 ) -> ScanResult:
-    """Account for every byte found, order the findings (SPEC section 3) and build the summary
-    (with ``--broker-log``: its counts, lines about partitions outside the scan among them; the
-    feature levels the log dirs record, null where none)."""
+    """Account for every byte found, order the findings (SPEC section 3), give them their
+    fingerprints (``--baseline``: marked known) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them; the feature levels the log dirs
+    record, null where none)."""
+    broker_log = options.broker_log
     findings.extend(file_findings(discovery, stats))
     findings.sort(key=lambda f: f.sort_key)
+    assign_fingerprints(findings, options.baseline)
     by_check = Counter(f.check for f in findings)
     summary = {
         "paths": list(discovery.paths),
@@ -348,9 +360,10 @@ def finish_result(
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
         "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
-        "metadata_version": written_by.metadata_version if written_by else None,
-        "transaction_version": written_by.transaction_version if written_by else None,
+        "metadata_version": options.written_by.metadata_version,
+        "transaction_version": options.written_by.transaction_version,
         "internal_records_unknown": stats.internal_records_unknown,
+        "findings_baseline": sum(f.baseline for f in findings),
         "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),
         "bytes_read": stats.bytes,
         "segment_bytes": {
@@ -368,7 +381,8 @@ def finish_result(
     coordinator = read_coordinator_view(discovery)
     join_coordinator_view(coordinator, findings, producers, summary)
     count_findings(producers, findings)
-    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers)
+    scanned = sorted({(p.topic, p.partition) for p in discovery.partitions})
+    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers, scanned)
 
 
 def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:

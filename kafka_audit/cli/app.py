@@ -3,7 +3,7 @@ entry point that turns every usage error into one line and exit code 2 (SPEC sec
 
 One module per command group: ``scan``/``producers``/``timeline`` in
 :mod:`kafka_audit.cli.audit_commands` (the audit behind them in :mod:`kafka_audit.cli.audit_paths`),
-``dump`` in :mod:`kafka_audit.cli.dump_command`; the options and exit codes they share in
+``dump`` in :mod:`kafka_audit.cli.dump_command`, ``report`` in :mod:`kafka_audit.cli.report_command`; the options and exit codes they share in
 :mod:`kafka_audit.cli.options`. A new command is a function in its own module, registered below.
 
 Start-up: ``kafka-audit --help`` imports typer and rich's console only; the audit's modules are
@@ -12,7 +12,9 @@ imported inside the commands, pyspark only by the Spark engine.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -29,6 +31,7 @@ from kafka_audit.cli.options import (
     ReaderGone,
     end_quietly,
 )
+from kafka_audit.cli.report_command import register as register_report
 
 app = typer.Typer(
     add_completion=False,
@@ -60,6 +63,13 @@ app.command("scan", help=VIEW_HELP["scan"])(scan)
 app.command("producers", help=VIEW_HELP["producers"])(scan)
 app.command("timeline", help=VIEW_HELP["timeline"])(scan)
 app.command("dump")(dump)
+register_report(app)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM ends the command as Ctrl-C does (exit 130): every ``finally`` runs, so the Spark
+    session is stopped and its scratch directory removed."""
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -70,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=TEXT_ERRORS)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
     sys.stdout = PipeGuard(sys.stdout)
     try:
         code = _run(argv)

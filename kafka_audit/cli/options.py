@@ -38,6 +38,14 @@ class OutputFormat(str, Enum):
     json = "json"
     ndjson = "ndjson"
     csv = "csv"
+    sarif = "sarif"
+    junit = "junit"
+    github = "github"
+    gitlab = "gitlab"
+
+
+# The formats only ``scan`` writes (SPEC section 3): CI tools read findings, not producer rows.
+CI_FORMATS = frozenset({OutputFormat.sarif, OutputFormat.junit, OutputFormat.github, OutputFormat.gitlab})
 
 
 class FailOn(str, Enum):
@@ -133,6 +141,26 @@ def parse_storage_options(pairs: list[str]) -> dict:
     return options
 
 
+def spark_secret(engine: Engine, remote: Optional[str], secret_file: Optional[Path]) -> Optional[str]:
+    """The shared secret of a classic Spark session (``--spark-secret-file``, else Spark's
+    ``_SPARK_AUTH_SECRET``), None on the local engine; exit 2 naming the file (never its content)
+    when it cannot be used, or when it is given for a Spark Connect server, whose security is
+    the server's own settings."""
+    from kafka_audit.engines.spark_security import SecretError, given_secret
+
+    if engine is Engine.local:
+        return None
+    if remote is not None:
+        if secret_file is not None:
+            raise fail("--spark-secret-file secures a classic session (--master); a Spark Connect server "
+                       "(--remote) is secured by its own settings")
+        return None
+    try:
+        return given_secret(str(secret_file) if secret_file is not None else None)
+    except SecretError as exc:
+        raise fail(str(exc)) from None
+
+
 def check_paths(paths: list[str] | list[Path]) -> None:
     """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
     cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
@@ -199,8 +227,36 @@ StorageOption = Annotated[
         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
     ),
 ]
+BaselineOption = Annotated[
+    Optional[Path],
+    typer.Option("--baseline", help="Findings whose fingerprint this baseline lists are known: shown, "
+                 "marked baseline, never failing the gate."),
+]
+WriteBaselineOption = Annotated[
+    Optional[Path],
+    typer.Option("--write-baseline", help="Write the fingerprints of this scan's findings to FILE."),
+]
+SparkSecretOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--spark-secret-file",
+        help="File holding the shared secret of a Spark cluster: turns on Spark authentication, RPC "
+        "encryption and encryption of spill files (else the _SPARK_AUTH_SECRET environment variable). "
+        "Never printed or logged.",
+    ),
+]
 BrokerLogOption = Annotated[
     Optional[list[Path]],
     typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
                  "files) whose produce errors are explained against the log (repeatable)."),
+]
+RedactOption = Annotated[
+    bool,
+    typer.Option("--redact", help="Replace record keys, values and header values by their length and a keyed "
+                 "hash (BLAKE2b), so the evidence can be shared without the data."),
+]
+RedactKeyOption = Annotated[
+    Optional[str],
+    typer.Option("--redact-key", help="Key of --redact's hash (equal payloads hash alike across runs with the "
+                 "same key); default: a random key per run."),
 ]
