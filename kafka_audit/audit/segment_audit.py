@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask
 from kafka_audit.io import storage
-from kafka_audit.log.internal_topics import count_unknown, decoder_for_topic
+from kafka_audit.log.internal_topics import count_unknown, unknown_test_for_topic
 from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.file_records import FileRecords
@@ -91,8 +91,8 @@ class SegmentAuditor:
         # do not hold one) concerns, as those bytes were written after it.
         self._last_timestamp: int | None = None
         self._counts: Counter = Counter()  # findings per check (run)
-        # An internal topic's record decoder: its records of unknown types are counted.
-        self._internal = decoder_for_topic(task.topic)
+        # An internal topic's test for records of unknown types or versions, which are counted.
+        self._internal = unknown_test_for_topic(task.topic)
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
