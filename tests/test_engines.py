@@ -32,7 +32,7 @@ def shared_session(spark, monkeypatch):
     """``scan`` gets the shared session instead of starting one."""
 
     @contextlib.contextmanager
-    def session(master, conf):
+    def session(master, conf, secret=None):
         yield spark
 
     monkeypatch.setattr(spark_session_module, "spark_session", session)
@@ -108,7 +108,7 @@ def test_the_spark_engine_shows_starting_spark_from_the_first_moment(spark, monk
     seen_while_starting: list[str] = []
 
     @contextlib.contextmanager
-    def slow_session(master, conf):
+    def slow_session(master, conf, secret=None):
         time.sleep(0.3)  # the display refreshes while the session starts
         seen_while_starting.append(screen.getvalue())
         yield spark

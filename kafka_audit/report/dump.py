@@ -24,6 +24,7 @@ from typing import Any
 from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
 from kafka_audit.log.internal_topics import Decoder, decoder_for, is_kraft_snapshot
 from kafka_audit.log.log_names import parse_base_offset
+from kafka_audit.log.metadata_records import decode_kraft_control
 from kafka_audit.record.batch_records import v2_records_data
 from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.control_record import parse_control_record
@@ -181,8 +182,13 @@ def _batch_json(
                            "coordinator_epoch": control.coordinator_epoch, "error": control.error}
     if decoded is not None:
         data["records"] = [_record_json(r, print_data, redact) for r in decoded.records]
-        if decoder is not None and not batch.is_control:
-            for entry, record in zip(data["records"], decoded.records):
+        for entry, record in zip(data["records"], decoded.records):
+            if batch.is_control:
+                control = parse_control_record(record)
+                kraft = None if control.error else decode_kraft_control(control.type, record.value)
+                if kraft is not None:
+                    entry["decoded"] = kraft
+            elif decoder is not None:
                 entry["decoded"] = decoder(record.key, record.value)
     return data
 
@@ -262,6 +268,9 @@ def _record_text(
         else:
             line += f" endTxnMarker: {ControlRecordType(control.type).name} coordinatorEpoch: {control.coordinator_epoch}" \
                 if control.is_transaction_marker else f" controlType: {control.type}"
+            kraft = decode_kraft_control(control.type, record.value)
+            if kraft is not None:
+                line += f" decoded: {json.dumps(kraft)}"
     elif decoder is not None:
         line += f" decoded: {json.dumps(decoder(record.key, record.value))}"
     elif redact is not None:
