@@ -36,7 +36,7 @@ from kafka_audit.cli.app import app
 from kafka_audit.report.progress import STARTING_SPARK
 from tests.conftest import FIXTURES
 from tests.support.secret_options import secret_arguments
-from tests.support.spark_cluster import StandaloneCluster, authenticated, free_port
+from tests.support.spark_cluster import SLOW_START_S, StandaloneCluster, authenticated, free_port
 
 DATA = FIXTURES / "faulty"
 RUN_TIMEOUT_S = 240
@@ -89,7 +89,9 @@ class SecuredMaster:
 
     def url(self) -> str:
         if self.cluster is None:
-            self.cluster = StandaloneCluster(self.root, workers=0, properties=authenticated("the-cluster-s-own-secret"))
+            self.cluster = StandaloneCluster(
+                self.root, workers=0, properties=authenticated("the-cluster-s-own-secret"), start_timeout_s=SLOW_START_S
+            )
             self.cluster.start()
         return self.cluster.url
 
