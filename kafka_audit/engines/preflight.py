@@ -4,8 +4,8 @@ A small job runs :func:`probe` on each executor: it imports kafka_audit and comp
 the Python minor version with the driver's, looks for the compiled record screen, and ``stat``s the
 input paths. Without this, a missing package or another Python on the executors surfaces as a Py4J
 error whose cause is only in the executors' logs, and data the executors cannot see as a scan of
-zero bytes. A failure is one line naming the executor and the cause; a missing compiled screen is
-a warning (the pure-Python screen gives the same answers at about half the speed).
+zero bytes. A failure is one line naming the executor and the cause (a missing compiled record
+screen is one: the audit needs its C build).
 
 On a ``local[...]`` master whose Python workers run this very interpreter (``PYSPARK_PYTHON``,
 which the session defaults to it, and no ``spark.pyspark.python`` naming another), the executor
@@ -83,8 +83,8 @@ def probe(paths: list[str], driver_version: str, driver_python: list[int], linge
         try:
             importlib.import_module("kafka_audit.record._record_screen")
         except Exception as exc:  # noqa: BLE001 - missing, or built for another platform
-            report["warnings"].append(
-                f"has no compiled record screen ({type(exc).__name__}: {exc}): the audit runs about half as fast there"
+            report["errors"].append(
+                f"has no compiled record screen ({type(exc).__name__}: {exc}): install kafka-audit there with a C compiler"
             )
     unseen = []
     for path in paths:

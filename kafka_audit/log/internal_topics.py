@@ -1,7 +1,7 @@
 """Which decoder reads a file's records, by where the file lives (DumpLogSegments picks its
-``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` the same
-way, by topic): ``__consumer_offsets-N``, ``__transaction_state-N``, ``__cluster_metadata-0``
-folders, and KRaft snapshot files (``bootstrap.checkpoint``, ``<offset>-<epoch>.checkpoint``)."""
+``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` /
+``--share-group-state-decoder`` the same way, by topic): ``__consumer_offsets-N``,
+``__transaction_state-N``, ``__share_group_state-N``, ``__cluster_metadata-0`` folders, and KRaft snapshot files (``bootstrap.checkpoint``, ``<offset>-<epoch>.checkpoint``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,18 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
-from kafka_audit.log.log_names import CLUSTER_METADATA, CONSUMER_OFFSETS, TRANSACTION_STATE, parse_partition_dir
+from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_share_group_state, decode_transaction_log
+from kafka_audit.log.log_names import (
+    CLUSTER_METADATA,
+    CONSUMER_OFFSETS,
+    SHARE_GROUP_STATE,
+    TRANSACTION_STATE,
+    parse_partition_dir,
+)
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import RecordBatch
 
 Decoder = Callable[[bytes | None, bytes | None], dict[str, Any]]
 
@@ -37,14 +44,26 @@ def decoder_for(path: str) -> Decoder | None:
     """A fresh record decoder for the file at ``path``, or None for an ordinary topic."""
     if is_kraft_snapshot(path):
         return MetadataRecordDecoder()
-    topic = topic_of(path)
+    return decoder_for_topic(topic_of(path))
+
+
+def decoder_for_topic(topic: str | None) -> Decoder | None:
+    """A fresh record decoder for a segment of ``topic``, or None for an ordinary topic."""
     if topic == CONSUMER_OFFSETS:
         return decode_consumer_offsets
     if topic == TRANSACTION_STATE:
         return decode_transaction_log
+    if topic == SHARE_GROUP_STATE:
+        return decode_share_group_state
     if topic == CLUSTER_METADATA:
         return MetadataRecordDecoder()
     return None
+
+
+def count_unknown(segment: FileRecords, batch: RecordBatch, decoder: Decoder) -> int:
+    """How many of a data batch's records ``decoder`` finds of a type or version it does not
+    know (the scan summary's ``internal_records_unknown``)."""
+    return sum("unknown" in decoder(r.key, r.value) for r in segment.records(batch, with_data=True).records)
 
 
 def read_transaction_log(path: str) -> Iterator[dict[str, Any] | Problem]:

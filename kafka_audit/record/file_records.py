@@ -24,7 +24,6 @@ import crc32c
 
 from kafka_audit.io import storage
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
-from kafka_audit.record.default_record import RecordScreen
 from kafka_audit.record.legacy_record import (
     batch_from_message,
     parse_message,
@@ -391,8 +390,8 @@ class FileRecords:
                 self._release(released, item.position)
                 released = item.position
 
-    def records(self, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None) -> BatchRecords:
-        return read_batch_records(self._map, batch, with_data, screen)
+    def records(self, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
+        return read_batch_records(self._map, batch, with_data)
 
     def _release(self, start: int, stop: int) -> None:
         """madvise(MADV_DONTNEED) the walked pages: they leave RSS and stay in the page cache."""

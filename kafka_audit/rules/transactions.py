@@ -40,6 +40,8 @@ class Anchor(NamedTuple):
     base_sequence: int | None
     segment: str | None = None
     max_timestamp: int = -1
+    # The batch's size on disk: unknown where the state comes from a snapshot.
+    size: int | None = None
 
 
 @dataclass(slots=True)
