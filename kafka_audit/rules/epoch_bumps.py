@@ -27,7 +27,8 @@ epoch + 1 is a transaction end: a ``timeline`` event, never a finding. Among tho
   when scanned) is ``timeout_abort``; the producer's re-initialisation after it is part of it;
 - an ABORT followed by data at a still higher epoch is the +2 jump of a new instance's
   ``InitProducerId`` aborting the open transaction (``TransactionCoordinator.handleInitProducerId``,
-  ``TransactionMetadata.prepareFenceProducerEpoch``; ``TransactionMetadataTest.testFenceProducerAfterEpochsExhausted``):
+  ``TransactionMetadata.prepareFenceProducerEpoch``;
+  ``TransactionCoordinatorTest.shouldAbortTransactionOnHandleInitPidWhenExistingTransactionInOngoingState``):
   one ``fenced`` finding, at the marker;
 - data at a higher epoch than the producer's last here is a new instance (``fenced``) only when
   ``__transaction_state`` holds the InitProducerId (an Empty record) at that epoch: otherwise
