@@ -58,6 +58,7 @@ def scan(
     transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     broker_logs: Iterable[str | os.PathLike] = (),
+    baseline: str | os.PathLike | None = None,
     output_parquet: str | None = None,
     engine: str | None = None,
     master: str = "local[*]",
@@ -67,7 +68,8 @@ def scan(
 ) -> AuditResult:
     """Audit the segments under ``paths`` (the ``scan`` command's PATHs and options, SPEC
     section 1) and return an :class:`AuditResult`. Raises ``ValueError`` when no segment is found
-    or an option is invalid."""
+    or an option is invalid. ``baseline``: a ``--write-baseline`` file, whose findings come back
+    with ``"baseline": True``."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     roots = [str(p) if "://" in str(p) else os.path.abspath(p) for p in paths]
@@ -95,6 +97,7 @@ def scan(
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
         broker_log=_broker_log(broker_logs),
+        baseline=_baseline(baseline),
     )
     problem = reference_time_problem(roots, options)
     if problem:
@@ -135,6 +138,19 @@ def _broker_log(paths: Iterable[str | os.PathLike]):
         return read_broker_logs(names)
     except BrokerLogError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _baseline(path: str | os.PathLike | None) -> frozenset[str]:
+    """The fingerprints a baseline file lists (none without one); one that cannot be read is a ValueError."""
+    from kafka_audit.report.baseline import BaselineError, parse_baseline
+
+    if path is None:
+        return frozenset()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_baseline(handle.read())
+    except (OSError, UnicodeDecodeError, BaselineError) as exc:
+        raise ValueError(f"baseline {os.fspath(path)}: {exc}") from None
 
 
 def _epoch_ms(value: int | datetime | None) -> int | None:

@@ -32,6 +32,7 @@ from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, v
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.transaction_version import CoordinatorFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +70,10 @@ class PartitionMeta:
     broker_lines: tuple[BrokerLogLine, ...] = ()
     # The folder's live segments below the first one scanned, which the user did not pass.
     unscanned_segments: list[str] = field(default_factory=list)
+    # A scanned __transaction_state's facts per producer id (the replay's transaction versions).
+    producer_facts: dict[int, CoordinatorFacts] = field(default_factory=dict)
+    # The transaction.version feature level the log dir records (None: none recorded).
+    transaction_version_feature: int | None = None
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -91,6 +96,7 @@ class PartitionMeta:
             producer_id_expiration_ms=options.producer_id_expiration_ms,
             reference_time=options.reference_time,
             timeline=options.timeline,
+            transaction_version_feature=options.written_by.transaction_version,
             segments={
                 s.display_path: SegmentFiles(
                     s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size
@@ -178,6 +184,8 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         producer_id_expiration_ms=meta.producer_id_expiration_ms,
         reference_time=meta.reference_time,
         timeline=meta.timeline,
+        producer_facts=meta.producer_facts,
+        transaction_version_feature=meta.transaction_version_feature,
     )
     replay = ProducerStateReplay(log)
     coverage = _Coverage(meta.segments)

@@ -19,20 +19,21 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
-from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
+from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
 from kafka_audit.log.discovery import Discovery
+from kafka_audit.log.feature_levels import WrittenBy, read_written_by
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords, split_points
 from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
-from kafka_audit.rules.findings import Finding, make_finding
+from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
 from kafka_audit.rules.log_validator import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEGMENT_BYTES,
@@ -41,6 +42,8 @@ from kafka_audit.rules.log_validator import (
 from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
+# ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT of Kafka 4 (Long.MAX_VALUE, off, in 3.x).
+KAFKA_4_TIMESTAMP_AFTER_MAX_MS = 3_600_000
 # Segments above 1.5x this size are split into byte ranges of about this size.
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 
@@ -60,6 +63,10 @@ class ScanOptions:
     shuffle_partitions: int | None = None
     # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
     broker_log: BrokerLog | None = None
+    # The Kafka version the log dirs record (with_log_dir_facts sets it).
+    written_by: WrittenBy = field(default_factory=WrittenBy)
+    # --baseline: the fingerprints of known findings (marked ``baseline``, never failing the gate).
+    baseline: frozenset[str] = frozenset()
 
 
 def scan_options(
@@ -74,6 +81,7 @@ def scan_options(
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     timeline: bool = False,
     broker_log: BrokerLog | None = None,
+    baseline: frozenset[str] = frozenset(),
 ) -> ScanOptions:
     """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
     place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
@@ -92,6 +100,7 @@ def scan_options(
         producer_id_expiration_ms=producer_id_expiration_ms,
         timeline=timeline,
         broker_log=broker_log,
+        baseline=baseline,
     )
 
 
@@ -106,6 +115,8 @@ class ScanResult:
     events: list[Event] = field(default_factory=list)
     # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
     producers: list[dict[str, Any]] = field(default_factory=list)
+    # Every (topic, partition) scanned, sorted, findings or not (a JUnit test case each).
+    partitions: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -229,10 +240,38 @@ def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> Scan
     return replace(options, validation=replace(options.validation, compacted_topics=named | listed))
 
 
+def with_log_dir_facts(options: ScanOptions, discovery: Discovery) -> ScanOptions:
+    """What the log dirs say about auditing them, decided once for every step of the scan: the
+    compacted topics (:func:`with_inferred_compaction`) and the Kafka version that wrote them
+    (:func:`read_written_by`), whose broker defaults apply where no option is given (SPEC section
+    1): ``log.message.timestamp.after.max.ms`` is 3600000 on Kafka 4.x
+    (``ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT``), off (Long.MAX_VALUE) on 3.x
+    and when the version is unknown; ``...before.max.ms`` is off on both. The default bound is
+    checked against each segment's modification time, at or after the broker's last append."""
+    options = with_inferred_compaction(options, discovery)
+    written_by = read_written_by(discovery)
+    validation = options.validation
+    if written_by.kafka_4 and validation.timestamp_after_max_ms is None:
+        validation = replace(
+            validation,
+            timestamp_after_max_ms=KAFKA_4_TIMESTAMP_AFTER_MAX_MS,
+            timestamp_rule=(
+                f"Kafka 4.x broker default log.message.timestamp.after.max.ms={KAFKA_4_TIMESTAMP_AFTER_MAX_MS} "
+                f"(the log dir's metadata.version is {written_by.metadata_version})"
+            ),
+        )
+    return replace(options, validation=validation, written_by=written_by)
+
+
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
     carried = storage.options_tuple(discovery.storage_options)
-    return {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    facts = read_producer_facts(discovery)
+    if facts:
+        for meta in metas.values():
+            meta.producer_facts = facts
+    return metas
 
 
 def log_order(task: SegmentTask) -> tuple[int, str, int]:
@@ -251,7 +290,7 @@ def audit_in_process(
     must agree with. ``on_progress`` is called after each segment task and partition replica;
     ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
     started = time.monotonic()
-    options = with_inferred_compaction(options, discovery)
+    options = with_log_dir_facts(options, discovery)
     metas = partition_metas(discovery, options)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(metas))
@@ -284,7 +323,7 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options)
 
 
 def finish_result(
@@ -293,12 +332,16 @@ def finish_result(
     totals: PartitionTotals,
     findings: list[Finding],
     wall: float,
-    broker_log: BrokerLog | None = None,
+    options: ScanOptions,
 ) -> ScanResult:
-    """Account for every byte found, order the findings (SPEC section 3) and build the summary
-    (with ``--broker-log``: its counts, lines about partitions outside the scan among them)."""
+    """Account for every byte found, order the findings (SPEC section 3), give them their
+    fingerprints (``--baseline``: marked known) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them; the feature levels the log dirs
+    record, null where none)."""
+    broker_log = options.broker_log
     findings.extend(file_findings(discovery, stats))
     findings.sort(key=lambda f: f.sort_key)
+    assign_fingerprints(findings, options.baseline)
     by_check = Counter(f.check for f in findings)
     summary = {
         "paths": list(discovery.paths),
@@ -317,6 +360,10 @@ def finish_result(
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
         "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
+        "metadata_version": options.written_by.metadata_version,
+        "transaction_version": options.written_by.transaction_version,
+        "internal_records_unknown": stats.internal_records_unknown,
+        "findings_baseline": sum(f.baseline for f in findings),
         "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),
         "bytes_read": stats.bytes,
         "segment_bytes": {
@@ -334,7 +381,8 @@ def finish_result(
     coordinator = read_coordinator_view(discovery)
     join_coordinator_view(coordinator, findings, producers, summary)
     count_findings(producers, findings)
-    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers)
+    scanned = sorted({(p.topic, p.partition) for p in discovery.partitions})
+    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers, scanned)
 
 
 def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask
 from kafka_audit.io import storage
+from kafka_audit.log.internal_topics import count_unknown, unknown_test_for_topic
 from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.file_records import FileRecords
@@ -27,14 +28,9 @@ from kafka_audit.record.record_batch import (
 )
 from kafka_audit.record.record_screen import RecordScreen, screen_payload
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.batch_validation import (
-    control_record_violation,
-    validate_appended_size,
-    validate_batch_header,
-    validate_batch_size,
-    validate_control_batch,
-)
+from kafka_audit.rules.batch_validation import validate_appended_size, validate_batch_header, validate_batch_size
 from kafka_audit.rules.catalogue import Check, CheckId
+from kafka_audit.rules.control_batch import control_record_violation, validate_control_batch
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
 from kafka_audit.rules.log_validator import (
     ValidationConfig,
@@ -61,6 +57,17 @@ def _with_record(details: dict, record_index: int | None) -> dict:
     return details if record_index is None else {**details, "record": record_index}
 
 
+def _decode_violation(problem: Problem) -> Violation:
+    """A problem met reading a batch's records. A v0/v1 inner message whose CRC-32 is wrong is a
+    culprit record (SPEC section 2: the inner message's offset and ``record_index``); the others
+    are exceptions, not RecordValidationExceptions: the broker's answer names no record (KIP-467
+    record_errors empty), so neither does the finding, and its details say where reading stopped."""
+    if problem.check == CheckId.CRC_MISMATCH:
+        return Violation(problem.check, problem.message, problem.record_index, problem.offset,
+                         _with_record(problem.details, problem.record_index))
+    return Violation(problem.check, problem.message, details=_with_record(problem.details, problem.record_index))
+
+
 class SegmentAuditor:
     """Iterate :meth:`run` for the findings and summaries of one task; read ``stats`` after."""
 
@@ -84,6 +91,8 @@ class SegmentAuditor:
         # do not hold one) concerns, as those bytes were written after it.
         self._last_timestamp: int | None = None
         self._counts: Counter = Counter()  # findings per check (run)
+        # An internal topic's test for records of unknown types or versions, which are counted.
+        self._internal = unknown_test_for_topic(task.topic)
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
@@ -165,6 +174,8 @@ class SegmentAuditor:
                             yield from self._capped(findings)
                     if item.max_timestamp >= 0:
                         self._last_timestamp = item.max_timestamp
+                    if self._internal is not None and item.crc_valid and not item.is_control:
+                        self.stats.internal_records_unknown += count_unknown(segment, item, self._internal)
                     yield summary
             except OSError as exc:
                 # A ranged read of an object in a store failed part way (network, object gone):
@@ -290,12 +301,7 @@ class SegmentAuditor:
         if batch.is_control:
             violations, control = validate_control_batch(batch, decoded.records, compacted=compacted)
         if decoded.problems:
-            # An exception, not a RecordValidationException: the broker's answer names no record
-            # (KIP-467 record_errors empty), so neither does the finding; details say where it stopped.
-            violations += [
-                Violation(p.check, p.message, details=_with_record(p.details, p.record_index))
-                for p in decoded.problems
-            ]
+            violations += [_decode_violation(p) for p in decoded.problems]
         else:
             violations += validate_records(
                 batch, decoded.records, self.task.topic, topic_partition, config, self.reference_time

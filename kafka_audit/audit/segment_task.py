@@ -94,12 +94,15 @@ class SegmentStats:
     codecs: Counter = field(default_factory=Counter)
     bytes_read: Counter = field(default_factory=Counter)
     unread: dict[str, str] = field(default_factory=dict)
+    # Records of internal topics whose type or version no schema here knows (SPEC section 3).
+    internal_records_unknown: int = 0
 
     def merge(self, other: "SegmentStats") -> "SegmentStats":
         self.segments += other.segments
         self.batches += other.batches
         self.records += other.records
         self.bytes += other.bytes
+        self.internal_records_unknown += other.internal_records_unknown
         self.formats.update(other.formats)
         self.codecs.update(other.codecs)
         self.bytes_read.update(other.bytes_read)

@@ -30,8 +30,11 @@ from typing import Any
 import kafka_audit
 from kafka_audit.engines.spark_errors import SparkFailure, exception_text, executor_of, root_cause
 
-# How long executors may take to register with a cluster manager before the preflight runs.
-EXECUTOR_WAIT_S = 20.0
+# How long executors may take to register with a cluster manager before the preflight runs: the
+# setting Spark's own scheduler waits for its executors by (CoarseGrainedSchedulerBackend), 30 s
+# by default, so that ``--conf`` can lengthen it for executors that are slow to start.
+EXECUTOR_WAIT_SETTING = "spark.scheduler.maxRegisteredResourcesWaitingTime"
+EXECUTOR_WAIT_DEFAULT = "30s"
 # Rounds of probe tasks to reach every executor (tasks go where the scheduler puts them).
 _ROUNDS = 3
 # A probe task lasts at least this long on a cluster, so that one executor cannot take them all.
@@ -172,11 +175,14 @@ def _executors(spark) -> tuple[int, int]:
     if context.master.startswith("local"):
         return 1, 1
     status = context._jsc.sc().getExecutorMemoryStatus
-    deadline = time.monotonic() + EXECUTOR_WAIT_S
+    wait_s = context._jvm.org.apache.spark.network.util.JavaUtils.timeStringAsSec(
+        context.getConf().get(EXECUTOR_WAIT_SETTING, EXECUTOR_WAIT_DEFAULT)
+    )
+    deadline = time.monotonic() + wait_s
     while status().size() < 2:  # the driver's block manager is one of them
         if time.monotonic() > deadline:
             raise PreflightFailure(
-                f"no executor registered with {context.master} within {EXECUTOR_WAIT_S:.0f} s "
+                f"no executor registered with {context.master} within {wait_s} s "
                 f"(no worker, or none with the cores and memory asked for)"
             )
         time.sleep(0.2)

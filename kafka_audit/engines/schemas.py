@@ -45,6 +45,8 @@ FINDINGS = pa.schema(
         ("client_outcome", pa.string()),
         ("message", pa.string()),
         ("details", pa.string()),
+        ("fingerprint", pa.string()),
+        ("baseline", pa.bool_()),
     ]
 )
 

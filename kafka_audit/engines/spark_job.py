@@ -52,7 +52,7 @@ from kafka_audit.audit.plan import (
     pack_tasks,
     partition_metas,
     plan_tasks,
-    with_inferred_compaction,
+    with_log_dir_facts,
 )
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
@@ -63,7 +63,6 @@ from kafka_audit.engines.spark_progress import is_connect, watch
 from kafka_audit.io import storage
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.findings import Finding
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
@@ -153,7 +152,7 @@ def run_job(
     """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
     Frames are None when there is nothing to audit."""
     started = time.monotonic()
-    options = with_inferred_compaction(options, discovery)
+    options = with_log_dir_facts(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
@@ -167,12 +166,12 @@ def run_job(
         for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
             value = pickle.loads(blob)
             if kind == schemas.FINDING:
-                findings.append(Finding.from_dict(value))
+                findings.append(value)
             elif kind == schemas.STATS:
                 stats.merge(value)
             elif kind == schemas.TOTALS:
                 totals.merge(value)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log), frames
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options), frames
 
 
 def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
@@ -277,8 +276,8 @@ def _segment_step_of(
                 if isinstance(item, BatchSummary):
                     summaries.append(item)
                 else:
-                    finding = item.to_dict()
-                    rows.append(rare_row(schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+                    payload = schemas.finding_json(item.to_dict())
+                    rows.append(rare_row(schemas.FINDING, place, payload, pickle.dumps(item)))
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
             rows.extend(value_rows(place, summaries))
             pending += len(summaries)
@@ -315,8 +314,7 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
         raise RuntimeError("a replica's rows reached the partition step without its metadata row")
     findings, totals = audit_partition(meta, batch_summaries(chain(first, rest)))
     for finding in findings:
-        value = finding.to_dict()
-        out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))
+        out.append((schemas.FINDING, schemas.finding_json(finding.to_dict()), pickle.dumps(finding)))
     out.append((schemas.TOTALS, None, pickle.dumps(totals)))
     kinds, payloads, blobs = zip(*out)
     yield pa.RecordBatch.from_arrays(

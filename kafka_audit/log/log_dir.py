@@ -48,9 +48,15 @@ from kafka_audit.log.log_names import (
     STATE_SUFFIXES,
     TIERED_LEADER_EPOCH_CHECKPOINT,
     is_tiered_name,
+    overflows_long,
     parse_base_offset,
     parse_partition_dir,
     segment_state,
+)
+
+_OVERFLOW_REASON = (
+    "its 20-digit name is above Long.MAX_VALUE: a broker cannot load it "
+    "(LogFileUtils.offsetFromFileName throws NumberFormatException)"
 )
 
 
@@ -186,7 +192,7 @@ class _Walker:
         unreadable segment, any other name a skipped file."""
         name = self.fs.basename(display)
         offset = parse_base_offset(name)
-        if segment_state(name) is not None and offset is not None:
+        if segment_state(name) is not None and (offset is not None or overflows_long(name)):
             self.cannot_read(display, reason, folder, offset)
         else:
             self.skip(display, reason, folder)
@@ -264,8 +270,11 @@ class _Walker:
         base_offset = parse_base_offset(name)
         if base_offset is None:
             # SPEC 1: a file that is not a segment is skipped; any ``*.log`` (a broker's own
-            # server.log included) is reported wherever it lies.
-            if state is not None:
+            # server.log included) is reported wherever it lies. A segment named with 20 digits
+            # above Long.MAX_VALUE is one a broker cannot load: it is not read, so not skipped.
+            if state is not None and overflows_long(name):
+                self.cannot_read(display, _OVERFLOW_REASON, folder)
+            elif state is not None:
                 self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
             return
         real = self.fs.realpath(path)

@@ -67,6 +67,7 @@ def finish_views(result: ScanResult, keep: ReportFilter) -> ScanResult:
     result.summary["filter"] = keep.describe()
     result.summary["findings_by_check"] = dict(sorted(Counter(f.check for f in result.findings).items()))
     result.summary["findings_by_severity"] = dict(sorted(Counter(f.severity for f in result.findings).items()))
+    result.summary["findings_baseline"] = sum(f.baseline for f in result.findings)
     count_findings(result.producers, result.findings)
     return result
 

@@ -1,20 +1,17 @@
 """The broker's batch-level rules, re-run offline on one batch: its size against
 ``max.message.bytes`` (``UnifiedLog.analyzeAndValidateRecords``), its header
-(``LogValidator.validateBatch``: offset range, count, origin, base sequence), a control batch's
-one record (``ControlRecordType``, ``EndTransactionMarker``), and its size against
-``segment.bytes`` (``UnifiedLog.append``). The record-level rules are in :mod:`.log_validator`.
+(``LogValidator.validateBatch``: offset range, count, origin, base sequence), and its size against
+``segment.bytes`` (``UnifiedLog.append``). A control batch's records are judged in
+:mod:`.control_batch`, the record-level rules in :mod:`.log_validator`.
 """
 
 from __future__ import annotations
 
 from kafka_audit.log.log_names import CLUSTER_METADATA
-from kafka_audit.record.control_record import ControlRecord, parse_control_record
 from kafka_audit.record.record_batch import (
     CONTROL_FLAG_MASK,
     MAGIC_VALUE_V2,
-    NO_PRODUCER_ID,
     TRANSACTIONAL_FLAG_MASK,
-    Record,
     RecordBatch,
 )
 from kafka_audit.rules.log_validator import ValidationConfig, Violation
@@ -132,43 +129,3 @@ def validate_appended_size(batch: RecordBatch, topic_partition: str, config: Val
         details={"size": batch.size, "segment_bytes": config.segment_bytes},
         error="RECORD_LIST_TOO_LARGE",
     )
-
-
-def validate_control_batch(
-    batch: RecordBatch, records: list[Record], *, compacted: bool = False
-) -> tuple[list[Violation], ControlRecord | None]:
-    """A control batch holds exactly one well-formed control record (ControlRecordType,
-    EndTransactionMarker). Returns the violations and the parsed record when there is one.
-
-    In a compacted topic the cleaner may leave a control batch with no record (its transaction
-    was cleaned away; ProducerAppendInfo.append: "An empty control batch means the entire
-    transaction has been cleaned from the log"), which is valid there.
-    """
-    if compacted and not records and batch.record_count == 0:
-        return [], None
-    if len(records) != 1:
-        return [
-            Violation(
-                "invalid_control_batch",
-                f"Control batch holds {len(records)} records; a control batch has exactly one control record",
-                details={"record_count": len(records)},
-            )
-        ], None
-    control = parse_control_record(records[0])
-    violation = control_record_violation(batch, control, records[0].offset)
-    return ([] if violation is None else [violation]), control
-
-
-def control_record_violation(batch: RecordBatch, control: ControlRecord, offset: int | None) -> Violation | None:
-    """The rule a control batch's one record (at ``offset``) breaks: it is no well-formed control
-    record, or it is a transaction marker without the transaction's producer id."""
-    if control.error:
-        return Violation("invalid_control_batch", control.error, record_index=0, offset=offset)
-    if control.is_transaction_marker and batch.producer_id == NO_PRODUCER_ID:
-        return Violation(
-            "invalid_control_batch",
-            "Transaction marker written without the transaction's producer id",
-            record_index=0,
-            offset=offset,
-        )
-    return None

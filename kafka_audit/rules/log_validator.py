@@ -65,6 +65,9 @@ class ValidationConfig:
     timestamp_before_max_ms: int | None = None
     timestamp_after_max_ms: int | None = None
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    # Where the timestamp bounds come from when not from the options: the broker default of the
+    # Kafka version that wrote the log (said in the details of timestamp_out_of_range).
+    timestamp_rule: str | None = None
 
     def is_compacted(self, topic: str) -> bool:
         return topic in self.compacted_topics or topic in ALWAYS_COMPACTED_TOPICS
@@ -210,7 +213,8 @@ def _record_rule_violation(
                 f"The timestamp should be within [{low}, {high}]",
                 index,
                 record.offset,
-                {"timestamp": record.timestamp, "reference_time": reference_time},
+                {"timestamp": record.timestamp, "reference_time": reference_time}
+                | ({"rule": config.timestamp_rule} if config.timestamp_rule else {}),
             )
     return None
 
