@@ -77,7 +77,7 @@ class SegmentAuditor:
         storage.configure(task.storage_options)
         # SPEC: the reference time defaults to the segment file's modification time. Only an
         # object in a store has none, and timestamp bounds over a URI need --reference-time
-        # (audit.plan.reference_time_problem refuses the scan before it starts).
+        # (audit.scan_options.reference_time_problem refuses the scan before it starts).
         self.reference_time = reference_time if reference_time is not None else task.mtime_ms
         self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
         self.topic_partition = partition_label(task.topic, task.partition)

@@ -113,7 +113,7 @@ def scan(
 ) -> None:
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
     name picks the report."""
-    from kafka_audit.audit.plan import scan_options
+    from kafka_audit.audit.scan_options import scan_options
     from kafka_audit.cli import ci_output
     from kafka_audit.report.views import finish_views
 
