@@ -1,6 +1,6 @@
 """The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
 
-``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+``engines/spark_job.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
 replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
 tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
 
@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Any
 
 from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
@@ -199,8 +199,8 @@ def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[Segme
                 points = split_points(segment.buffer, segment.size, split_bytes)
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
-    bounds = points + [None]
-    return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
+    stops: list[int | None] = [*points[1:], None]
+    return [task.byte_range(start, stop) for start, stop in zip(points, stops)]
 
 
 def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) -> list[int]:

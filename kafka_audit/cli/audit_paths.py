@@ -125,7 +125,7 @@ def parquet_target(target: Optional[str]) -> Optional[str]:
     return str(path)
 
 
-def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: list[int]) -> str:
+def _nothing_found(discovery, paths: list[str], topics: list[str], partitions: list[int]) -> str:
     """The exit-2 message when no segment is left to audit: which filter matched nothing, and
     what there was, or that the paths hold no segment at all."""
     where = ", ".join(str(p) for p in paths)
