@@ -6,7 +6,7 @@
     python bench/compare_outputs.py compare /tmp/outputs-before /tmp/outputs-after
 
 ``capture`` runs ``python -m kafka_audit`` from ``--tree`` (``PYTHONPATH`` set to it, this
-interpreter) on every input dir: ``scan``, ``producers`` and ``timeline`` with
+interpreter; every command in one process, through runpy) on every input dir: ``scan``, ``producers`` and ``timeline`` with
 ``--format json --engine local --quiet``, and ``dump --records`` with ``--format json`` and
 ``--format text`` over every segment and sidecar file of the dir. It saves stdout, stderr and the
 exit code of each. ``compare`` says which differ; the summaries' ``wall_time_s`` and ``mb_per_s``
@@ -38,7 +38,6 @@ DUMP_FORMATS = ("json", "text")
 # Files dump decodes: segments, indexes, snapshots, checkpoints.
 DUMP_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint", "-checkpoint")
 TIMING = re.compile(rb'"(wall_time_s|mb_per_s)": [0-9.eE+-]+')
-TIMEOUT_S = 900
 
 
 def inputs(bench_mb: int) -> list[tuple[str, Path]]:
@@ -67,15 +66,30 @@ def dump_files(root: Path) -> list[str]:
     return sorted(str(p) for p in root.rglob("*") if p.is_file() and p.name.endswith(DUMP_SUFFIXES))
 
 
-def run(tree: Path, args: list[str], out: Path) -> None:
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    done = subprocess.run(
-        [sys.executable, "-m", "kafka_audit", *args], cwd=tree, env=env, capture_output=True, timeout=TIMEOUT_S
-    )
-    # Not with_suffix: the stem's own ".scan" / ".dump-json" would be replaced.
-    out.parent.joinpath(out.name + ".out").write_bytes(done.stdout)
-    out.parent.joinpath(out.name + ".err").write_bytes(done.stderr)
-    out.parent.joinpath(out.name + ".rc").write_text(f"{done.returncode}\n")
+# One process per tree runs every command (a process per command took minutes on a loaded
+# machine): ``python -m kafka_audit`` re-run with runpy, stdout and stderr caught per command.
+WORKER = r"""
+import io, json, runpy, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+for stem, args in json.loads(Path(sys.argv[2]).read_text()):
+    stdout, stderr = io.BytesIO(), io.BytesIO()
+    sys.stdout = io.TextIOWrapper(stdout, encoding="utf-8", write_through=True)
+    sys.stderr = io.TextIOWrapper(stderr, encoding="utf-8", write_through=True)
+    sys.argv = ["kafka-audit", *args]
+    code = 0
+    try:
+        runpy.run_module("kafka_audit", run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    sys.stdout.flush(); sys.stderr.flush()
+    printed, said = stdout.getvalue(), stderr.getvalue()  # before the wrappers go (closing them)
+    sys.stdout, sys.stderr = sys.__stdout__, sys.__stderr__
+    (out / (stem + ".out")).write_bytes(printed)
+    (out / (stem + ".err")).write_bytes(said)
+    (out / (stem + ".rc")).write_text(f"{code}\n")
+    print(f"captured {stem}", flush=True)
+"""
 
 
 def capture(tree: Path, out: Path, bench_mb: int) -> None:
@@ -88,9 +102,8 @@ def capture(tree: Path, out: Path, bench_mb: int) -> None:
         for fmt in DUMP_FORMATS:
             commands.append((f"{name}.dump-{fmt}", ["dump", *files, "--records", "--format", fmt]))
     (out / "COMMANDS.json").write_text(json.dumps(commands, indent=1) + "\n")
-    for stem, args in commands:
-        print(f"capture {stem}", flush=True)
-        run(tree, args, out / stem)
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    subprocess.run([sys.executable, "-c", WORKER, str(out), str(out / "COMMANDS.json")], cwd=tree, env=env, check=True)
 
 
 def normalized(path: Path) -> bytes:

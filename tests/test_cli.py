@@ -517,7 +517,7 @@ def test_version_prints_the_package_version_and_exits_0():
 
 
 def test_the_library_call_and_the_cli_take_the_same_scan_options(capsys):
-    """kafka_audit.scan() and ``scan`` build their options in one place (audit.plan.scan_options):
+    """kafka_audit.scan() and ``scan`` build their options in one place (audit.scan_options.scan_options):
     --segment-bytes, which the library call once lacked, gives the same findings both ways."""
     import kafka_audit
 

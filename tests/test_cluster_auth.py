@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES
-from tests.support.spark_cluster import StandaloneCluster, authenticated
+from tests.support.spark_cluster import SLOW_START_S, StandaloneCluster, authenticated
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -26,7 +26,7 @@ SCAN_TIMEOUT_S = 240
 def secured_cluster(tmp_path_factory):
     """A master and one worker on 127.0.0.1 that accept only applications holding ``SECRET``."""
     root = tmp_path_factory.mktemp("secured-cluster")
-    started = StandaloneCluster(root, workers=1, properties=authenticated(SECRET))
+    started = StandaloneCluster(root, workers=1, properties=authenticated(SECRET), start_timeout_s=SLOW_START_S)
     try:
         started.start()
         yield started

@@ -159,7 +159,8 @@ def _busy_log(root: Path) -> Path:
 
 
 def _render(root: Path, limits):
-    from kafka_audit.audit.plan import audit_in_process, scan_options
+    from kafka_audit.audit.plan import audit_in_process
+    from kafka_audit.audit.scan_options import scan_options
     from kafka_audit.log.log_dir import discover
     from kafka_audit.report.html import render_report
     from kafka_audit.report.views import ReportFilter
@@ -222,6 +223,13 @@ def test_report_exit_codes_are_scans(tmp_path, monkeypatch):
     assert no_folder.exit_code == 2 and "does not exist" in no_folder.output
     assert _cli("report", path, "--engine", "local", "--redact-key", "k").exit_code == 2
     assert _cli("report", path, "--format", "json").exit_code == 2  # no --format: the document is HTML
+    baseline = tmp_path / "baseline.json"
+    assert _cli("scan", path, "--engine", "local", "--quiet", "--write-baseline", baseline).exit_code == 1
+    known = _cli("report", path, "--engine", "local", "--quiet", "--baseline", baseline, "--output", tmp_path / "k.html")
+    assert known.exit_code == 0, known.output  # every finding is known: none fails the gate
+    rows = _table_rows((tmp_path / "k.html").read_text(encoding="utf-8"), "findings")
+    marked = (tmp_path / "k.html").read_text(encoding="utf-8").count("(known: baseline)")
+    assert marked == len(rows) == len(_json("scan", path)["findings"])
 
 
 def test_the_document_refers_to_nothing_outside_itself(tmp_path):

@@ -209,3 +209,38 @@ def test_kraft_control_records_decode_as_kafka_dump_log_prints_them(case):
                 assert got == _snake(json.loads(match.group(3)))
                 checked += 1
     assert checked == 7
+
+
+def test_the_scans_unknown_test_agrees_with_the_decoders():
+    """The segment step counts unknown records from their first bytes
+    (``unknown_test_for_topic``); ``dump`` names them by decoding: both must agree."""
+    from kafka_audit.log.internal_topics import decoder_for_topic, unknown_test_for_topic
+
+    samples = {
+        "__consumer_offsets": [
+            (struct.pack(">h", 9) + _str16("g"), b"\x00\x00"),  # unknown type
+            (struct.pack(">h", 3) + _str16("g"), struct.pack(">h", 1)),  # unknown value version
+            (struct.pack(">h", 3) + _str16("g"), struct.pack(">hi", 0, 1) + b"\x00"),
+            (struct.pack(">h", 3) + _str16("g"), None),
+            (None, None),
+        ],
+        "__share_group_state": [(_share_key(0), struct.pack(">h", 3)), (struct.pack(">h", 2), b"")],
+        "__cluster_metadata": [(None, bytes([1, 99, 0])), (None, bytes([1, 12, 5])), (None, bytes([2, 12, 0])),
+                               (None, bytes([1, 12, 0, 1]))],
+        "__transaction_state": [(struct.pack(">hh", 0, 1) + b"t", struct.pack(">h", 7)),
+                                (struct.pack(">hh", 3, 1) + b"t", None)],
+    }
+    for topic, records in samples.items():
+        decode, unknown = decoder_for_topic(topic), unknown_test_for_topic(topic)
+        for key, value in records:
+            decoded = decode(key, value)
+            named = "unknown" in decoded or decoded.get("error", "").startswith("unknown Transaction")
+            assert unknown(key, value) == named, (topic, key, value, decoded)
+    data = shared_corpus("real-broker-4") / "consumer-group-848" / "data"
+    for segment in sorted(data.glob("__*/*.log")):
+        decode, unknown = decoder_for(str(segment)), unknown_test_for_topic(segment.parent.name.rsplit("-", 1)[0])
+        with FileRecords(str(segment)) as records:
+            for batch in records.batches():
+                if not batch.is_control:
+                    for r in records.records(batch, with_data=True).records:
+                        assert not unknown(r.key, r.value) and "unknown" not in decode(r.key, r.value)

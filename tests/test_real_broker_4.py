@@ -88,6 +88,18 @@ def test_consumer_group_848_is_clean_on_spark(cli):  # noqa: F811
     assert json.loads(out.stdout)["summary"]["findings_by_check"] == {}
 
 
+@pytest.mark.spark
+def test_tv2_transactions_on_spark(cli):  # noqa: F811
+    """The executors judge with the coordinator's facts the driver read: the same two fencings."""
+    out = cli("scan", _data("tv2-transactions"), "--format", "json", "--quiet")
+    assert out.exit_code == 0, out.stdout
+    findings = json.loads(out.stdout)["findings"]
+    assert [(f["partition"], f["offset"], f["details"]["reason"], f["details"]["transaction_version_from"]) for f in findings] == [
+        (0, 33, "fenced", "__transaction_state"),
+        (1, 29, "fenced", "__transaction_state"),
+    ]
+
+
 def test_consumer_group_848_is_clean():
     result = scan(_data("consumer-group-848"))
     assert _by_check(result) == {}

@@ -113,3 +113,32 @@ def test_tv2_and_tv1_producers_in_one_log(tmp_path):
     assert result.findings == []
     bumps = [e.producer_id for e in result.events if e.kind == "epoch_bump"]
     assert bumps == [91] * 4
+
+
+def test_transactions_that_skip_a_partition_are_no_fencing(tmp_path):
+    """A TV2 producer's transactions touch one partition or both (keyed records): a partition left
+    out of some transactions sees the epoch jump by several between its own markers. That is no
+    fencing; a new instance's InitProducerId after a completed transaction (an Empty record at the
+    new epoch in __transaction_state) is, once in each partition it then writes to."""
+    with LogDirWriter(tmp_path, snapshots=False) as d:
+        a, b = d.partition("t", 0), d.partition("t", 1)
+        log = d.partition("__transaction_state", 0)
+        p = Producer(60, transactional=True, transaction_version=2)
+        _state(log, "keyed", p, "Empty", TS_BASE, client_transaction_version=None)
+        for targets in ([a, b], [a], [a], [a, b], [b], [a, b]):
+            p.begin()
+            _state(log, "keyed", p, "Ongoing", log.clock, log.clock, [(w.topic, w.partition) for w in targets])
+            for w in targets:
+                p.send(w, records(["k"]))
+            p.commit()
+        p.init_producer_id()  # a new instance: no transaction open, +1
+        _state(log, "keyed", p, "Empty", log.clock)
+        p.begin()
+        for w in (a, b):
+            p.send(w, records(["n"]))
+        p.commit()
+    result = _scan(tmp_path)
+    fenced = sorted((f.partition, f.producer_epoch, f.details["reason"]) for f in result.findings)
+    assert fenced == [(0, 7, "fenced"), (1, 7, "fenced")]
+    elsewhere = [e for e in result.events if e.kind == "epoch_bump" and "other partitions" in e.message]
+    assert sorted((e.partition, e.producer_epoch) for e in elsewhere) == [(0, 5), (1, 3)]

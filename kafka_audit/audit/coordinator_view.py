@@ -101,12 +101,16 @@ def _merge_facts(facts: dict[int, CoordinatorFacts], record: dict[str, Any]) -> 
     aborts = known.prepare_aborts if known is not None else ()
     if record["state"] == "PrepareAbort":
         aborts += ((record["producer_epoch"], record["start_timestamp"], record["last_update_timestamp"]),)
+    inits = known.init_epochs if known is not None else frozenset()
+    if record["state"] == "Empty":
+        inits = inits | {record["producer_epoch"]}
     facts[pid] = CoordinatorFacts(
         record["transactional_id"],
         max(versions) if versions else None,
         record["transaction_timeout_ms"],
         next_id if next_id is not None and next_id >= 0 else (known.next_producer_id if known else -1),
         aborts,
+        inits,
     )
 
 

@@ -1,6 +1,6 @@
 """The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
 
-``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+``engines/spark_job.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
 replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
 tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
 
@@ -14,21 +14,21 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Any
 
 from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.audit.remote_log_view import remote_log_view
+from kafka_audit.audit.scan_options import DEFAULT_SPLIT_BYTES, ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
-from kafka_audit.io.broker_log import BrokerLog
 from kafka_audit.io.rsm_objects import ENCRYPTED
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.log.feature_levels import WrittenBy, read_written_by
+from kafka_audit.log.feature_levels import read_written_by
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords, split_points
 from kafka_audit.record.record_batch import RecordBatch
@@ -36,76 +36,12 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
-from kafka_audit.rules.log_validator import (
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_SEGMENT_BYTES,
-    ValidationConfig,
-)
 from kafka_audit.rules.producer_activity import count_findings
-from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 # What an encrypted tiered-storage segment without --rsm-key-file needs (its finding's message).
 ENCRYPTED_HINT = " (its chunks are AES-GCM-encrypted: give --rsm-key-file, the private key that unwraps its data key)"
 # ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT of Kafka 4 (Long.MAX_VALUE, off, in 3.x).
 KAFKA_4_TIMESTAMP_AFTER_MAX_MS = 3_600_000
-# Segments above 1.5x this size are split into byte ranges of about this size.
-DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
-
-
-@dataclass(slots=True)
-class ScanOptions:
-    """The ``scan`` options that shape an audit (SPEC section 1)."""
-
-    validation: ValidationConfig = field(default_factory=ValidationConfig)
-    reference_time: int | None = None
-    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
-    # Collect the replay's timeline events (PartitionTotals.events); only `timeline` needs them.
-    timeline: bool = False
-    split_bytes: int = DEFAULT_SPLIT_BYTES
-    # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
-    shuffle_partitions: int | None = None
-    # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
-    broker_log: BrokerLog | None = None
-    # The Kafka version the log dirs record (with_log_dir_facts sets it).
-    written_by: WrittenBy = field(default_factory=WrittenBy)
-    # --baseline: the fingerprints of known findings (marked ``baseline``, never failing the gate).
-    baseline: frozenset[str] = frozenset()
-
-
-def scan_options(
-    *,
-    compacted_topics: Iterable[str] = (),
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-    timestamp_before_max_ms: int | None = None,
-    timestamp_after_max_ms: int | None = None,
-    reference_time: int | None = None,
-    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    timeline: bool = False,
-    broker_log: BrokerLog | None = None,
-    baseline: frozenset[str] = frozenset(),
-) -> ScanOptions:
-    """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
-    place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
-    no naming: ``ValidationConfig.is_compacted``); every default is the named constant of the rule
-    it sets."""
-    return ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(compacted_topics),
-            max_message_bytes=max_message_bytes,
-            segment_bytes=segment_bytes,
-            timestamp_before_max_ms=timestamp_before_max_ms,
-            timestamp_after_max_ms=timestamp_after_max_ms,
-        ),
-        reference_time=reference_time,
-        transaction_timeout_ms=transaction_timeout_ms,
-        producer_id_expiration_ms=producer_id_expiration_ms,
-        timeline=timeline,
-        broker_log=broker_log,
-        baseline=baseline,
-    )
 
 
 @dataclass(slots=True)
@@ -134,23 +70,6 @@ class Progress:
     segments_done: int = 0
     bytes_done: int = 0
     partitions_done: int = 0
-
-
-def reference_time_problem(paths: list[str], options: ScanOptions) -> str | None:
-    """Why these timestamp checks cannot run, or None. Without ``--reference-time`` a segment's
-    checks take its file's modification time as the broker's now (when the broker last appended);
-    an object in a store has no such time (its time is the upload's), so remote inputs with
-    timestamp bounds need an explicit reference time rather than a guess."""
-    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
-    if bounds == (None, None) or options.reference_time is not None:
-        return None
-    remote = [p for p in paths if storage.is_remote(p)]
-    if not remote:
-        return None
-    return (
-        f"--timestamp-before-max-ms/--timestamp-after-max-ms on {remote[0]} need --reference-time: an "
-        "object in a store keeps no broker modification time (its time is the upload's)"
-    )
 
 
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
@@ -203,8 +122,8 @@ def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[Segme
                 points = split_points(segment.buffer, segment.size, split_bytes)
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
-    bounds = points + [None]
-    return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
+    stops: list[int | None] = [*points[1:], None]
+    return [task.byte_range(start, stop) for start, stop in zip(points, stops)]
 
 
 def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) -> list[int]:

@@ -59,7 +59,8 @@ def audit_paths(
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
     progress display on a terminal (unless ``quiet``), and return the result, whose summary has
     the whole command's wall time and the ``engine`` that ran."""
-    from kafka_audit.audit.plan import reference_time_problem, set_wall_time
+    from kafka_audit.audit.plan import set_wall_time
+    from kafka_audit.audit.scan_options import reference_time_problem
     from kafka_audit.engines.run import SparkFailure, run_audit
     from kafka_audit.io import storage
     from kafka_audit.log.log_dir import discover
@@ -127,7 +128,7 @@ def parquet_target(target: Optional[str]) -> Optional[str]:
     return str(path)
 
 
-def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: list[int]) -> str:
+def _nothing_found(discovery, paths: list[str], topics: list[str], partitions: list[int]) -> str:
     """The exit-2 message when no segment is left to audit: which filter matched nothing, and
     what there was, or that the paths hold no segment at all."""
     where = ", ".join(str(p) for p in paths)

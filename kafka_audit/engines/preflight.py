@@ -25,6 +25,7 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import kafka_audit
 from kafka_audit.engines.spark_errors import SparkFailure, exception_text, executor_of, root_cause
@@ -65,7 +66,7 @@ def probe(paths: list[str], driver_version: str, driver_python: list[int], linge
     # A standalone worker runs each executor in <work dir>/<app id>/<executor id>.
     executor = os.path.basename(cwd)
     where = f"executor {executor} on {socket.gethostname()}" if executor.isdigit() else f"{socket.gethostname()} (pid {os.getpid()})"
-    report = {"where": where, "errors": [], "warnings": []}
+    report: dict[str, Any] = {"where": where, "errors": [], "warnings": []}
     python = list(sys.version_info[:2])
     if python != driver_python:
         report["errors"].append(

@@ -48,6 +48,8 @@ _SETTLE_S = 1.0
 _JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
 
 
+# Over 60 lines: the session's start in order (log redirection, class archive, builder, fallback),
+# each step a few lines that read best in sequence.
 def create_spark_session(
     master: str = "local[*]",
     conf: dict[str, str] | None = None,

@@ -13,15 +13,18 @@ nothing here: a log dir without metadata gets the 3.x rules either way.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_audit.io import storage
+from kafka_audit.io.listing import LocalTree, Tree, tree
 from kafka_audit.log.discovery import Discovery, PartitionDir
 from kafka_audit.log.log_names import CLUSTER_METADATA, KRAFT_SNAPSHOT, LIVE
 from kafka_audit.log.metadata_records import FRAME_VERSION, MetadataRecordDecoder
-from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.batch_records import read_batch_records
+from kafka_audit.record.file_records import FileRecords, iter_batches
 from kafka_audit.record.record_batch import RecordBatch
 
 METADATA_VERSION = "metadata.version"
@@ -32,10 +35,13 @@ TRANSACTION_VERSION = "transaction.version"
 FIRST_KAFKA_4_METADATA_VERSION = 22
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 _FEATURE_NAMES = (METADATA_VERSION.encode(), TRANSACTION_VERSION.encode())
+# Metadata files are read whole: at most a segment's default size (segment.bytes, 1 GiB).
+_MAX_FILE_BYTES = 1 << 30
+_LOCAL = LocalTree()
 # The v2 batch header (DefaultRecordBatch.RECORD_BATCH_OVERHEAD); older formats hold no metadata.
 _HEADER = 61
-# MetadataRecordType.FEATURE_LEVEL_RECORD
-_FEATURE_LEVEL_RECORD = 12
+# MetadataRecordSerde frame version and MetadataRecordType.FEATURE_LEVEL_RECORD (12).
+_FEATURE_LEVEL_PREFIX = bytes((FRAME_VERSION, 12))
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,30 +59,33 @@ class WrittenBy:
 
 def read_written_by(discovery: Discovery) -> WrittenBy:
     """The levels in effect at the end of the scanned log dirs' metadata (one answer for the
-    scan: the last log dir read wins where several disagree)."""
+    scan: the last log dir read wins where several disagree). Local paths and URIs alike."""
+    storage.configure(discovery.storage_options)
     levels: dict[str, int] = {}
     source = None
-    local = [p for p in discovery.partitions if not storage.is_remote(p.path)]
-    for log_dir in sorted({os.path.dirname(p.path) for p in local}):
-        bootstrap = os.path.join(log_dir, BOOTSTRAP_CHECKPOINT)
-        if _apply(levels, [bootstrap], 0):
+    for log_dir in sorted({_tree_of(p.path).dirname(p.path) for p in discovery.partitions}):
+        bootstrap = _tree_of(log_dir).join(log_dir, BOOTSTRAP_CHECKPOINT)
+        if BOOTSTRAP_CHECKPOINT in _names(log_dir) and _apply(levels, [bootstrap], 0):
             source = bootstrap
-    for partition in local:  # an object store's metadata is not read twice for this
+    for partition in discovery.partitions:
         if partition.topic == CLUSTER_METADATA:
-            found = _metadata_partition(partition, levels)
-            source = found or source
+            source = _metadata_partition(partition, levels) or source
     if not levels:
         return WrittenBy()
     return WrittenBy(levels.get(METADATA_VERSION), levels.get(TRANSACTION_VERSION), source)
+
+
+def _tree_of(path: str) -> Tree:
+    return tree(path) if storage.is_remote(path) else _LOCAL
 
 
 def _metadata_partition(partition: PartitionDir, levels: dict[str, int]) -> str | None:
     """The newest snapshot's levels, then the log's from the snapshot's end offset on; the last
     file that set a level, or None."""
     start, source = 0, None
-    snapshots = sorted(n for n in _listing(partition.path) if KRAFT_SNAPSHOT.match(n) and n.endswith(".checkpoint"))
+    snapshots = sorted(n for n in _names(partition.path) if KRAFT_SNAPSHOT.match(n) and n.endswith(".checkpoint"))
     if snapshots:
-        newest = os.path.join(partition.path, snapshots[-1])
+        newest = _tree_of(partition.path).join(partition.path, snapshots[-1])
         if _apply(levels, [newest], 0):
             source = newest
         start = int(snapshots[-1][:20])
@@ -86,9 +95,10 @@ def _metadata_partition(partition: PartitionDir, levels: dict[str, int]) -> str 
     return source
 
 
-def _listing(folder: str) -> list[str]:
+def _names(folder: str) -> list[str]:
     try:
-        return os.listdir(folder)
+        with _tree_of(folder).scandir(folder) as listing:
+            return [entry.name for entry in listing]
     except OSError:
         return []
 
@@ -130,19 +140,29 @@ def _apply(levels: dict[str, int], paths: Iterable[str], start: int) -> bool:
     decoder = MetadataRecordDecoder()
     for path in paths:
         try:
-            with FileRecords(path) as records:
-                for position in _candidate_batches(records.buffer, records.size):
-                    for batch in records.batches(position, position + 1):
+            with _opened(path) as buf:
+                for position in _candidate_batches(buf, len(buf)):
+                    for batch in iter_batches(buf, position, position + 1):
                         if not isinstance(batch, RecordBatch) or batch.is_control or not batch.crc_valid:
                             continue
-                        for record in records.records(batch, with_data=True).records:
+                        for record in read_batch_records(buf, batch).records:
                             value = record.value
-                            if record.offset < start or not value or value[:2] != bytes((FRAME_VERSION, _FEATURE_LEVEL_RECORD)):
+                            if record.offset < start or not value or value[:2] != _FEATURE_LEVEL_PREFIX:
                                 continue
                             decoded = decoder(record.key, value)
                             if "feature_level" in decoded:
                                 levels[decoded["name"]] = decoded["feature_level"]
                                 found = True
-        except (OSError, ValueError):
+        except OSError:
             continue
     return found
+
+
+@contextmanager
+def _opened(path: str) -> Iterator[Any]:
+    """A file's bytes: a local file mapped (FileRecords), an object read whole."""
+    if storage.is_remote(path):
+        yield storage.read_bytes(path, _MAX_FILE_BYTES)
+        return
+    with FileRecords(path) as records:
+        yield records.buffer if records.size else b""

@@ -7,9 +7,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
-from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_share_group_state, decode_transaction_log
+from kafka_audit.log.coordinator_records import (
+    decode_consumer_offsets,
+    decode_share_group_state,
+    decode_transaction_log,
+    unknown_coordinator_record,
+    unknown_transaction_log_record,
+)
+from kafka_audit.log.coordinator_schemas import GROUP_RECORDS, SHARE_RECORDS
 from kafka_audit.log.log_names import (
     CLUSTER_METADATA,
     CONSUMER_OFFSETS,
@@ -18,7 +26,7 @@ from kafka_audit.log.log_names import (
     TRANSACTION_STATE,
     parse_partition_dir,
 )
-from kafka_audit.log.metadata_records import MetadataRecordDecoder
+from kafka_audit.log.metadata_records import MetadataRecordDecoder, unknown_metadata_record
 from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
@@ -64,10 +72,28 @@ def decoder_for_topic(topic: str | None) -> Decoder | None:
     return None
 
 
-def count_unknown(segment: FileRecords, batch: RecordBatch, decoder: Decoder) -> int:
-    """How many of a data batch's records ``decoder`` finds of a type or version it does not
-    know (the scan summary's ``internal_records_unknown``)."""
-    return sum("unknown" in decoder(r.key, r.value) for r in segment.records(batch, with_data=True).records)
+UnknownTest = Callable[[bytes | None, bytes | None], bool]
+
+
+def unknown_test_for_topic(topic: str | None) -> UnknownTest | None:
+    """Whether a record of ``topic`` is of a type or version its decoder does not know (the
+    decoders of :func:`decoder_for_topic` name such a record ``unknown``), read from the record's
+    first bytes; None for an ordinary topic."""
+    if topic == CONSUMER_OFFSETS:
+        return partial(unknown_coordinator_record, GROUP_RECORDS)
+    if topic == SHARE_GROUP_STATE:
+        return partial(unknown_coordinator_record, SHARE_RECORDS)
+    if topic == TRANSACTION_STATE:
+        return unknown_transaction_log_record
+    if topic == CLUSTER_METADATA:
+        return unknown_metadata_record
+    return None
+
+
+def count_unknown(segment: FileRecords, batch: RecordBatch, unknown: UnknownTest) -> int:
+    """How many of a data batch's records are of a type or version not known here (the scan
+    summary's ``internal_records_unknown``)."""
+    return sum(unknown(r.key, r.value) for r in segment.records(batch, with_data=True).records)
 
 
 def read_transaction_log(path: str) -> Iterator[dict[str, Any] | Problem]:

@@ -136,7 +136,7 @@ class _Walker:
         self.unreadable: list[UnreadableSegment] = []
         self.filtered_segments = 0
         self.filtered_topics: set[str] = set()
-        self.visited_dirs: set[tuple[int, int]] = set()
+        self.visited_dirs: set[tuple[int, int | str]] = set()  # (device, inode or an object's key)
         self.seen_files: set[str] = set()
         self.checkpoint_cache: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
         # Absolute root -> the PATH as the user gave it.
@@ -330,6 +330,7 @@ class _Walker:
         except OSError as exc:
             self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
             return
+        assert state is not None  # a name without a segment state is a snapshot (returned above)
         seg_state, suffix = state
         if partition.kind == "delete" and seg_state == LIVE:
             seg_state = DELETED

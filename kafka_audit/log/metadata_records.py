@@ -140,6 +140,21 @@ _SCHEMAS: dict[int, tuple[str, str, str, str]] = {
 RECORD_SCHEMAS = {api_key: schema(*entry) for api_key, entry in _SCHEMAS.items()}
 
 
+def unknown_metadata_record(key: bytes | None, value: bytes | None) -> bool:
+    """Whether :class:`MetadataRecordDecoder` names this record ``unknown``, from its frame
+    alone: a frame version, record type or record version the schemas do not know."""
+    if not value:
+        return False
+    try:
+        reader = MessageReader(value, flexible=True)
+        if reader.unsigned_varint() != FRAME_VERSION:
+            return True
+        record = RECORD_SCHEMAS.get(reader.unsigned_varint())
+        return record is None or not record.knows(reader.unsigned_varint())
+    except MalformedMessage:
+        return False
+
+
 class MetadataRecordDecoder:
     """Decodes one file's metadata records in log order; remembers topic names by topic id so
     that partition records name their topic."""

@@ -107,7 +107,7 @@ def _unlz4_independent(data: bytes, blocks: list[tuple[int, int, bool]], block_m
     (LZ4's safe decoder refuses a block that would not fit it)."""
     scratch = _lz4_scratch(block_max)
     view = memoryview(data)
-    parts = []
+    parts: list[bytes | memoryview] = []
     for start, length, uncompressed in blocks:
         if uncompressed:
             parts.append(view[start : start + length])

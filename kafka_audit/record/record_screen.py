@@ -26,7 +26,7 @@ from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
 
 try:
-    from kafka_audit.record import _record_screen
+    from kafka_audit.record import _record_screen  # type: ignore[attr-defined]  # compiled: no stub
 except ImportError as exc:  # the package was installed or copied without its C build
     raise ImportError(
         f"kafka_audit.record._record_screen, kafka-audit's compiled record screen, cannot be loaded ({exc}): "
@@ -62,7 +62,7 @@ def screen_records(data, base_timestamp: int, record_count: int, screen: RecordS
     )
 
 
-def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: bool = False):
+def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: bool | int = False):
     """Whether a v2 batch's records, decompressed as :func:`v2_records_data` decompresses them,
     pass ``screen``: the segment step's quick path, one call per batch. With ``want_record``, a
     batch of one record that passes answers its ``(key, value)`` instead of True (a control

@@ -19,7 +19,7 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
 from kafka_audit.log.internal_topics import Decoder, decoder_for, is_kraft_snapshot
@@ -266,7 +266,7 @@ def _record_text(
         if control.error:
             line += f" control: invalid ({control.error})"
         else:
-            line += f" endTxnMarker: {ControlRecordType(control.type).name} coordinatorEpoch: {control.coordinator_epoch}" \
+            line += f" endTxnMarker: {ControlRecordType(cast(int, control.type)).name} coordinatorEpoch: {control.coordinator_epoch}" \
                 if control.is_transaction_marker else f" controlType: {control.type}"
             kraft = decode_kraft_control(control.type, record.value)
             if kraft is not None:

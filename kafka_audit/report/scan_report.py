@@ -22,8 +22,8 @@ DEFAULT_TABLE_LIMIT = 50
 _NOTES_SHOWN = 20
 # Consoles at least this wide get a separate "where" column.
 _WIDE_CONSOLE = 140
-_SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-_OUTCOME_STYLE = {
+_SEVERITY_STYLE: dict[str, str] = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_OUTCOME_STYLE: dict[str, str] = {
     ClientOutcome.FATAL: "bold red",
     ClientOutcome.ABORTABLE: "magenta",
     ClientOutcome.RETRIABLE: "yellow",

@@ -19,7 +19,7 @@ class _StrEnum(str, Enum):
     def __str__(self) -> str:
         return str.__str__(self)
 
-    __format__ = str.__format__
+    __format__ = str.__format__  # type: ignore[assignment]  # f-strings print the value, as str does
 
 
 class Severity(_StrEnum):

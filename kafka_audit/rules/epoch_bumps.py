@@ -27,8 +27,14 @@ epoch + 1 is a transaction end: a ``timeline`` event, never a finding. Among tho
   when scanned) is ``timeout_abort``; the producer's re-initialisation after it is part of it;
 - an ABORT followed by data at a still higher epoch is the +2 jump of a new instance's
   ``InitProducerId`` aborting the open transaction (``TransactionCoordinator.handleInitProducerId``,
-  ``TransactionMetadata.prepareFenceProducerEpoch``; ``TransactionMetadataTest.testFenceProducerAfterEpochsExhausted``):
-  one ``fenced`` finding, at the marker.
+  ``TransactionMetadata.prepareFenceProducerEpoch``;
+  ``TransactionCoordinatorTest.shouldAbortTransactionOnHandleInitPidWhenExistingTransactionInOngoingState``):
+  one ``fenced`` finding, at the marker;
+- data at a higher epoch than the producer's last here is a new instance (``fenced``) only when
+  ``__transaction_state`` holds the InitProducerId (an Empty record) at that epoch: otherwise
+  the epoch moved on with transactions that ended in other partitions (their markers go only to
+  the transaction's partitions), a timeline event. Without ``__transaction_state`` such a rise
+  is not called a fencing.
 
 Only ``fenced`` has a client outcome (``fatal``, ProducerFencedException for the old instance).
 Each finding's details say which broker rule applied (``broker_rule``) for TV2 producers.
@@ -46,6 +52,7 @@ from kafka_audit.rules.transactions import OpenTxn
 
 FENCED, TIMEOUT_ABORT, TRANSACTION_END, IDEMPOTENT_BUMP = "fenced", "timeout_abort", "transaction_end", "idempotent_bump"
 _FENCED_EXCEPTION = "ProducerFencedException"
+_ELSEWHERE = "transaction ends in other partitions"
 _LAST_EPOCH = 32767  # Short.MAX_VALUE: the epoch of the end marker that exhausts a producer id
 
 
@@ -75,6 +82,10 @@ class EpochBumps:
         pid = batch.producer_id
         held = self._pending.pop(pid, None)
         if held is not None and held.tv2:
+            if self._new_instance(batch) is False:
+                self._end(held)
+                self._event(batch, previous, None, _ELSEWHERE)
+                return
             # TV2 +2: the coordinator's ABORT at E + 1 for a new instance that got E + 2.
             self._report(held.batch, held.previous, held.aborted, FENCED, {"new_instance_epoch": batch.producer_epoch})
             self._event(batch, previous, None, "the new instance's first batch")
@@ -85,7 +96,20 @@ class EpochBumps:
             self._timed_out.discard(pid)
             self._event(batch, previous, None, "re-initialised after the timeout abort")
             return
+        if batch.is_transactional and self._versions.is_tv2(pid) and not self._new_instance(batch):
+            self._event(batch, previous, None, _ELSEWHERE)
+            return
         self._report(batch, previous, None, FENCED if batch.is_transactional else IDEMPOTENT_BUMP)
+
+    def _new_instance(self, batch: Any) -> bool | None:
+        """Whether a TV2 producer's data at a higher epoch is a new instance's (InitProducerId:
+        ``__transaction_state`` holds an Empty record at that epoch), or only the epoch its
+        transactions in other partitions ended at (every end bumps it; the markers go only to
+        the transaction's partitions). None: ``__transaction_state`` not scanned."""
+        facts = self._versions.facts(batch.producer_id)
+        if facts is None or not facts.init_epochs:
+            return None
+        return batch.producer_epoch in facts.init_epochs
 
     def marker_bump(self, batch: Any, previous: int, txn: OpenTxn | None) -> None:
         self.next_batch(batch)
@@ -185,7 +209,8 @@ class EpochBumps:
         message = self._message(batch, previous, aborted, reason)
         details: dict[str, Any] = {"previous_epoch": previous, "open_transaction_aborted": aborted is not None, "reason": reason}
         if self._versions.is_tv2(batch.producer_id):
-            details.update(transaction_version=TV_2, broker_rule=RULE_4X, **(extra or {}))
+            details.update(transaction_version=TV_2, broker_rule=RULE_4X, **self._versions.evidence(batch.producer_id))
+            details.update(extra or {})
         self._out.finding(
             "epoch_bump", message, batch, details, exception=_FENCED_EXCEPTION if reason == FENCED else None
         )

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2, NO_TIMESTAMP, RecordBatch
 from kafka_audit.rules.catalogue import CHECKS, ERRORS, Check, Severity
@@ -98,20 +98,19 @@ def make_finding(
     batch fields (base/last offset, producer id/epoch, base sequence, max timestamp) from
     ``batch``. ``error`` names another Kafka error than the catalogue's for checks whose error
     depends on the case (record_too_large over segment.bytes, broker_rejection). ``spec`` replaces
-    the check's catalogue entry by one of the catalogue's named variants (``errors.UNCOMPRESSED_OFFSET_DELTAS``).
+    the check's catalogue entry by one of the catalogue's named variants (``catalogue.UNCOMPRESSED_OFFSET_DELTAS``).
     ``exception`` names another client exception than the catalogue's (None: the client sees none)
     for checks without an error code whose client outcome depends on the case (``epoch_bump``: only
     a fenced instance gets ProducerFencedException)."""
     spec = spec or CHECKS[check]
     if exception is not CATALOGUE:
-        spec = replace(spec, exception=exception)
+        spec = replace(spec, exception=cast("str | None", exception))
     kafka_error = ERRORS[error] if error else spec.error
     details = dict(details or {})
     if spec.client_exception:
         details.setdefault("client_exception", spec.client_exception)
-    has_batch = batch is not None
-    producer = has_batch and batch.magic >= MAGIC_VALUE_V2
-    if timestamp is None and has_batch and batch.max_timestamp != NO_TIMESTAMP:
+    producer = batch if batch is not None and batch.magic >= MAGIC_VALUE_V2 else None
+    if timestamp is None and batch is not None and batch.max_timestamp != NO_TIMESTAMP:
         timestamp = batch.max_timestamp
     return Finding(
         check=str(spec.id),
@@ -119,14 +118,14 @@ def make_finding(
         topic=topic,
         partition=partition,
         segment=segment,
-        position=position if position is not None or not has_batch else batch.position,
-        offset=offset if offset is not None or not has_batch else batch.base_offset,
-        batch_base_offset=batch.base_offset if has_batch else None,
-        batch_last_offset=batch.last_offset if has_batch else None,
+        position=position if position is not None or batch is None else batch.position,
+        offset=offset if offset is not None or batch is None else batch.base_offset,
+        batch_base_offset=batch.base_offset if batch is not None else None,
+        batch_last_offset=batch.last_offset if batch is not None else None,
         record_index=record_index,
-        producer_id=batch.producer_id if producer else None,
-        producer_epoch=batch.producer_epoch if producer else None,
-        sequence=batch.base_sequence if producer else None,
+        producer_id=producer.producer_id if producer is not None else None,
+        producer_epoch=producer.producer_epoch if producer is not None else None,
+        sequence=producer.base_sequence if producer is not None else None,
         transactional_id=None,
         timestamp=timestamp,
         time=iso_time(timestamp),

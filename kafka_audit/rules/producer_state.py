@@ -115,6 +115,8 @@ class PartitionLog:
     timeline: bool = True
     # What a scanned __transaction_state says per producer id (transaction version, timeout).
     producer_facts: Mapping[int, CoordinatorFacts] = field(default_factory=dict)
+    # The transaction.version feature level of __cluster_metadata / bootstrap.checkpoint (None: unknown).
+    transaction_version_feature: int | None = None
 
 
 @dataclass(slots=True)
@@ -141,7 +143,7 @@ class ProducerStateReplay:
         origin = AppendOrigin.COORDINATOR if log.topic in COORDINATOR_TOPICS else AppendOrigin.CLIENT
         self.producers = ProducerStateManager(self.out.tp, origin, log.producer_id_expiration_ms)
         self.transactions = TransactionTracker(self.out, ProducerAppendInfo(self.out.tp))
-        self.versions = TransactionVersions(log.producer_facts)
+        self.versions = TransactionVersions(log.producer_facts, log.transaction_version_feature)
         self.bumps = EpochBumps(self.out, self.versions, log.transaction_timeout_ms)
         self.snapshots = SnapshotComparer(log.snapshots, self.out, self.producers, self.transactions)
         self.stats = ReplayStats()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_audit.record.record_batch import ControlRecordType
 
@@ -44,6 +45,9 @@ class CoordinatorFacts:
     # (epoch, TransactionStartTimestampMs, TransactionLastUpdateTimestampMs) of each PrepareAbort
     # record: when the aborted transaction began and when the coordinator decided the abort.
     prepare_aborts: tuple[tuple[int, int, int], ...] = ()
+    # Epochs of the Empty records InitProducerId writes (TransactionMetadata.prepareIncrementProducerEpoch):
+    # an instance (re)starting at that epoch.
+    init_epochs: frozenset[int] = frozenset()
 
     def abort_timing(self, epoch: int) -> tuple[int, int] | None:
         """(start, abort time) of the abort the coordinator prepared at ``epoch`` (None: not recorded)."""
@@ -56,9 +60,20 @@ class CoordinatorFacts:
 class TransactionVersions:
     """Per producer id: the transaction version, declared by the coordinator or seen in the log."""
 
-    def __init__(self, facts: Mapping[int, CoordinatorFacts]) -> None:
+    def __init__(self, facts: Mapping[int, CoordinatorFacts], feature_level: int | None = None) -> None:
         self._facts = facts
         self._seen: dict[int, int] = {}
+        # The cluster's finalized transaction.version, named in the details as corroboration.
+        self.feature_level = feature_level
+
+    def evidence(self, pid: int) -> dict[str, Any]:
+        """What says the producer runs transactions v2, for a finding's details."""
+        facts = self._facts.get(pid)
+        declared = facts.client_transaction_version if facts is not None else None
+        return {
+            "transaction_version_from": "__transaction_state" if declared is not None else "log",
+            "transaction_version_feature": self.feature_level,
+        }
 
     def facts(self, pid: int) -> CoordinatorFacts | None:
         return self._facts.get(pid)

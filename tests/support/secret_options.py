@@ -36,9 +36,25 @@ def _spark_secret(canary: str, folder: Path) -> tuple[list[str], list[str]]:
     return ["--spark-secret-file", str(private_file(folder / "spark.secret", canary))], [canary]
 
 
+def _rsm_key(canary: str, folder: Path) -> tuple[list[str], list[str]]:
+    """A fresh RSA private key (PEM): a key file must hold a real key, so the texts to look for
+    are the lines of its body (the canary plays no part). Needs the ``cryptography`` package."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    # Lines long enough that no output holds one by chance.
+    body = [line for line in pem.decode().splitlines() if not line.startswith("-----") and len(line) >= 16]
+    return ["--rsm-key-file", str(private_file(folder / "rsm-key.pem", pem.decode().strip()))], body
+
+
+# Entries whose option a command does not have are left out for it (--rsm-key-file comes with
+# the tiered-storage work).
 SECRET_OPTIONS: list[SecretOption] = [
     SecretOption("--storage-option", _storage_options),
     SecretOption("--spark-secret-file", _spark_secret),
+    SecretOption("--rsm-key-file", _rsm_key),
 ]
 
 

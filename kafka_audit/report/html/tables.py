@@ -91,7 +91,7 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
         message += f'<details><summary>details</summary><code>{escape(json.dumps(details, sort_keys=True))}</code></details>'
     where = (f.segment or "") + (f" pos {f.position}" if f.segment and f.position is not None else "")
     cells = [
-        _cell(f.severity, _SEVERITY_RANK.get(f.severity, 3), f"sev-{f.severity}"),
+        _cell(f.severity + (" (known: baseline)" if f.baseline else ""), _SEVERITY_RANK.get(f.severity, 3), f"sev-{f.severity}"),
         _cell(f.check),
         _cell(partition_label(f.topic, f.partition) if f.topic is not None else ""),
         _cell(f.offset, f.offset if f.offset is not None else -1),
