@@ -234,19 +234,28 @@ def segment_slots(total: int, parallelism: int) -> int:
 
 
 def default_parallelism(spark) -> int:
-    """The session's default parallelism: the SparkContext's on a classic session; on Spark Connect
-    (no SparkContext) ``spark.default.parallelism`` when set, else the number of partitions Spark
-    gives a range by default, which is the same figure."""
+    """The session's default parallelism: the SparkContext's on a classic session. On Spark Connect
+    (no SparkContext) ``spark.default.parallelism`` when the server lets it be read and it is set
+    (a managed endpoint may refuse to show a setting), else the number of partitions Spark gives a
+    range by default (``SparkContext.defaultParallelism`` via ``leafNodeDefaultParallelism``),
+    counted by a job of built-in functions only, which any Connect endpoint runs.
+
+    The partition id is projected before it is aggregated: Spark 4's analyzer refuses a
+    non-deterministic expression inside an aggregate function (``max(spark_partition_id())``,
+    AGGREGATE_FUNCTION_WITH_NONDETERMINISTIC_EXPRESSION), not a column a projection computed."""
     if not is_connect(spark):
         return spark.sparkContext.defaultParallelism
-    configured = spark.conf.get("spark.default.parallelism", None)
+    try:
+        configured = spark.conf.get("spark.default.parallelism", None)
+    except Exception:  # noqa: BLE001 - a managed endpoint may not expose the setting
+        configured = None
     if configured:
         return max(1, int(configured))
     from pyspark.sql import functions as F
 
-    probe = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id()).alias("last")).collect()
+    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("id"))
+    probe = ids.agg(F.max("id").alias("last")).collect()
     return max(1, probe[0]["last"] + 1)
-
 
 
 def _segment_step_of(
