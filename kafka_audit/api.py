@@ -114,6 +114,7 @@ def scan(
 
     preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
     result, frames = pipeline.run_job(spark, discovery, options, keep=True)
+    assert frames is not None  # discovery found segments: the job planned tasks
     result.summary["engine"] = "spark"
     result.notes.extend(f"warning: {warning}" for warning in preflight.warnings)
     if target is not None:

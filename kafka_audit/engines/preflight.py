@@ -70,7 +70,7 @@ def probe(
     # A standalone worker runs each executor in <work dir>/<app id>/<executor id>.
     executor = os.path.basename(cwd)
     where = f"executor {executor} on {socket.gethostname()}" if executor.isdigit() else f"{socket.gethostname()} (pid {os.getpid()})"
-    report = {"where": where, "errors": [], "warnings": []}
+    report: dict = {"where": where, "errors": [], "warnings": []}
     python = list(sys.version_info[:2])
     if python != driver_python:
         report["errors"].append(
