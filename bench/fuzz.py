@@ -617,7 +617,8 @@ def audit_case(root: str) -> tuple[list[str], dict[str, int]]:
     propagates)."""
     from kafka_audit.audit.plan import ScanOptions, audit_in_process
     from kafka_audit.log.log_dir import discover
-    from kafka_audit.record.file_records import FileRecords, read_batch_records
+    from kafka_audit.record.batch_records import read_batch_records
+    from kafka_audit.record.file_records import FileRecords
     from kafka_audit.record.record_batch import RecordBatch
     from kafka_audit.rules.catalogue import CHECKS
 

@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_audit.record import default_record
+from kafka_audit.record.batch_records import read_batch_records
 from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records, screen_records_py
-from kafka_audit.record.file_records import iter_batches, read_batch_records
+from kafka_audit.record.file_records import iter_batches
 from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
 from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
 from tests.support.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch

@@ -10,8 +10,9 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
+from kafka_audit.record.batch_records import read_batch_records
 from kafka_audit.record.default_record import MalformedRecord, decode_records, read_varint
-from kafka_audit.record.file_records import FileRecords, iter_batches, read_batch_records
+from kafka_audit.record.file_records import FileRecords, iter_batches
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import RecordBatch
 from tests.support.writer import varint as encode_varint

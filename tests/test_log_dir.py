@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.log import log_dir
-from kafka_audit.log.log_dir import Discovery, PartitionDir, discover
+from kafka_audit.log.discovery import Discovery, PartitionDir
+from kafka_audit.log.log_dir import discover
 from kafka_audit.log.log_names import (
     CLEANED,
     DELETED,

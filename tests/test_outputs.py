@@ -122,7 +122,7 @@ def test_batch_values_give_back_every_summary_in_order():
     """A segment task's summaries, cut into values of a few, come back whole and in log order
     (the partition step) and as the ``batches`` dataset's typed rows (its expansion)."""
     from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentTask
-    from kafka_audit.engines.spark_job import _expand_batches, _segment_rows, _summaries, _value_rows
+    from kafka_audit.engines.job_rows import batch_summaries, expand_batches, segment_row_batch, value_rows
     from kafka_audit.rules.batch_summary import BatchSummary
     from kafka_audit.rules.log_validator import ValidationConfig
 
@@ -133,14 +133,14 @@ def test_batch_values_give_back_every_summary_in_order():
                        base_offset=int(log.stem), size=log.stat().st_size)
     summaries = [s for s in SegmentAuditor(task, ValidationConfig()).run() if isinstance(s, BatchSummary)]
     assert len(summaries) > 3
-    rows = list(_value_rows(7, summaries, per_value=3))
+    rows = list(value_rows(7, summaries, per_value=3))
     assert len(rows) == -(-len(summaries) // 3)
     assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
         (schemas.BATCH, 7, s.segment_base_offset, schemas.name_bytes(s.segment), s.position) for s in summaries[::3]
     ]
-    batch = _segment_rows(rows)
-    assert list(_summaries(iter([batch.slice(0, 1), batch.slice(1)]))) == summaries
-    expanded = pa.Table.from_batches(list(_expand_batches(iter([batch]))))
+    batch = segment_row_batch(rows)
+    assert list(batch_summaries(iter([batch.slice(0, 1), batch.slice(1)]))) == summaries
+    expanded = pa.Table.from_batches(list(expand_batches(iter([batch]))))
     typed = schemas.batches_table(summaries)
     assert expanded.num_rows == typed.num_rows
     for name in schemas.BATCHES.names:

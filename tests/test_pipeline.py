@@ -142,7 +142,7 @@ def test_pack_tasks_deals_every_task_once_into_balanced_groups():
 def test_replicas_are_spread_over_the_shuffle_partitions_by_bytes():
     """Every replica gets a partition of the partition step, the heaviest first, each to the
     least loaded one."""
-    from kafka_audit.engines.spark_job import place_replicas
+    from kafka_audit.engines.replica_placement import place_replicas
 
     sizes = {0: 900, 1: 500, 2: 400, 3: 300, 4: 300, 5: 200}
     tasks = [
@@ -163,7 +163,7 @@ def test_keys_land_in_the_partition_spark_gives_them(spark):
     Spark, lands in the partition it was chosen for (Spark is the oracle)."""
     from pyspark.sql import functions as F
 
-    from kafka_audit.engines.spark_job import keys_for_buckets
+    from kafka_audit.engines.replica_placement import keys_for_buckets
 
     buckets = [0, 1, 2, 2, 4, 0, 3, 1, 4, 4]
     keys = keys_for_buckets(buckets, 5)

@@ -34,10 +34,11 @@ from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshot
 from kafka_audit.log.time_index import parse_time_index
 from kafka_audit.log.transaction_index import AbortedTxn, parse_transaction_index
 from kafka_audit.record import default_record
+from kafka_audit.record.batch_records import read_batch_records
 from kafka_audit.record.compression import DecompressionError, compress, decompress
 from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records, screen_records_py
-from kafka_audit.record.file_records import iter_batches, read_batch_records
+from kafka_audit.record.file_records import iter_batches
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch, increment_sequence
 from kafka_audit.rules.batch_summary import BatchSummary

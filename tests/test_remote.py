@@ -433,6 +433,46 @@ def test_a_segment_gone_after_listing_is_an_unreadable_segment_finding(s3):
     assert "No such file or directory" in unreadable.message
 
 
+def test_one_remote_segment_of_a_folder_does_not_claim_retention(s3, tmp_path):
+    """Scanning the last segment of a folder by its URI: the folder is listed through the store
+    (not os.listdir, which cannot read a URI), so the earlier segments are named as not scanned,
+    as for the local file (test_false_clean), instead of being taken for deleted ones."""
+    from tests.test_false_clean import write_three_segments
+
+    folder = write_three_segments(tmp_path)
+    names = sorted(p.name for p in folder.glob("*.log"))
+    upload_tree(s3.filesystem(), tmp_path, f"{BUCKET}/partial")
+    local = _scan([str(folder / names[-1])], ScanOptions())
+    remote_discovery = discover([f"s3://{BUCKET}/partial/orders-0/{names[-1]}"], storage_options=s3.storage_options())
+    (partition,) = remote_discovery.partitions
+    assert partition.unscanned_segments == names[:-1] and partition.folder_first_offset == 0
+    remote = audit_in_process(remote_discovery, ScanOptions())
+    (finding,) = remote.findings
+    assert finding.details["unscanned_segments"] == names[:-1]
+    assert "were not scanned" in finding.message and "deleted (" not in finding.message
+    assert [(f.check, f.message, f.details) for f in remote.findings] == [
+        (f.check, f.message, f.details) for f in local.findings
+    ]
+
+
+def test_a_remote_folder_that_cannot_be_listed_is_noted(monkeypatch, tmp_path):
+    """A partition folder whose listing fails: discovery says the earlier segments are unknown
+    instead of returning without a word."""
+    from kafka_audit.log import log_dir
+    from tests.test_false_clean import write_three_segments
+
+    folder = write_three_segments(tmp_path)
+    last = sorted(folder.glob("*.log"))[-1]
+
+    def refuse(self, path):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(log_dir.LocalTree, "scandir", refuse)
+    found = discover([str(last)])
+    assert found.partitions[0].unscanned_segments == []
+    assert any("could not be listed (Permission denied)" in note for note in found.notes)
+
+
 @pytest.mark.parametrize("bad", ["novalue", "=x"])
 def test_a_storage_option_without_a_key_and_value_is_a_usage_error(capsys, bad):
     code, err = _run_cli(capsys, str(FIXTURES / "healthy"), "--storage-option", bad)

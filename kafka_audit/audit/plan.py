@@ -24,7 +24,7 @@ from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, au
 from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
-from kafka_audit.log.log_dir import Discovery
+from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords, split_points
 from kafka_audit.record.record_batch import RecordBatch

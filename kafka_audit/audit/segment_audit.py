@@ -13,9 +13,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.io import storage
+from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.default_record import RecordScreen
-from kafka_audit.record.file_records import BatchRecords, FileRecords
+from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.payload_screen import screen_payload
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.range_buffer import first_read

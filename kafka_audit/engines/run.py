@@ -20,7 +20,7 @@ from kafka_audit.engines.spark_errors import SparkFailure, describe
 
 if TYPE_CHECKING:
     from kafka_audit.audit.plan import Progress, ScanOptions, ScanResult
-    from kafka_audit.log.log_dir import Discovery
+    from kafka_audit.log.discovery import Discovery
 
 
 class PhaseDisplay(Protocol):

@@ -5,7 +5,7 @@
    is not one straggler. Tasks are dealt into slots of about equal bytes (:func:`pack_tasks`) and
    travel as a small DataFrame (``schemas.TASKS``: paths and settings only), hash-partitioned so
    that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
-2. ``mapInArrow`` (:func:`_segment_step`): each Spark task audits its segments and emits Arrow
+2. ``mapInArrow`` (:func:`_segment_step_of`): each Spark task audits its segments and emits Arrow
    batches of ``schemas.SEGMENT_ROWS``: per segment task, its batch summaries as a few values
    (pickled runs of up to 4,096 summaries, about 70 bytes each) under their sort keys, a row per
    finding and one with the task's counts. Spark moves and sorts a few rows per segment task and
@@ -33,15 +33,12 @@ segments of 16 KiB batches, 65 K summaries, about 27 MB), not 10 M summaries.
 
 from __future__ import annotations
 
-import heapq
 import pickle
 import time
 import warnings
-from collections import defaultdict, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import chain
-from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -59,9 +56,11 @@ from kafka_audit.audit.plan import (
 )
 from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.engines import schemas
+from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
+from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.spark_progress import is_connect, watch
 from kafka_audit.io import storage
-from kafka_audit.log.log_dir import Discovery
+from kafka_audit.log.discovery import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding
 
@@ -73,9 +72,6 @@ _NAME_COLUMNS = ("topic", "replica", "path", "segment")
 # Bytes of segments a Spark task audits (see :func:`segment_slots`), and on a small input.
 _TASK_BYTES = 256 << 20
 _SMALL_TASK_BYTES = 16 << 20
-# Batch summaries per Arrow batch that the segment step sends, and per batch row's value.
-_ROWS_PER_BATCH = 10_000
-_SUMMARIES_PER_VALUE = 4_096
 # The order of a replica's rows at the partition step (see the module docstring).
 _REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
 
@@ -101,7 +97,7 @@ class ScanFrames:
         from pyspark.sql import functions as F
 
         values = self.segment_rows.where(F.col("kind") == schemas.BATCH).select("blob")
-        rows = values.mapInArrow(_expand_batches, schemas.spark_schema(schemas.SUMMARIES))
+        rows = values.mapInArrow(expand_batches, schemas.spark_schema(schemas.SUMMARIES))
         source = {"codec": F.col("compression"), "topic": F.decode("topic", "UTF-8"), "segment": F.decode("segment", "UTF-8")}
         return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
 
@@ -202,7 +198,7 @@ def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[
     task_table = pa.Table.from_arrays(
         [pa.array(column, type=f.type) for column, f in zip(zip(*task_rows), schemas.TASKS)], schema=schemas.TASKS
     )
-    meta_table = _segment_rows([_rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas])
+    meta_table = segment_row_batch([rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas])
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
     segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options))
     segment_rows = (
@@ -265,8 +261,8 @@ def _segment_step_of(
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
-        batch summaries leave as values of up to :data:`_SUMMARIES_PER_VALUE` (:func:`_value_rows`);
-        rows are sent in Arrow batches holding about :data:`_ROWS_PER_BATCH` summaries."""
+        batch summaries leave as values of up to :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`);
+        rows are sent in Arrow batches holding about :data:`ROWS_PER_BATCH` summaries."""
         places: dict[SegmentTask, int] = {}
 
         def tasks() -> Iterator[SegmentTask]:
@@ -291,43 +287,17 @@ def _segment_step_of(
                     summaries.append(item)
                 else:
                     finding = item.to_dict()
-                    rows.append(_rare_row(schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
-            rows.append(_rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
-            rows.extend(_value_rows(place, summaries))
+                    rows.append(rare_row(schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+            rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
+            rows.extend(value_rows(place, summaries))
             pending += len(summaries)
-            if pending >= _ROWS_PER_BATCH:
-                yield _segment_rows(rows)
+            if pending >= ROWS_PER_BATCH:
+                yield segment_row_batch(rows)
                 rows, pending = [], 0
         if rows:
-            yield _segment_rows(rows)
+            yield segment_row_batch(rows)
 
     return segment_step
-
-
-def _value_rows(place: int, summaries: list[BatchSummary], per_value: int = _SUMMARIES_PER_VALUE) -> Iterator[tuple]:
-    """Batch rows of one segment task's summaries (in log order): each holds up to
-    ``per_value`` of them as one value, a pickled list of plain tuples, keyed by
-    its first summary's segment and position. Spark sorts and moves a few rows per task and never
-    looks inside them (a typed row per batch cost the JVM three conversions and a sort each)."""
-    for start in range(0, len(summaries), per_value):
-        chunk = summaries[start : start + per_value]
-        first = chunk[0]
-        value = pickle.dumps(list(map(tuple, chunk)), pickle.HIGHEST_PROTOCOL)
-        yield (schemas.BATCH, place, first.segment_base_offset, schemas.name_bytes(first.segment), first.position,
-               None, value)
-
-
-def _rare_row(kind: int, place: int, payload: str | None, blob: bytes) -> tuple:
-    """A row of ``schemas.SEGMENT_ROWS`` other than a batch row: no sort keys after its kind."""
-    return (kind, place, None, None, None, payload, blob)
-
-
-def _segment_rows(rows: list[tuple]) -> pa.RecordBatch:
-    """Rows (tuples in ``schemas.SEGMENT_ROWS``'s order) as one Arrow batch."""
-    columns = zip(*rows) if rows else [()] * len(schemas.SEGMENT_ROWS)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(column, type=f.type) for column, f in zip(columns, schemas.SEGMENT_ROWS)], schema=schemas.SEGMENT_ROWS
-    )
 
 
 def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -352,7 +322,7 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             break
     if meta is None:
         raise RuntimeError("a replica's rows reached the partition step without its metadata row")
-    findings, totals = audit_partition(meta, _summaries(chain(first, rest)))
+    findings, totals = audit_partition(meta, batch_summaries(chain(first, rest)))
     for finding in findings:
         value = finding.to_dict()
         out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))
@@ -364,93 +334,3 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     )
 
 
-def _summaries(batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
-    """Batch summaries back from batch rows, one value at a time (read in place from the Arrow
-    batch: a value is unpickled from Arrow's buffer, not copied into a bytes object first)."""
-    make = BatchSummary._make
-    for batch in batches:
-        for value in batch.column("blob"):
-            yield from map(make, pickle.loads(value.as_buffer()))
-
-
-def _expand_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Executor side, for the ``batches`` dataset only (``mapInArrow`` over the batch rows): a
-    typed row per summary (``schemas.SUMMARY_FIELDS``), in Arrow batches of about
-    :data:`_ROWS_PER_BATCH` rows."""
-    summaries: list[tuple] = []
-    for batch in batches:
-        for value in batch.column("blob"):
-            summaries.extend(pickle.loads(value.as_buffer()))
-            if len(summaries) >= _ROWS_PER_BATCH:
-                yield _summary_batch(summaries)
-                summaries = []
-    if summaries:
-        yield _summary_batch(summaries)
-
-
-def _summary_batch(summaries: list[tuple]) -> pa.RecordBatch:
-    """Typed rows (``schemas.SUMMARY_FIELDS``) of summary tuples, built a column at a time
-    (zip(*summaries) of thousands of tuples took ten times as long)."""
-    values = [list(map(itemgetter(i), summaries)) for i in range(len(schemas.SUMMARY_FIELDS))]
-    for i in (0, 2):  # topic and segment: names as bytes
-        values[i] = list(map(schemas.name_bytes, values[i]))
-    return pa.RecordBatch.from_arrays(
-        [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARY_FIELDS)], schema=schemas.SUMMARIES
-    )
-
-
-def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:
-    """The partition-step partition of each replica: replicas dealt out by bytes, largest first,
-    each to the least loaded of ``count`` partitions, so that the partition step is spread evenly
-    over the cores (ties broken by key: the same input always gives the same placement).
-
-    Hashing the replica key cannot promise that: a hash of ``<topic>-<N>`` folders may send many
-    replicas to one partition and leave another idle."""
-    sizes: dict[tuple, int] = {}
-    for task in tasks:
-        sizes[task.replica_key] = sizes.get(task.replica_key, 0) + task.byte_count
-    loads = [(0, index) for index in range(max(1, count))]
-    placement: dict[tuple, int] = {}
-    for replica, size in sorted(sizes.items(), key=lambda item: (-item[1], item[0])):
-        load, index = heapq.heappop(loads)
-        placement[replica] = index
-        heapq.heappush(loads, (load + size, index))
-    return placement
-
-
-def keys_for_buckets(buckets: Sequence[int], count: int) -> list[int]:
-    """Distinct int keys, one per entry of ``buckets``, that Spark's ``repartition(count, key)``
-    sends to that bucket: hash partitioning puts a row in ``pmod(hash(key), count)``. Rows keyed
-    so land exactly where the driver planned them, which a plain hash of the data cannot promise."""
-    waiting: dict[int, deque[int]] = defaultdict(deque)
-    for index, bucket in enumerate(buckets):
-        waiting[bucket].append(index)
-    keys = [0] * len(buckets)
-    left, candidate = len(buckets), 0
-    while left:
-        queue = waiting.get(spark_hash_int(candidate) % count)
-        if queue:
-            keys[queue.popleft()] = candidate
-            left -= 1
-        candidate += 1
-    return keys
-
-
-_MASK = 0xFFFFFFFF
-
-
-def spark_hash_int(value: int, seed: int = 42) -> int:
-    """Spark's ``hash()`` of an int column: Murmur3_x86_32.hashInt with seed 42, signed."""
-
-    def rotl(x: int, r: int) -> int:
-        return ((x << r) | (x >> (32 - r))) & _MASK
-
-    k = rotl((value & _MASK) * 0xCC9E2D51 & _MASK, 15) * 0x1B873593 & _MASK
-    h = (rotl(seed ^ k, 13) * 5 + 0xE6546B64) & _MASK
-    h ^= 4
-    h ^= h >> 16
-    h = h * 0x85EBCA6B & _MASK
-    h ^= h >> 13
-    h = h * 0xC2B2AE35 & _MASK
-    h ^= h >> 16
-    return h - (1 << 32) if h & 0x80000000 else h

@@ -20,14 +20,11 @@ from __future__ import annotations
 import errno
 import json
 import os
-import posixpath
 import re
-import stat
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -99,7 +96,7 @@ def options_tuple(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], .
     return tuple(sorted((options or {}).items()))
 
 
-def _filesystem(uri: str):
+def filesystem(uri: str):
     """``(fsspec filesystem, path inside it, prefix that turns such a path back into a URI)``."""
     found = scheme(uri)
     protocol, extra = _REMOTE[found]
@@ -132,7 +129,7 @@ def _one_line(what: str | None, exc: BaseException) -> str:
     return f"{what}: {cause}" if what else cause
 
 
-def _os_error(uri: str, exc: BaseException) -> OSError:
+def os_error(uri: str, exc: BaseException) -> OSError:
     """One OSError for any failure of a remote call on ``uri`` (a missing object keeps ENOENT);
     its text names the cause, the caller names the path."""
     if isinstance(exc, FileNotFoundError):
@@ -140,208 +137,6 @@ def _os_error(uri: str, exc: BaseException) -> OSError:
     if isinstance(exc, PermissionError):
         return PermissionError(errno.EACCES, "Permission denied")
     return OSError(errno.EIO, _one_line(None, exc))
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteStat:
-    """The part of ``os.stat_result`` discovery reads; ``st_ino`` is the object's key."""
-
-    st_mode: int
-    st_size: int
-    st_mtime_ns: int | None
-    st_dev: int = 0
-    st_ino: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteEntry:
-    """The part of ``os.DirEntry`` discovery reads."""
-
-    name: str
-    path: str
-    directory: bool
-
-    def is_dir(self, follow_symlinks: bool = True) -> bool:
-        return self.directory
-
-    def is_file(self, follow_symlinks: bool = True) -> bool:
-        return not self.directory
-
-    def is_symlink(self) -> bool:
-        return False
-
-
-class _Listing(list):
-    """A list that is its own context manager, as ``os.scandir`` is."""
-
-    def __enter__(self) -> "_Listing":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-class LocalTree:
-    """Discovery's view of the local filesystem: ``os`` and ``os.path``, looked up at each call."""
-
-    def stat(self, path: str) -> os.stat_result:
-        return os.stat(path)
-
-    def scandir(self, path: str):
-        return os.scandir(path)
-
-    def realpath(self, path: str) -> str:
-        return os.path.realpath(path)
-
-    def isfile(self, path: str) -> bool:
-        return os.path.isfile(path)
-
-    def isdir(self, path: str) -> bool:
-        return os.path.isdir(path)
-
-    def islink(self, path: str) -> bool:
-        return os.path.islink(path)
-
-    def join(self, *parts: str) -> str:
-        return os.path.join(*parts)
-
-    def dirname(self, path: str) -> str:
-        return os.path.dirname(path)
-
-    def basename(self, path: str) -> str:
-        return os.path.basename(path)
-
-    def relpath(self, path: str, root: str) -> str:
-        return os.path.relpath(path, root)
-
-
-class RemoteTree:
-    """Discovery's view of one remote root, with the names of ``os``/``os.path`` it uses.
-
-    The root's whole subtree is listed in one recursive listing (``find``, paginated by the
-    library) on first use and answered from memory after that, so that looking for a
-    segment's sidecars costs no request. Names starting with ``_`` or ``.`` are kept
-    (``__consumer_offsets``, ``__transaction_state``): Spark's file sources drop them, so they
-    are never used for listing."""
-
-    def __init__(self, root: str) -> None:
-        self.fs, self.root_key, self.prefix = _filesystem(root)
-        self.uri_root = self.prefix + self.root_key
-        self._infos: dict[str, dict] | None = None
-        self._children: dict[str, list[str]] = {}
-
-    def _key(self, path: str) -> str:
-        path = path.rstrip("/")
-        return path[len(self.prefix):] if path.startswith(self.prefix) else path
-
-    def _uri(self, key: str) -> str:
-        return self.prefix + key
-
-    def _listing(self) -> dict[str, dict]:
-        if self._infos is None:
-            try:
-                found = self.fs.find(self.root_key, withdirs=True, detail=True)
-            except FileNotFoundError:
-                found = {}
-            except Exception as exc:  # noqa: BLE001
-                raise _os_error(self.uri_root, exc) from None
-            infos = {key.rstrip("/"): info for key, info in found.items()}
-            for key in list(infos):  # folders that only exist as key prefixes
-                parent = posixpath.dirname(key)
-                while len(parent) > len(self.root_key) and parent not in infos:
-                    infos[parent] = {"type": "directory", "size": 0}
-                    parent = posixpath.dirname(parent)
-            children: dict[str, list[str]] = {}
-            for key in infos:
-                if key != self.root_key:
-                    children.setdefault(posixpath.dirname(key), []).append(key)
-            self._infos, self._children = infos, children
-        return self._infos
-
-    def _in_tree(self, key: str) -> bool:
-        return key == self.root_key or key.startswith(self.root_key.rstrip("/") + "/")
-
-    def _info(self, key: str) -> dict:
-        """The object's listing entry: from the root's listing inside it, one request outside it."""
-        if self._in_tree(key):
-            infos = self._listing()
-            if key in infos:
-                return infos[key]
-            if key == self.root_key and self._children.get(key):
-                return {"type": "directory", "size": 0}
-            raise FileNotFoundError(errno.ENOENT, "No such file or directory")
-        try:
-            return self.fs.info(key)
-        except Exception as exc:  # noqa: BLE001
-            raise _os_error(self._uri(key), exc) from None
-
-    def stat(self, path: str) -> RemoteStat:
-        key = self._key(path)
-        info = self._info(key)
-        directory = info.get("type") == "directory"
-        return RemoteStat(
-            stat.S_IFDIR if directory else stat.S_IFREG,
-            0 if directory else int(info.get("size") or 0),
-            # No modification time: a store's object time is when it was uploaded, not a broker's
-            # clock, so it is never taken as the reference time (audit.reference_time_problem).
-            None,
-            st_ino=key,
-        )
-
-    def _children_of(self, key: str) -> list[str]:
-        self._listing()
-        return self._children.get(key, [])
-
-    def scandir(self, path: str) -> _Listing:
-        key = self._key(path)
-        infos = self._listing()
-        if not self._in_tree(key):
-            raise OSError(errno.EINVAL, f"{path} lies outside {self.uri_root}")
-        return _Listing(
-            RemoteEntry(posixpath.basename(child), self._uri(child), infos[child].get("type") == "directory")
-            for child in sorted(self._children_of(key))
-        )
-
-    def realpath(self, path: str) -> str:
-        return self._uri(self._key(path))
-
-    def isfile(self, path: str) -> bool:
-        try:
-            return stat.S_ISREG(self.stat(path).st_mode)
-        except OSError:
-            return False
-
-    def isdir(self, path: str) -> bool:
-        try:
-            return stat.S_ISDIR(self.stat(path).st_mode)
-        except OSError:
-            return False
-
-    def islink(self, path: str) -> bool:
-        return False
-
-    def join(self, *parts: str) -> str:
-        return posixpath.join(*parts)
-
-    def dirname(self, path: str) -> str:
-        """The folder holding ``path``; a bucket (``s3://bucket``) is its own top."""
-        key = self._key(path)
-        parent = posixpath.dirname(key)
-        return self._uri(parent if parent else key)
-
-    def basename(self, path: str) -> str:
-        return posixpath.basename(path.rstrip("/"))
-
-    def relpath(self, path: str, root: str) -> str:
-        key, base = self._key(path), self._key(root)
-        if key == base:
-            return "."
-        return key[len(base) + 1:] if key.startswith(base + "/") else path
-
-
-def tree(root: str) -> LocalTree | RemoteTree:
-    """Discovery's view of the filesystem that holds ``root``."""
-    return RemoteTree(root) if is_remote(root) else LocalTree()
 
 
 def read_bytes(path: str, limit: int) -> bytes:
@@ -416,7 +211,7 @@ def _prefetch_more() -> None:
 
 
 def _read_range(path: str, start: int, stop: int) -> bytes:
-    fs, key, _ = _filesystem(path)
+    fs, key, _ = filesystem(path)
     try:
         return fs.cat_file(key, start=start, end=stop)
     except Exception as exc:  # noqa: BLE001
@@ -426,7 +221,7 @@ def _read_range(path: str, start: int, stop: int) -> bytes:
                     return b""
             except Exception:  # noqa: BLE001 - the first failure is the one to tell
                 pass
-        raise _os_error(path, exc) from None
+        raise os_error(path, exc) from None
 
 
 class RangeReader:
@@ -435,7 +230,7 @@ class RangeReader:
 
     def __init__(self, uri: str, size: int | None = None) -> None:
         self.uri = uri
-        self.fs, self.key, _ = _filesystem(uri)
+        self.fs, self.key, _ = filesystem(uri)
         if size is not None:
             self.size = size
             return
@@ -443,7 +238,7 @@ class RangeReader:
             self.fs.invalidate_cache(self.key)  # the object as it is now, not as listed
             info = self.fs.info(self.key)
         except Exception as exc:  # noqa: BLE001
-            raise _os_error(uri, exc) from None
+            raise os_error(uri, exc) from None
         if info.get("type") == "directory":
             raise IsADirectoryError(errno.EISDIR, "Is a directory")
         self.size = int(info.get("size") or 0)
@@ -456,7 +251,7 @@ class RangeReader:
         try:
             return self.fs.cat_file(self.key, start=start, end=stop)
         except Exception as exc:  # noqa: BLE001
-            raise _os_error(self.uri, exc) from None
+            raise os_error(self.uri, exc) from None
 
 
 def check_path(path: str) -> None:
@@ -465,8 +260,8 @@ def check_path(path: str) -> None:
     check_scheme(path)
     if not is_remote(path):
         return
-    fs, key, _ = _filesystem(path)
+    fs, key, _ = filesystem(path)
     try:
         fs.info(key)
     except Exception as exc:  # noqa: BLE001
-        raise _os_error(path, exc) from None
+        raise os_error(path, exc) from None

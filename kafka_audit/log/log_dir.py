@@ -28,15 +28,17 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from kafka_audit.io import storage
+from kafka_audit.io.listing import LocalTree, Tree, tree
 from kafka_audit.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     read_offset_checkpoint,
 )
+from kafka_audit.log.discovery import Discovery, PartitionDir, SegmentFile, SkippedFile, SnapshotFile, UnreadableSegment
 from kafka_audit.log.log_names import (
     DELETED,
     KNOWN_OTHER_FILES,
@@ -50,105 +52,6 @@ from kafka_audit.log.log_names import (
     parse_partition_dir,
     segment_state,
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentFile:
-    """One segment file. ``path`` is what to open; ``display_path`` what findings show
-    (relative to the PATH that found it). Sidecar paths are None where absent."""
-
-    path: str
-    display_path: str
-    base_offset: int
-    state: str
-    size: int
-    # The file's modification time (the default reference time of its timestamp checks); None for
-    # an object in a store, whose time is an upload's, not the broker's.
-    mtime_ms: int | None
-    index: str | None = None
-    time_index: str | None = None
-    txn_index: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SkippedFile:
-    """A file or folder found under a PATH that is not part of a Kafka log (SPEC ``skipped_file``)."""
-
-    display_path: str
-    reason: str
-    topic: str | None = None
-    partition: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class UnreadableSegment:
-    """A segment (or a folder that may hold segments) found but not readable (``unreadable_segment``)."""
-
-    display_path: str
-    reason: str
-    topic: str | None = None
-    partition: int | None = None
-    base_offset: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotFile:
-    path: str
-    display_path: str
-    offset: int
-
-
-@dataclass(slots=True)
-class PartitionDir:
-    """One replica's folder. ``key`` tells replicas of the same partition apart (two brokers'
-    log dirs scanned together); ``kind`` is ``live``, ``delete``, ``future`` or ``stray``."""
-
-    topic: str
-    partition: int
-    path: str
-    display_path: str
-    kind: str = LIVE
-    segments: list[SegmentFile] = field(default_factory=list)
-    snapshots: list[SnapshotFile] = field(default_factory=list)
-    checkpointed_log_start: int | None = None
-    # The log dir's cleaner-offset-checkpoint lists this partition: the log cleaner compacts it.
-    cleaner_checkpointed: bool = False
-    leader_epoch_checkpoint: str | None = None
-    # The PATH that found this folder, as given.
-    root: str | None = None
-    # Only some of the folder's files were given (``scan t-0/00000000000000001000.log``): the
-    # folder's live segments below the first one scanned, and the folder's first base offset.
-    unscanned_segments: list[str] = field(default_factory=list)
-    folder_first_offset: int | None = None
-
-    @property
-    def key(self) -> tuple[str, int, str]:
-        return (self.topic, self.partition, self.display_path)
-
-    @property
-    def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-
-@dataclass(slots=True)
-class Discovery:
-    """Everything found under the paths: partitions, files skipped, segments not readable, notes
-    (checkpoint problems, odd folder names), and what ``--topic``/``--partition`` left out."""
-
-    paths: list[str]
-    partitions: list[PartitionDir] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    skipped: list[SkippedFile] = field(default_factory=list)
-    unreadable: list[UnreadableSegment] = field(default_factory=list)
-    # Segments found in partitions that the filters left out, and those partitions' topics.
-    filtered_segments: int = 0
-    filtered_topics: set[str] = field(default_factory=set)
-    # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
-    storage_options: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def segment_count(self) -> int:
-        return sum(len(p.segments) for p in self.partitions)
 
 
 def discover(
@@ -174,17 +77,24 @@ def discover(
     for partition in discovery.partitions:
         partition.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.display_path))
         partition.snapshots.sort(key=lambda s: s.offset)
-        _note_unscanned_segments(partition)
+        _note_unscanned_segments(partition, walker.trees[partition.path], discovery.notes)
     return discovery
 
 
-def _note_unscanned_segments(partition: PartitionDir) -> None:
+def _note_unscanned_segments(partition: PartitionDir, fs: Tree, notes: list[str]) -> None:
     """For a partition of which only some segment files were given, the folder's live segments
     below the first one scanned (not scanned: not deleted), and the folder's first base offset,
-    where the log starts when no checkpoint says otherwise (``LocalLog``: the first segment)."""
+    where the log starts when no checkpoint says otherwise (``LocalLog``: the first segment).
+    The folder is listed through ``fs``, the tree that found it (a local folder or an object
+    store's prefix); a folder that cannot be listed is said so in ``notes``."""
     try:
-        names = os.listdir(partition.path)
-    except OSError:
+        with fs.scandir(partition.path) as entries:
+            names = [entry.name for entry in entries]
+    except OSError as exc:
+        notes.append(
+            f"{partition.display_path}: the folder could not be listed ({exc.strerror or exc}); "
+            "segments below the first one scanned are not known"
+        )
         return
     offsets = {
         name: offset
@@ -193,7 +103,7 @@ def _note_unscanned_segments(partition: PartitionDir) -> None:
     }
     if not offsets:
         return
-    scanned = {os.path.basename(os.path.realpath(s.path)) for s in partition.segments}
+    scanned = {fs.basename(fs.realpath(s.path)) for s in partition.segments}
     first_scanned = min((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
     partition.folder_first_offset = min(offsets.values())
     partition.unscanned_segments = sorted(
@@ -220,7 +130,10 @@ class _Walker:
         # Absolute root -> the PATH as the user gave it.
         self.given: dict[str, str] = {}
         # The filesystem of the PATH being walked (local, or an object store's listing).
-        self.fs: storage.LocalTree | storage.RemoteTree = storage.LocalTree()
+        self.fs: Tree = LocalTree()
+        # The tree that found each partition folder (by real path): its listing says which
+        # segments the folder holds besides those given.
+        self.trees: dict[str, Tree] = {}
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -254,7 +167,7 @@ class _Walker:
             # A relative local path is made absolute before any Spark task sees it (SPEC 1).
             root = given.rstrip("/") if storage.is_remote(given) else os.path.abspath(storage.local_path(given))
             self.given[root] = given
-            self.fs = storage.tree(root)
+            self.fs = tree(root)
             info = self.fs.stat(root)
         except OSError as exc:
             self._not_readable(given, None, f"{exc.strerror or exc}")
@@ -434,6 +347,7 @@ class _Walker:
             self.filtered_topics.add(topic)
             return None
         partition = PartitionDir(topic, number, real_folder, display, kind, root=self.given.get(root, root))
+        self.trees[real_folder] = self.fs
         log_dir = self.fs.dirname(real_folder)
         partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
         partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)

@@ -1,16 +1,16 @@
 """The segment step's quick path through a v2 batch's payload: inflated and screened in one call.
 
 :func:`screen_payload` answers whether a batch's records, decompressed as
-:func:`~kafka_audit.record.file_records.v2_records_data` decompresses them, pass a
+:func:`~kafka_audit.record.batch_records.v2_records_data` decompresses them, pass a
 :class:`RecordScreen`; the compiled ``_record_screen.screen_payload`` does it without building a
 Python object per batch (LZ4 and zstd framing walked in C, the same library calls inflating).
 """
 
 from __future__ import annotations
 
+from kafka_audit.record.batch_records import max_decompressed_size, v2_records_data
 from kafka_audit.record.compression import LZ4_BLOCK_INTO, ZSTD_DECOMPRESSOR, DecompressionError
 from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records_py
-from kafka_audit.record.file_records import max_decompressed_size, v2_records_data
 from kafka_audit.record.record_batch import RecordBatch
 
 try:  # the optional C build of screen_payload_py (see screen_payload)
@@ -24,7 +24,7 @@ def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: b
     call per batch. The compiled ``_record_screen.screen_payload`` when built, else
     :func:`screen_payload_py`; None where the compiled one does not take the batch on (a codec
     or framing it leaves to :mod:`.compression`, a library error): the caller then reads the
-    batch with ``file_records.read_batch_records``, as it does for False. Where it answers, it
+    batch with ``batch_records.read_batch_records``, as it does for False. Where it answers, it
     answers as :func:`screen_payload_py` (``tests/test_quick_path.py`` holds the two to it)."""
     if _compiled_payload_screen is not None:
         return _compiled_payload_screen(

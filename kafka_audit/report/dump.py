@@ -24,9 +24,10 @@ from typing import Any
 from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
 from kafka_audit.log.internal_topics import Decoder, decoder_for, is_kraft_snapshot
 from kafka_audit.log.log_names import parse_base_offset
+from kafka_audit.record.batch_records import v2_records_data
 from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.control_record import parse_control_record
-from kafka_audit.record.file_records import FileRecords, v2_records_data
+from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, Record, RecordBatch, TimestampType
 

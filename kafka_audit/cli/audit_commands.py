@@ -1,0 +1,216 @@
+"""``scan``, ``producers`` and ``timeline`` (SPEC sections 1 and 3): one set of options, one audit
+(:func:`kafka_audit.cli.audit_paths.audit_paths`); the command name picks the report.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from kafka_audit.cli.audit_paths import audit_paths, parquet_target, read_broker_log
+from kafka_audit.cli.options import (
+    DEFAULT_MASTER,
+    EXIT_FINDINGS,
+    TEXT_ERRORS,
+    BrokerLogOption,
+    ConfOption,
+    EngineOption,
+    FailOn,
+    MasterOption,
+    OutputFormat,
+    PartitionOption,
+    PathsArgument,
+    ProducerIdOption,
+    QuietOption,
+    SinceOption,
+    StorageOption,
+    TopicOption,
+    UntilOption,
+    fail,
+    parse_reference_time,
+)
+from kafka_audit.engines.run import Engine
+from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
+
+VIEW_HELP = {
+    "scan": "Audit segment files; print tables (default) or JSON/NDJSON/CSV.",
+    "producers": "One row per (topic, partition, producer id): epochs, offsets, times, sequences, "
+    "transactions and findings.",
+    "timeline": "The producers' events (transactions, epoch bumps, findings) in time order.",
+}
+
+
+def scan(
+    ctx: typer.Context,
+    paths: PathsArgument,
+    format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
+    output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
+    topic: TopicOption = None,
+    partition: PartitionOption = None,
+    producer_id: ProducerIdOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    compacted_topic: Annotated[
+        Optional[list[str]],
+        typer.Option("--compacted-topic", help="Topic with cleanup.policy=compact (repeatable); "
+                     "__consumer_offsets and __transaction_state always are."),
+    ] = None,
+    max_message_bytes: Annotated[
+        int, typer.Option("--max-message-bytes", min=1, help="Broker max.message.bytes.")
+    ] = DEFAULT_MAX_MESSAGE_BYTES,
+    segment_bytes: Annotated[
+        int, typer.Option("--segment-bytes", min=1, help="Broker segment.bytes.")
+    ] = DEFAULT_SEGMENT_BYTES,
+    timestamp_before_max_ms: Annotated[
+        Optional[int], typer.Option("--timestamp-before-max-ms", min=0, help="Allowed age of CREATE_TIME timestamps.")
+    ] = None,
+    timestamp_after_max_ms: Annotated[
+        Optional[int], typer.Option("--timestamp-after-max-ms", min=0, help="Allowed future skew of CREATE_TIME timestamps.")
+    ] = None,
+    reference_time: Annotated[
+        Optional[str],
+        typer.Option("--reference-time", help="Broker 'now' for timestamp checks: epoch ms or ISO-8601. "
+                     "Default: each segment file's modification time (an object store's: when it "
+                     "stored the object)."),
+    ] = None,
+    transaction_timeout_ms: Annotated[
+        int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
+    ] = 900_000,
+    producer_id_expiration_ms: Annotated[
+        int,
+        typer.Option("--producer-id-expiration-ms", min=0,
+                     help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
+    ] = 86_400_000,
+    broker_log: BrokerLogOption = None,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
+    engine: EngineOption = Engine.spark,
+    master: MasterOption = DEFAULT_MASTER,
+    conf: ConfOption = None,
+    storage_option: StorageOption = None,
+    remote: Annotated[
+        Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
+    ] = None,
+    output_parquet: Annotated[
+        Optional[str],
+        typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
+    ] = None,
+    quiet: QuietOption = False,
+) -> None:
+    """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
+    name picks the report."""
+    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.report.views import finish_views
+    from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
+
+    _check_output(output)
+    broker_lines = read_broker_log(broker_log)
+    reference = parse_reference_time(reference_time) if reference_time is not None else None
+    keep = _report_filter(producer_id, since, until)
+    options = ScanOptions(
+        validation=ValidationConfig(
+            compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
+            max_message_bytes=max_message_bytes,
+            segment_bytes=segment_bytes,
+            timestamp_before_max_ms=timestamp_before_max_ms,
+            timestamp_after_max_ms=timestamp_after_max_ms,
+        ),
+        reference_time=reference,
+        transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
+        timeline=ctx.info_name == "timeline",
+        broker_log=broker_lines,
+    )
+    result = audit_paths(
+        paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
+        remote=remote, output_parquet=parquet_target(output_parquet), storage_option=storage_option,
+    )
+    finish_views(result, keep)
+    if ctx.info_name in ("producers", "timeline"):
+        _write_view(result, ctx.info_name, keep, format, output)
+    else:
+        _write_report(result, format, output)
+    if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+
+
+def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], until: Optional[str]):
+    from kafka_audit.report.views import ReportFilter
+
+    start = parse_reference_time(since, "--since") if since is not None else None
+    end = parse_reference_time(until, "--until") if until is not None else None
+    if start is not None and end is not None and start > end:
+        raise fail(f"--since {since!r} is after --until {until!r}")
+    return ReportFilter(frozenset(producer_ids) if producer_ids else None, start, end)
+
+
+def _write_view(result, view: str, keep, format: "OutputFormat", output: Optional[Path]) -> None:
+    """The ``producers`` or ``timeline`` report (SPEC section 3)."""
+    from kafka_audit.report import view_reports
+    from kafka_audit.report.views import event_rows, timeline
+
+    if view == "producers":
+        key, rows, fields, render = "producers", result.producers, view_reports.PRODUCER_FIELDS, view_reports.render_producers
+    else:
+        names = {f.producer_id: f.transactional_id for f in result.findings if f.transactional_id}
+        names.update({row["producer_id"]: row["transactional_id"] for row in result.producers if row["transactional_id"]})
+        key, rows, fields = "events", event_rows(timeline(result, keep), names), view_reports.EVENT_FIELDS
+        render = view_reports.render_timeline
+    if format is OutputFormat.table:
+        console = Console(file=open(output, "w", encoding="utf-8", errors=TEXT_ERRORS), width=160) if output else Console()
+        try:
+            render(result.summary, rows, console)
+        finally:
+            if output:
+                console.file.close()
+        return
+    if format is OutputFormat.json:
+        text = view_reports.to_json(result.summary, result.notes, key, rows)
+    elif format is OutputFormat.ndjson:
+        text = view_reports.to_ndjson(rows)
+    else:
+        text = view_reports.to_csv(rows, fields)
+    _emit(text, output)
+
+def _check_output(output: Optional[Path]) -> None:
+    """Fail before the audit, not after it, when the report cannot be written."""
+    if output is None:
+        return
+    folder = output.parent if str(output.parent) else Path(".")
+    if output.is_dir():
+        raise fail(f"--output {output}: is a directory")
+    if not folder.is_dir():
+        raise fail(f"--output {output}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        raise fail(f"--output {output}: permission denied")
+
+
+def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
+    from kafka_audit.report import scan_report as report
+
+    if format is OutputFormat.table:
+        if output:
+            with open(output, "w", encoding="utf-8", errors=TEXT_ERRORS) as handle:
+                report.render_table(result, Console(file=handle, width=160, force_terminal=False))
+        else:
+            report.render_table(result, Console())
+        return
+    render = {OutputFormat.json: report.to_json, OutputFormat.ndjson: report.to_ndjson, OutputFormat.csv: report.to_csv}
+    _emit(render[format](result), output)
+
+
+def _emit(text: str, output: Optional[Path]) -> None:
+    if text and not text.endswith("\n"):
+        text += "\n"
+    if output:
+        output.write_text(text, encoding="utf-8", errors=TEXT_ERRORS)
+    else:
+        sys.stdout.write(text)
+
+

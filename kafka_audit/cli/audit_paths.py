@@ -1,0 +1,138 @@
+"""Running the audit for the commands that take PATHs (``scan``, ``producers``, ``timeline``):
+:func:`audit_paths` checks the paths, discovers the segments, runs the audit on the chosen engine
+with the progress display, and returns the :class:`~kafka_audit.audit.plan.ScanResult` (wall
+time of the whole command, ``engine`` in the summary). Also the option values these commands
+turn into inputs: ``--broker-log`` files and the ``--output-parquet`` target.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from rich.console import Console
+
+from kafka_audit.cli.options import (
+    DEFAULT_MASTER,
+    TEXT_ERRORS,
+    check_paths,
+    fail,
+    parse_conf,
+    parse_storage_options,
+)
+from kafka_audit.engines.run import Engine
+
+if TYPE_CHECKING:
+    from kafka_audit.audit.plan import ScanOptions, ScanResult
+
+# When the command started: the summary's wall time covers the whole command (set by
+# mark_command_started, which the app's callback calls before any command runs).
+_started_at = [time.monotonic()]
+
+
+def mark_command_started() -> None:
+    """The command starts now (its wall time is measured from here)."""
+    _started_at[0] = time.monotonic()
+
+
+def audit_paths(
+    paths: list[str],
+    options: "ScanOptions",
+    *,
+    topic: Optional[list[str]] = None,
+    partition: Optional[list[int]] = None,
+    engine: Engine = Engine.spark,
+    master: str = DEFAULT_MASTER,
+    conf: Optional[list[str]] = None,
+    quiet: bool = False,
+    storage_option: Optional[list[str]] = None,
+    remote: Optional[str] = None,
+    output_parquet: Optional[str] = None,
+) -> "ScanResult":
+    """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
+    segments (exit 2 with one line when there is none), audit them on ``engine`` with the
+    progress display on a terminal (unless ``quiet``), and return the result, whose summary has
+    the whole command's wall time and the ``engine`` that ran."""
+    from kafka_audit.audit.plan import reference_time_problem, set_wall_time
+    from kafka_audit.engines.run import SparkFailure, run_audit
+    from kafka_audit.io import storage
+    from kafka_audit.log.log_dir import discover
+
+    storage_options = parse_storage_options(storage_option or [])
+    storage.configure(storage_options)
+    check_paths(paths)
+    spark_conf = parse_conf(conf or [])
+    discovery = discover(
+        [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
+    )
+    if not discovery.segment_count and not discovery.unreadable:
+        raise fail(_nothing_found(discovery, paths, topic or [], partition or []))
+    problem = reference_time_problem([str(p) for p in paths], options)
+    if problem:
+        raise fail(problem)
+    try:
+        display_console = None if quiet else _progress_console()
+        if display_console is None:
+            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet)
+        else:
+            from kafka_audit.report.progress import PhaseDisplay
+
+            with PhaseDisplay(display_console) as display:
+                result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
+    except SparkFailure as failure:  # one line naming the root cause and the kept log
+        raise fail(f"Spark failed: {failure}") from None
+    set_wall_time(result.summary, time.monotonic() - _started_at[0])
+    return result
+
+
+def _progress_console() -> Optional[Console]:
+    """A console for the progress display when stderr is a terminal, else None. It writes to a
+    copy of file descriptor 2, which stays on the terminal while the JVM starts with fd 2 pointed
+    at its log (:func:`kafka_audit.engines.spark_session.create_spark_session`)."""
+    if not Console(stderr=True).is_terminal:
+        return None
+    terminal = os.fdopen(os.dup(2), "w", encoding="utf-8", errors=TEXT_ERRORS, closefd=True)
+    return Console(file=terminal, force_terminal=True)
+
+
+def read_broker_log(paths: Optional[list[Path]]):
+    """The ``--broker-log`` files read and classified (None without any); a file that cannot be
+    read is a usage error naming it."""
+    from kafka_audit.io.broker_log import BrokerLogError, read_broker_logs
+
+    if not paths:
+        return None
+    try:
+        return read_broker_logs([str(p) for p in paths])
+    except BrokerLogError as exc:
+        raise fail(str(exc)) from None
+
+
+def parquet_target(target: Optional[str]) -> Optional[str]:
+    """``--output-parquet``: a URI as given, a local folder made absolute (executors write it)."""
+    if target is None or "://" in target:
+        return target
+    path = Path(target).absolute()
+    if path.exists() and not path.is_dir():
+        raise fail(f"--output-parquet {target}: not a directory")
+    return str(path)
+
+
+def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: list[int]) -> str:
+    """The exit-2 message when no segment is left to audit: which filter matched nothing, and
+    what there was, or that the paths hold no segment at all."""
+    where = ", ".join(str(p) for p in paths)
+    if discovery.filtered_segments:
+        filters = " ".join([*(f"--topic {t}" for t in topics), *(f"--partition {n}" for n in partitions)])
+        seen = sorted(discovery.filtered_topics)
+        listed = ", ".join(seen[:10]) + (f" and {len(seen) - 10} more" if len(seen) > 10 else "")
+        return (
+            f"{filters} matched no segment under {where} ({discovery.filtered_segments} segments found, "
+            f"in topics: {listed})"
+        )
+    skipped = f" ({len(discovery.skipped)} other files skipped)" if discovery.skipped else ""
+    return f"no Kafka segment (.log file) found under {where}{skipped}"
+
+

@@ -1,0 +1,111 @@
+"""What discovery (:func:`kafka_audit.log.log_dir.discover`) finds under the PATHs: the partition
+folders (:class:`PartitionDir`) with their segments and snapshots, the files skipped and the
+segments that cannot be read, and the notes, gathered in one :class:`Discovery`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_audit.log.log_names import (
+    LIVE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """One segment file. ``path`` is what to open; ``display_path`` what findings show
+    (relative to the PATH that found it). Sidecar paths are None where absent."""
+
+    path: str
+    display_path: str
+    base_offset: int
+    state: str
+    size: int
+    # The file's modification time (the default reference time of its timestamp checks); None for
+    # an object in a store, whose time is an upload's, not the broker's.
+    mtime_ms: int | None
+    index: str | None = None
+    time_index: str | None = None
+    txn_index: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    """A file or folder found under a PATH that is not part of a Kafka log (SPEC ``skipped_file``)."""
+
+    display_path: str
+    reason: str
+    topic: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableSegment:
+    """A segment (or a folder that may hold segments) found but not readable (``unreadable_segment``)."""
+
+    display_path: str
+    reason: str
+    topic: str | None = None
+    partition: int | None = None
+    base_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFile:
+    path: str
+    display_path: str
+    offset: int
+
+
+@dataclass(slots=True)
+class PartitionDir:
+    """One replica's folder. ``key`` tells replicas of the same partition apart (two brokers'
+    log dirs scanned together); ``kind`` is ``live``, ``delete``, ``future`` or ``stray``."""
+
+    topic: str
+    partition: int
+    path: str
+    display_path: str
+    kind: str = LIVE
+    segments: list[SegmentFile] = field(default_factory=list)
+    snapshots: list[SnapshotFile] = field(default_factory=list)
+    checkpointed_log_start: int | None = None
+    # The log dir's cleaner-offset-checkpoint lists this partition: the log cleaner compacts it.
+    cleaner_checkpointed: bool = False
+    leader_epoch_checkpoint: str | None = None
+    # The PATH that found this folder, as given.
+    root: str | None = None
+    # Only some of the folder's files were given (``scan t-0/00000000000000001000.log``): the
+    # folder's live segments below the first one scanned, and the folder's first base offset.
+    unscanned_segments: list[str] = field(default_factory=list)
+    folder_first_offset: int | None = None
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.topic, self.partition, self.display_path)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(slots=True)
+class Discovery:
+    """Everything found under the paths: partitions, files skipped, segments not readable, notes
+    (checkpoint problems, odd folder names), and what ``--topic``/``--partition`` left out."""
+
+    paths: list[str]
+    partitions: list[PartitionDir] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
+    unreadable: list[UnreadableSegment] = field(default_factory=list)
+    # Segments found in partitions that the filters left out, and those partitions' topics.
+    filtered_segments: int = 0
+    filtered_topics: set[str] = field(default_factory=set)
+    # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
+    storage_options: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def segment_count(self) -> int:
+        return sum(len(p.segments) for p in self.partitions)

@@ -1,0 +1,125 @@
+"""One batch's records decoded on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterators):
+:func:`read_batch_records` and the decompressed v2 payload (:func:`v2_records_data`), with the
+decompression-bomb cap (:func:`max_decompressed_size`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kafka_audit.record.compression import DecompressionError, decompress
+from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records
+from kafka_audit.record.legacy_record import (
+    decode_legacy_batch,
+)
+from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import (
+    MAGIC_VALUE_V0,
+    MAGIC_VALUE_V1,
+    MAGIC_VALUE_V2,
+    TIMESTAMP_TYPE_MASK,
+    V2_RECORD_BATCH_OVERHEAD,
+    Record,
+    RecordBatch,
+)
+
+# Decompression-bomb cap: a batch may inflate to 64 times its size on disk, and always to 64 MiB.
+_MIN_DECOMPRESSED_CAP = 64 * 1024 * 1024
+
+
+_DECOMPRESSION_RATIO_CAP = 64
+
+
+def max_decompressed_size(batch: RecordBatch) -> int:
+    """The most bytes a batch's payload may decompress to before it is treated as a bomb."""
+    return max(_MIN_DECOMPRESSED_CAP, _DECOMPRESSION_RATIO_CAP * batch.size)
+
+
+@dataclass(slots=True)
+class BatchRecords:
+    """The records of one batch and the problems met decoding them.
+
+    ``passed_screen``: the v2 records were only screened (:func:`screen_records`), not decoded;
+    ``records`` is then empty and ``count`` records are well-formed and pass the screen.
+    ``batch``: the batch as its records describe it (a v0/v1 wrapper's base offset and record
+    count come from its inner set); None where it is the batch that was read.
+    """
+
+    records: list[Record]
+    problems: list[Problem] = field(default_factory=list)
+    passed_screen: bool = False
+    screened: int = 0
+    batch: RecordBatch | None = None
+
+    @property
+    def count(self) -> int:
+        """How many records the batch holds that could be read."""
+        return self.screened if self.passed_screen else len(self.records)
+
+
+def v2_records_data(buf, batch: RecordBatch):
+    """A v2 batch's records, decompressed (in place when uncompressed); raises
+    :class:`DecompressionError` as :func:`read_batch_records` reports it."""
+    payload = memoryview(buf)[batch.position + V2_RECORD_BATCH_OVERHEAD : batch.position + batch.size]
+    if batch.codec:
+        return decompress(batch.codec, payload, MAGIC_VALUE_V2, max_decompressed_size(batch))
+    return payload
+
+
+def read_batch_records(
+    buf, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None
+) -> BatchRecords:
+    """Decode a batch's records on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterator).
+
+    With a ``screen``, a v2 batch whose records all pass it (:func:`screen_records`) is not
+    decoded: the result has ``passed_screen`` set, no records and no problems. The audit's fast
+    path: most batches have nothing to report and need no :class:`Record` object.
+
+    Problems: ``decompression_failed`` for an unknown codec or a payload that does not
+    decompress (or inflates past :func:`max_decompressed_size`), ``non_monotonic_offsets``
+    when a record cannot be read or the records present disagree with the header's record
+    count (both InvalidRecordException in DefaultRecord.readFrom and DefaultRecordBatch's
+    iterator, INVALID_RECORD; the SPEC row of a count that disagrees with the records present),
+    ``truncated_batch``
+    for a v0/v1 inner message set that ends early, ``crc_mismatch`` for bad inner messages.
+    """
+    if batch.magic in (MAGIC_VALUE_V0, MAGIC_VALUE_V1):
+        legacy = decode_legacy_batch(buf, batch, with_data, max_decompressed_size(batch))
+        return BatchRecords(legacy.records, legacy.problems, batch=legacy.batch)
+
+    try:
+        data = v2_records_data(buf, batch)  # screened in place; copied below only when it has to be decoded
+    except DecompressionError as exc:
+        return BatchRecords(
+            [],
+            [
+                Problem(
+                    "decompression_failed",
+                    batch.position,
+                    str(exc),
+                    offset=batch.base_offset,
+                    details={"codec": batch.compression},
+                )
+            ],
+        )
+    if screen is not None and screen_records(data, batch.base_timestamp, batch.record_count or 0, screen):
+        return BatchRecords([], passed_screen=True, screened=batch.record_count or 0)
+    if not batch.codec:
+        data = bytes(data)
+    log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
+    decoded = decode_records(
+        data, batch.base_offset, batch.base_timestamp, batch.record_count or 0, log_append_time, with_data
+    )
+    problems = []
+    if decoded.error is not None:
+        problems.append(
+            Problem(
+                "non_monotonic_offsets",
+                batch.position,
+                decoded.error,
+                record_index=decoded.error_index,
+                offset=batch.base_offset + (decoded.error_index or 0),
+                details={"record_count": batch.record_count, "records_read": len(decoded.records)},
+            )
+        )
+    return BatchRecords(decoded.records, problems)
