@@ -68,6 +68,8 @@ class PartitionMeta:
     broker_lines: tuple[BrokerLogLine, ...] = ()
     # The folder's live segments below the first one scanned, which the user did not pass.
     unscanned_segments: list[str] = field(default_factory=list)
+    # Remote sidecars the listing showed empty: read as no bytes without a request.
+    empty_objects: frozenset[str] = frozenset()
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -100,6 +102,7 @@ class PartitionMeta:
             storage_options=storage_options,
             broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
             unscanned_segments=list(found.unscanned_segments),
+            empty_objects=frozenset(found.empty_objects),
         )
 
 
@@ -113,6 +116,9 @@ class PartitionTotals:
     open: int = 0
     producer_rows: list[dict] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # Requests to an object store and the bytes fetched, where a Spark task counts them.
+    requests: int = 0
+    bytes_fetched: int = 0
 
     def merge(self, other: "PartitionTotals") -> "PartitionTotals":
         self.producers |= other.producers
@@ -121,6 +127,8 @@ class PartitionTotals:
         self.open += other.open
         self.producer_rows.extend(other.producer_rows)
         self.events.extend(other.events)
+        self.requests += other.requests
+        self.bytes_fetched += other.bytes_fetched
         return self
 
 
@@ -128,7 +136,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     """All partition-level findings for one partition, and its totals (its sidecars in a store
     read a few at once, ahead of the checks that read them)."""
     storage.configure(meta.storage_options)
-    with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1):
+    with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1, meta.empty_objects):
         return _audit_partition(meta, summaries)
 
 

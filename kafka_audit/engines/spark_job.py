@@ -151,7 +151,7 @@ def run_job(
 ) -> tuple[ScanResult, ScanFrames | None]:
     """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
     Frames are None when there is nothing to audit."""
-    started = time.monotonic()
+    started, sent = time.monotonic(), storage.requests_sent()
     options = with_inferred_compaction(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
@@ -171,7 +171,8 @@ def run_job(
                 stats.merge(value)
             elif kind == schemas.TOTALS:
                 totals.merge(value)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log), frames
+    elapsed = time.monotonic() - started
+    return finish_result(discovery, stats, totals, findings, elapsed, options.broker_log, sent), frames
 
 
 def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
@@ -278,6 +279,7 @@ def _segment_step_of(
 
         rows: list[tuple] = []
         pending = 0
+        sent = storage.requests_sent()  # a store's requests, counted with each task's stats
         for task in with_read_ahead(tasks()):
             place = places.pop(task)
             auditor = SegmentAuditor(task, validation, reference_time)
@@ -288,6 +290,8 @@ def _segment_step_of(
                 else:
                     finding = item.to_dict()
                     rows.append(rare_row(schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+            auditor.stats.requests, auditor.stats.bytes_fetched = storage.fetched_since(sent)
+            sent = storage.requests_sent()
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
             rows.extend(value_rows(place, summaries))
             pending += len(summaries)
@@ -322,7 +326,9 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             break
     if meta is None:
         raise RuntimeError("a replica's rows reached the partition step without its metadata row")
+    sent = storage.requests_sent()
     findings, totals = audit_partition(meta, batch_summaries(chain(first, rest)))
+    totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
     for finding in findings:
         value = finding.to_dict()
         out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))

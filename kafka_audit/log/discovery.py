@@ -80,6 +80,8 @@ class PartitionDir:
     # folder's live segments below the first one scanned, and the folder's first base offset.
     unscanned_segments: list[str] = field(default_factory=list)
     folder_first_offset: int | None = None
+    # Sidecar objects in a store that its listing showed empty: read as no bytes, with no request.
+    empty_objects: set[str] = field(default_factory=set)
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -105,6 +107,8 @@ class Discovery:
     filtered_topics: set[str] = field(default_factory=set)
     # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
     storage_options: dict = field(default_factory=dict, repr=False)
+    # (requests, bytes fetched) that listing an object store cost (SPEC section 3).
+    fetched: tuple[int, int] = (0, 0)
 
     @property
     def segment_count(self) -> int:
