@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from kafka_audit.audit.plan import ScanOptions, reference_time_problem
+from kafka_audit.audit.plan import reference_time_problem, scan_options
 from kafka_audit.engines.preflight import ExecutorEnvironmentError
 from kafka_audit.log.log_dir import discover
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 __all__ = ["AuditResult", "ExecutorEnvironmentError", "scan"]
@@ -53,6 +53,7 @@ def scan(
     partitions: Iterable[int] | None = None,
     compacted_topics: Iterable[str] = (),
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES,
     timestamp_before_max_ms: int | None = None,
     timestamp_after_max_ms: int | None = None,
     reference_time: int | datetime | None = None,
@@ -88,13 +89,12 @@ def scan(
     )
     if not discovery.segment_count:
         raise ValueError("no Kafka segment (.log file) found under " + ", ".join(roots))
-    options = ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(compacted_topics) | ALWAYS_COMPACTED_TOPICS,
-            max_message_bytes=max_message_bytes,
-            timestamp_before_max_ms=timestamp_before_max_ms,
-            timestamp_after_max_ms=timestamp_after_max_ms,
-        ),
+    options = scan_options(
+        compacted_topics=compacted_topics,
+        max_message_bytes=max_message_bytes,
+        segment_bytes=segment_bytes,
+        timestamp_before_max_ms=timestamp_before_max_ms,
+        timestamp_after_max_ms=timestamp_after_max_ms,
         reference_time=_epoch_ms(reference_time),
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,

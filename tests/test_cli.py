@@ -517,3 +517,18 @@ def test_version_prints_the_package_version_and_exits_0():
     done = subprocess.run([sys.executable, "-m", "kafka_audit", "--version"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"kafka-audit {version('kafka-audit')}"
+
+
+def test_the_library_call_and_the_cli_take_the_same_scan_options(capsys):
+    """kafka_audit.scan() and ``scan`` build their options in one place (audit.plan.scan_options):
+    --segment-bytes, which the library call once lacked, gives the same findings both ways."""
+    import kafka_audit
+
+    healthy = str(FIXTURES / "healthy")
+    code, out, _ = run_main("scan", healthy, "--engine", "local", "--quiet", "--format", "json",
+                            "--segment-bytes", "400", "--fail-on", "never", capsys=capsys)
+    assert code == 0
+    from_cli = json.loads(out)["findings"]
+    from_api = kafka_audit.scan(healthy, engine="local", segment_bytes=400).findings
+    assert [f for f in from_cli if f["error_name"] == "RECORD_LIST_TOO_LARGE"]
+    assert from_api == from_cli

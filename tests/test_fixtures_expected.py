@@ -17,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, scan_options
 from kafka_audit.io.broker_log import read_broker_logs
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.catalogue import CHECKS, ERRORS
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 from tests.conftest import FIXTURES, REPO
 
 SPEC_PATH = REPO.parent / "shared" / "SPEC.md"
@@ -95,7 +94,7 @@ def load_expected(name: str) -> dict:
     return json.loads((FIXTURES / name / "EXPECTED.json").read_text())
 
 
-def scan_options(options: dict) -> ScanOptions:
+def options_of(options: dict) -> ScanOptions:
     """The ScanOptions of an EXPECTED.json ``options`` object (names as in ScanOptions and
     ValidationConfig; absent ones take the SPEC defaults)."""
     known = {
@@ -108,16 +107,11 @@ def scan_options(options: dict) -> ScanOptions:
         "broker_log",
     }
     assert set(options) <= known, f"EXPECTED.json options the test does not know: {set(options) - known}"
-    config = ValidationConfig(
-        compacted_topics=frozenset(options.get("compacted_topics", ())) | ALWAYS_COMPACTED_TOPICS,
-        max_message_bytes=options.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES),
-        timestamp_before_max_ms=options.get("timestamp_before_max_ms"),
-        timestamp_after_max_ms=options.get("timestamp_after_max_ms"),
-    )
-    return ScanOptions(
-        validation=config,
-        reference_time=options.get("reference_time"),
-        transaction_timeout_ms=options.get("transaction_timeout_ms", 900_000),
+    named = ("max_message_bytes", "timestamp_before_max_ms", "timestamp_after_max_ms", "reference_time",
+             "transaction_timeout_ms")
+    return scan_options(
+        compacted_topics=options.get("compacted_topics", ()),
+        **{name: options[name] for name in named if name in options},
         # --broker-log files, named relative to fixtures/
         broker_log=read_broker_logs([str(FIXTURES / p) for p in options["broker_log"]]) if "broker_log" in options else None,
     )
@@ -129,7 +123,7 @@ _RESULTS: dict[str, object] = {}
 def audit_fixture(name: str):
     if name not in _RESULTS:
         expected = load_expected(name)
-        _RESULTS[name] = audit_in_process(discover([str(FIXTURES / name)]), scan_options(expected["options"]))
+        _RESULTS[name] = audit_in_process(discover([str(FIXTURES / name)]), options_of(expected["options"]))
     return _RESULTS[name]
 
 

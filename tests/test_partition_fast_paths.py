@@ -94,14 +94,14 @@ def test_fencing_fixtures_fork_the_written_state(monkeypatch):
             with monkeypatch.context() as patch:
                 patch.setattr(partition_audit, "ProducerStateReplay", RecordedReplay)
                 audit_partition(meta, iter(summaries))
-            forked += [len(replay.states()) == 2 for replay in RecordedReplay.made]
+            forked += [len(replay.producers.states()) == 2 for replay in RecordedReplay.made]
     assert forked == [True, True, True]
     (meta, summaries), *_ = partition_inputs([str(FIXTURES / "healthy")])
     RecordedReplay.made.clear()
     with monkeypatch.context() as patch:
         patch.setattr(partition_audit, "ProducerStateReplay", RecordedReplay)
         audit_partition(meta, iter(summaries))
-    assert len(RecordedReplay.made[0].states()) == 1
+    assert len(RecordedReplay.made[0].producers.states()) == 1
 
 
 @pytest.mark.parametrize("corpus", ["real", "real-broker"])

@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, pack_tasks, plan_tasks
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, pack_tasks, plan_tasks, scan_options
 from kafka_audit.audit.segment_audit import SegmentTask
 from kafka_audit.engines.spark_job import run_scan
 from kafka_audit.log.log_dir import discover
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 from tests.conftest import FIXTURES, SHARED
 from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
 
@@ -26,16 +25,9 @@ pytestmark = pytest.mark.spark
 def options_of(log_dir: Path) -> ScanOptions:
     """The scan options an EXPECTED.json names."""
     given = json.loads((log_dir / "EXPECTED.json").read_text())["options"]
-    return ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(given.get("compacted_topics", ())) | ALWAYS_COMPACTED_TOPICS,
-            max_message_bytes=given.get("max_message_bytes", ValidationConfig().max_message_bytes),
-            timestamp_before_max_ms=given.get("timestamp_before_max_ms"),
-            timestamp_after_max_ms=given.get("timestamp_after_max_ms"),
-        ),
-        reference_time=given.get("reference_time"),
-        transaction_timeout_ms=given.get("transaction_timeout_ms", 900_000),
-    )
+    named = ("max_message_bytes", "timestamp_before_max_ms", "timestamp_after_max_ms", "reference_time",
+             "transaction_timeout_ms")
+    return scan_options(compacted_topics=given.get("compacted_topics", ()), **{n: given[n] for n in named if n in given})
 
 
 def as_dicts(result) -> list[dict]:

@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 import kafka_audit
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks, reference_time_problem, with_inferred_compaction
+from kafka_audit.audit.plan import (
+    ScanOptions,
+    audit_in_process,
+    plan_tasks,
+    reference_time_problem,
+    scan_options,
+    with_inferred_compaction,
+)
 from kafka_audit.cli.app import main
 from kafka_audit.io import storage
 from kafka_audit.log.log_dir import discover
@@ -23,7 +30,7 @@ from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.range_buffer import RangeBuffer
 from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.findings import Finding
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
+from kafka_audit.rules.log_validator import ValidationConfig
 from tests.conftest import FIXTURES
 from tests.support.audit_run import SHARED
 from tests.support.s3_server import CREDENTIALS, S3Server, upload_tree
@@ -41,16 +48,9 @@ def _options_of(log_dir: Path) -> ScanOptions:
     if not expected.is_file():
         return ScanOptions()
     given = json.loads(expected.read_text())["options"]
-    return ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(given.get("compacted_topics", ())) | ALWAYS_COMPACTED_TOPICS,
-            max_message_bytes=given.get("max_message_bytes", ValidationConfig().max_message_bytes),
-            timestamp_before_max_ms=given.get("timestamp_before_max_ms"),
-            timestamp_after_max_ms=given.get("timestamp_after_max_ms"),
-        ),
-        reference_time=given.get("reference_time"),
-        transaction_timeout_ms=given.get("transaction_timeout_ms", 900_000),
-    )
+    named = ("max_message_bytes", "timestamp_before_max_ms", "timestamp_after_max_ms", "reference_time",
+             "transaction_timeout_ms")
+    return scan_options(compacted_topics=given.get("compacted_topics", ()), **{n: given[n] for n in named if n in given})
 
 
 def _cases() -> list[tuple[str, Path]]:

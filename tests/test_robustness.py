@@ -29,7 +29,7 @@ import pytest
 from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
 from kafka_audit.io import storage
 from kafka_audit.log.log_dir import discover
-from kafka_audit.record import file_records
+from kafka_audit.record import batch_records, file_records
 from kafka_audit.record.compression import compress
 from kafka_audit.rules.catalogue import CHECKS
 from tests.conftest import REPO
@@ -368,7 +368,7 @@ def _uvarint(value: int) -> bytes:
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_a_decompression_bomb_in_a_batch_with_a_valid_crc(scene, monkeypatch, codec):
     # A smaller cap keeps the test light; the rule is the same: a batch may not inflate past it.
-    monkeypatch.setattr(file_records, "_MIN_DECOMPRESSED_CAP", 1 << 20)
+    monkeypatch.setattr(batch_records, "_MIN_DECOMPRESSED_CAP", 1 << 20)
     w = scene.partition("bad")
     w.append(BatchSpec(records=records(["a"])))
     victim = w.append(BatchSpec(records=records(["b"]), codec=codec, faults=Faults(payload=_bomb(codec, 8 << 20))))

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.log.internal_topics import TRANSACTION_STATE, read_transaction_log
+from kafka_audit.log.internal_topics import read_transaction_log
+from kafka_audit.log.log_names import TRANSACTION_STATE
 from kafka_audit.record.problem import Problem
 from kafka_audit.rules.findings import Finding, iso_time
 

@@ -23,6 +23,7 @@ from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.log.time_index import read_time_index
 from kafka_audit.log.transaction_index import read_transaction_index
 from kafka_audit.record.file_records import FileRecords
+from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.events import Event
@@ -30,7 +31,7 @@ from kafka_audit.rules.findings import Finding, make_finding, partition_label
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_activity import ProducerActivityLog
-from kafka_audit.rules.producer_state import ABORT, COMMIT, PartitionLog, ProducerStateReplay
+from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,9 +216,9 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
                 producers.add(summary.producer_id)
                 observe_activity(summary)
             if summary.is_control:  # an end marker is a transaction's end
-                if summary.control_type == COMMIT:
+                if summary.control_type == ControlRecordType.COMMIT:
                     totals.committed += 1
-                elif summary.control_type == ABORT:
+                elif summary.control_type == ControlRecordType.ABORT:
                     totals.aborted += 1
         if gap_before(summary):
             replay.untrusted()

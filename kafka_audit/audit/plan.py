@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import chain, pairwise
 from typing import Any
@@ -32,7 +32,11 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, make_finding
-from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.rules.log_validator import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEGMENT_BYTES,
+    ValidationConfig,
+)
 from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
@@ -55,6 +59,39 @@ class ScanOptions:
     shuffle_partitions: int | None = None
     # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
     broker_log: BrokerLog | None = None
+
+
+def scan_options(
+    *,
+    compacted_topics: Iterable[str] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    timestamp_before_max_ms: int | None = None,
+    timestamp_after_max_ms: int | None = None,
+    reference_time: int | None = None,
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    timeline: bool = False,
+    broker_log: BrokerLog | None = None,
+) -> ScanOptions:
+    """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
+    place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
+    no naming: ``ValidationConfig.is_compacted``); every default is the named constant of the rule
+    it sets."""
+    return ScanOptions(
+        validation=ValidationConfig(
+            compacted_topics=frozenset(compacted_topics),
+            max_message_bytes=max_message_bytes,
+            segment_bytes=segment_bytes,
+            timestamp_before_max_ms=timestamp_before_max_ms,
+            timestamp_after_max_ms=timestamp_after_max_ms,
+        ),
+        reference_time=reference_time,
+        transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
+        timeline=timeline,
+        broker_log=broker_log,
+    )
 
 
 @dataclass(slots=True)

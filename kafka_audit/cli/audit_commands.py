@@ -36,6 +36,7 @@ from kafka_audit.cli.options import (
 )
 from kafka_audit.engines.run import Engine
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 VIEW_HELP = {
     "scan": "Audit segment files; print tables (default) or JSON/NDJSON/CSV.",
@@ -80,12 +81,12 @@ def scan(
     ] = None,
     transaction_timeout_ms: Annotated[
         int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
-    ] = 900_000,
+    ] = DEFAULT_TRANSACTION_TIMEOUT_MS,
     producer_id_expiration_ms: Annotated[
         int,
         typer.Option("--producer-id-expiration-ms", min=0,
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
-    ] = 86_400_000,
+    ] = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     broker_log: BrokerLogOption = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
@@ -103,22 +104,19 @@ def scan(
 ) -> None:
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
     name picks the report."""
-    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.audit.plan import scan_options
     from kafka_audit.report.views import finish_views
-    from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 
     _check_output(output)
     broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     keep = _report_filter(producer_id, since, until)
-    options = ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(compacted_topic or ()) | ALWAYS_COMPACTED_TOPICS,
-            max_message_bytes=max_message_bytes,
-            segment_bytes=segment_bytes,
-            timestamp_before_max_ms=timestamp_before_max_ms,
-            timestamp_after_max_ms=timestamp_after_max_ms,
-        ),
+    options = scan_options(
+        compacted_topics=compacted_topic or (),
+        max_message_bytes=max_message_bytes,
+        segment_bytes=segment_bytes,
+        timestamp_before_max_ms=timestamp_before_max_ms,
+        timestamp_after_max_ms=timestamp_after_max_ms,
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,

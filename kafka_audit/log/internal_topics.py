@@ -10,16 +10,13 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
-from kafka_audit.log.log_names import parse_partition_dir
+from kafka_audit.log.log_names import CLUSTER_METADATA, CONSUMER_OFFSETS, TRANSACTION_STATE, parse_partition_dir
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 
 Decoder = Callable[[bytes | None, bytes | None], dict[str, Any]]
 
-CONSUMER_OFFSETS = "__consumer_offsets"
-TRANSACTION_STATE = "__transaction_state"
-CLUSTER_METADATA = "__cluster_metadata"
 # KRaft snapshots (Snapshots.SUFFIX) and the bootstrap file end in ".checkpoint"; the text
 # checkpoints beside them end in "-checkpoint".
 SNAPSHOT_SUFFIX = ".checkpoint"

@@ -13,6 +13,15 @@ from kafka_audit.log.checkpoints import (
     PARTITION_METADATA,
 )
 
+# Kafka's internal topics, their one home here (org.apache.kafka.common.internals.Topic,
+# TransactionLogConfig, KRaft's MetadataLogConfig, ShareCoordinator): folder names say what a log holds.
+CONSUMER_OFFSETS = "__consumer_offsets"
+TRANSACTION_STATE = "__transaction_state"
+SHARE_GROUP_STATE = "__share_group_state"
+CLUSTER_METADATA = "__cluster_metadata"
+# Topics a broker always creates with cleanup.policy=compact (GroupCoordinator, TransactionLog).
+ALWAYS_COMPACTED_TOPICS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE})
+
 LIVE, DELETED, CLEANED, SWAP = "live", "deleted", "cleaned", "swap"
 STATE_SUFFIXES = {".deleted": DELETED, ".cleaned": CLEANED, ".swap": SWAP}
 SIDECAR_SUFFIXES = (".index", ".timeindex", ".txnindex")

@@ -29,7 +29,7 @@ from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
-from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, Record, RecordBatch, TimestampType
+from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, ControlRecordType, Record, RecordBatch, TimestampType
 
 try:
     from kafka_audit.record._record_text import record_text as _compiled_record_text
@@ -241,7 +241,7 @@ def _record_text(batch: RecordBatch, record: Record, print_data: bool, decoder: 
         if control.error:
             line += f" control: invalid ({control.error})"
         else:
-            line += f" endTxnMarker: {('ABORT', 'COMMIT')[control.type]} coordinatorEpoch: {control.coordinator_epoch}" \
+            line += f" endTxnMarker: {ControlRecordType(control.type).name} coordinatorEpoch: {control.coordinator_epoch}" \
                 if control.is_transaction_marker else f" controlType: {control.type}"
     elif decoder is not None:
         line += f" decoded: {json.dumps(decoder(record.key, record.value))}"

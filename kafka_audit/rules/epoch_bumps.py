@@ -21,14 +21,12 @@ Only ``fenced`` has a client outcome (``fatal``, ProducerFencedException for the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.events import EventKind
-
-if TYPE_CHECKING:
-    from kafka_audit.rules.producer_state import ProducerStateReplay
-    from kafka_audit.rules.transactions import OpenTxn
+from kafka_audit.rules.replay_output import ReplayOutput
+from kafka_audit.rules.transactions import OpenTxn
 
 FENCED, TIMEOUT_ABORT, TRANSACTION_END, IDEMPOTENT_BUMP = "fenced", "timeout_abort", "transaction_end", "idempotent_bump"
 _FENCED_EXCEPTION = "ProducerFencedException"
@@ -38,53 +36,53 @@ class EpochBumps:
     """Reports the epoch bumps of one replay, holding an ABORT marker's bump until the producer's
     next batch (or the end of the log) tells its reason."""
 
-    def __init__(self, replay: "ProducerStateReplay") -> None:
-        self.replay = replay
+    def __init__(self, output: ReplayOutput) -> None:
+        self._out = output
         # producer id -> (marker batch, previous epoch, transaction it aborted)
-        self.pending: dict[int, tuple[Any, int, "OpenTxn | None"]] = {}
+        self._pending: dict[int, tuple[Any, int, OpenTxn | None]] = {}
 
     def data_bump(self, batch, previous: int) -> None:
         self._resolve(batch.producer_id, FENCED)
         self._report(batch, previous, None, FENCED if batch.is_transactional else IDEMPOTENT_BUMP)
 
-    def marker_bump(self, batch, previous: int, txn: "OpenTxn | None") -> None:
+    def marker_bump(self, batch, previous: int, txn: OpenTxn | None) -> None:
         self.next_batch(batch)
         aborted = txn if batch.control_type == ControlRecordType.ABORT else None
         if batch.control_type == ControlRecordType.COMMIT:
             self._report(batch, previous, None, TRANSACTION_END)
         else:
-            self.pending[batch.producer_id] = (batch, previous, aborted)
+            self._pending[batch.producer_id] = (batch, previous, aborted)
 
     def next_batch(self, batch) -> None:
         """A batch of the producer that keeps its epoch: an ABORT's bump was a transaction end."""
-        if self.pending:
+        if self._pending:
             self._resolve(batch.producer_id, TRANSACTION_END)
 
     def finish(self) -> None:
-        for pid in list(self.pending):
+        for pid in list(self._pending):
             self._resolve(pid, TIMEOUT_ABORT)
 
     def _resolve(self, pid: int, reason: str) -> None:
-        held = self.pending.pop(pid, None)
+        held = self._pending.pop(pid, None)
         if held is not None:
             self._report(*held, reason)
 
-    def _report(self, batch, previous: int, aborted: "OpenTxn | None", reason: str) -> None:
-        replay = self.replay
+    def _report(self, batch, previous: int, aborted: OpenTxn | None, reason: str) -> None:
+        out = self._out
         message = (
             f"Epoch of producer {batch.producer_id} rose from {previous} to {batch.producer_epoch} at offset "
-            f"{batch.base_offset} in partition {replay.tp}"
+            f"{batch.base_offset} in partition {out.tp}"
         )
         if batch.is_control:
             message += f" with its {ControlRecordType(batch.control_type).name} marker"
         if aborted is not None:
             message += f", aborting its open transaction that started at offset {aborted.first_offset}"
         message += f" ({reason.replace('_', ' ')})"
-        replay.finding(
+        out.finding(
             "epoch_bump",
             message,
             batch,
             {"previous_epoch": previous, "open_transaction_aborted": aborted is not None, "reason": reason},
             exception=_FENCED_EXCEPTION if reason == FENCED else None,
         )
-        replay.event(EventKind.EPOCH_BUMP, batch, message)
+        out.event(EventKind.EPOCH_BUMP, batch, message)

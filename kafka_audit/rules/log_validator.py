@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS, CLUSTER_METADATA
 from kafka_audit.record.control_record import ControlRecord, parse_control_record
 from kafka_audit.record.default_record import RecordScreen
 from kafka_audit.record.record_batch import (
@@ -41,11 +42,6 @@ from kafka_audit.rules.catalogue import CHECKS, UNCOMPRESSED_OFFSET_DELTAS, Chec
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
 # Kafka's default segment.bytes (LogConfig): 1 GiB.
 DEFAULT_SEGMENT_BYTES = 1073741824
-# Topics a broker always creates with cleanup.policy=compact.
-ALWAYS_COMPACTED_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-# The KRaft metadata log, whose control records (LEADER_CHANGE, SNAPSHOT_*, KRAFT_*) the Raft
-# layer writes without the transactional bit.
-KRAFT_METADATA_TOPIC = "__cluster_metadata"
 _INVALID_TIMESTAMP = "INVALID_TIMESTAMP"
 _LONG_MAX = (1 << 63) - 1
 
@@ -63,7 +59,9 @@ class ValidationConfig:
     ``None`` when off (the broker default, Long.MAX_VALUE).
     """
 
-    compacted_topics: frozenset[str] = ALWAYS_COMPACTED_TOPICS
+    # Topics named compacted (``--compacted-topic``, the cleaner's checkpoint); the topics a broker
+    # always compacts are added by :meth:`is_compacted`, the one place that does.
+    compacted_topics: frozenset[str] = frozenset()
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     timestamp_before_max_ms: int | None = None
     timestamp_after_max_ms: int | None = None
@@ -165,10 +163,11 @@ def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> V
 
     On disk a control batch is the broker's when it carries the transactional bit (transaction
     markers, ``MemoryRecords.withEndTransactionMarker``) or lies in the KRaft metadata log; any
-    other can only have come from a client. ``batch`` is a v2 batch (validate_batch_header)."""
+    other can only have come from a client (the Raft layer writes the metadata log's LEADER_CHANGE,
+    SNAPSHOT_* and KRAFT_* control records without the transactional bit). ``batch`` is a v2 batch (validate_batch_header)."""
     attributes = batch.attributes
     if attributes & CONTROL_FLAG_MASK:  # RecordBatch.is_control, of a v2 batch
-        if attributes & TRANSACTIONAL_FLAG_MASK or topic == KRAFT_METADATA_TOPIC:
+        if attributes & TRANSACTIONAL_FLAG_MASK or topic == CLUSTER_METADATA:
             return None
         return Violation(
             "invalid_control_batch",

@@ -24,8 +24,6 @@ from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding
 
-_COMMIT, _ABORT = int(ControlRecordType.COMMIT), int(ControlRecordType.ABORT)
-
 
 @dataclass(slots=True)
 class ProducerActivity:
@@ -95,10 +93,10 @@ class ProducerActivityLog:
             if activity.last_timestamp is None or timestamp > activity.last_timestamp:
                 activity.last_timestamp = timestamp
         if batch.is_control:
-            if batch.control_type == _COMMIT:
+            if batch.control_type == ControlRecordType.COMMIT:
                 activity.committed += 1
                 activity.in_transaction = False
-            elif batch.control_type == _ABORT:
+            elif batch.control_type == ControlRecordType.ABORT:
                 activity.aborted += 1
                 activity.in_transaction = False
             return

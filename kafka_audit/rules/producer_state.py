@@ -4,7 +4,11 @@ A pure function of the partition's batch summaries (in log order), its ``.snapsh
 log start offset and its ``.txnindex`` entries; it returns findings and timeline events. No
 Spark, no I/O.
 
-The replay runs the one state machine of :mod:`kafka_audit.rules.producer_entry` twice:
+Its parts follow Kafka's seams, each owning its state: :class:`ProducerStateManager` (the producer
+maps, expiry, snapshot loading), ``ProducerAppendInfo`` (one batch's checks),
+:class:`TransactionTracker`, :class:`EpochBumps` (the reasons of epoch bumps) and
+:class:`SnapshotComparer`; they write to one :class:`ReplayOutput`. The replay runs the one state
+machine twice:
 
 - as the leader validating each batch as a client append (``AppendOrigin.CLIENT``;
   ``COORDINATOR`` in the coordinator-written topics, where sequences are not checked): a batch
@@ -17,7 +21,7 @@ The replay runs the one state machine of :mod:`kafka_audit.rules.producer_entry`
   succeeds updates an entry exactly as a replicated one does, so this second state is the first
   one itself until the client rejects a batch that the log holds (a fenced write, a duplicate, a
   fenced coordinator's marker); it becomes a copy at that first rejection
-  (:attr:`ProducerStateReplay.written`).
+  (``ProducerStateManager.written``).
 
 On top of Kafka's checks the audit says what an offline copy of the log shows:
 
@@ -27,7 +31,7 @@ On top of Kafka's checks the audit says what an offline copy of the log shows:
 - producer-id expiration (``ProducerStateManager.removeExpiredProducers``, by batch timestamps):
   an idle producer writing again is ``producer_expired`` and then unknown, any sequence accepted;
 - ``epoch_bump`` with the reason the epoch rose; transactions (open, hanging, orphan markers,
-  the ``.txnindex``: :mod:`kafka_audit.rules.transactions`);
+  the ``.txnindex``: :mod:`kafka_audit.rules.transaction_tracker`);
 - compacted topics: the cleaner removes whole batches, so forward sequence gaps, a new epoch
   starting above 0 and a producer's first sequence above 0 are not reported;
 - an invalid batch (CRC mismatch, truncated, undecodable: ``BatchSummary.valid`` False) cannot be
@@ -56,40 +60,35 @@ from dataclasses import dataclass, field
 
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.transaction_index import AbortedTxn
+from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.epoch_bumps import EpochBumps
 from kafka_audit.rules.events import Event, EventKind
-from kafka_audit.rules.findings import Finding, make_finding, partition_label
+from kafka_audit.rules.findings import Finding
+from kafka_audit.rules.producer_append import ProducerAppendInfo
 from kafka_audit.rules.producer_entry import (
     NO_PRODUCER_EPOCH,
     AppendOrigin,
     ProducerStateEntry,
-    ProducerStates,
     Rejection,
     in_sequence,
     next_sequence,
 )
+from kafka_audit.rules.producer_state_manager import ProducerStateManager
+from kafka_audit.rules.replay_output import ReplayOutput
 from kafka_audit.rules.snapshot_compare import SnapshotComparer
-from kafka_audit.rules.transactions import (
-    DerivedAbortedTxn,
-    OpenTxn,
-    compare_txn_index,
-    open_transaction_findings,
-    track_transaction,
-)
+from kafka_audit.rules.transaction_tracker import TransactionTracker
 
 __all__ = ["PartitionLog", "ProducerStateReplay", "ReplayStats", "in_sequence", "replay_partition"]
 
-ABORT = 0
-COMMIT = 1
-MARKER_NAMES = {ABORT: "ABORT", COMMIT: "COMMIT"}
+ABORT = ControlRecordType.ABORT
+COMMIT = ControlRecordType.COMMIT
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900000
 # Broker producer.id.expiration.ms default (1 day).
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86400000
 
 # Topics the group / transaction / share coordinators write with AppendOrigin.COORDINATOR.
 COORDINATOR_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
-
 
 @dataclass
 class PartitionLog:
@@ -99,7 +98,7 @@ class PartitionLog:
     (the caller decides). ``snapshots``: parsed ``.snapshot`` files, any order. ``aborted_txns``:
     the ``.txnindex`` entries per segment (keyed like ``BatchSummary.segment``); segments without a
     ``.txnindex`` file are absent. ``compacted``: ``cleanup.policy=compact`` (decided by the caller:
-    ``kafka_audit.compaction``). ``reference_time``: the broker's "now" for transaction ages
+    ``kafka_audit.audit``). ``reference_time``: the broker's "now" for transaction ages
     (None: the partition's newest timestamp). ``timeline``: build the timeline events.
     """
 
@@ -127,42 +126,28 @@ class ReplayStats:
     snapshots_compared: int = 0
 
 
+
 class ProducerStateReplay:
     """Feed batches in log order with :meth:`append`, then call :meth:`finish` for the findings;
     :attr:`events` holds the timeline events."""
 
     def __init__(self, log: PartitionLog) -> None:
         self.log = log
-        self.topic = log.topic
-        self.partition = log.partition
-        self.tp = partition_label(log.topic, log.partition)
+        self.out = ReplayOutput(log.topic, log.partition, log.timeline)
+        self.tp = self.out.tp
         origin = AppendOrigin.COORDINATOR if log.topic in COORDINATOR_TOPICS else AppendOrigin.CLIENT
-        self.client = ProducerStates(self.tp, origin)
-        self._written: ProducerStates | None = None  # None: the client's map (see written)
-        self.timeline = log.timeline
-        self.findings: list[Finding] = []
-        self.events: list[Event] = []
+        self.producers = ProducerStateManager(self.out.tp, origin, log.producer_id_expiration_ms)
+        self.transactions = TransactionTracker(self.out, ProducerAppendInfo(self.out.tp))
+        self.bumps = EpochBumps(self.out)
+        self.snapshots = SnapshotComparer(log.snapshots, self.out, self.producers, self.transactions)
         self.stats = ReplayStats()
-        self.open_txns: dict[int, OpenTxn] = {}
-        self.aborted: list[DerivedAbortedTxn] = []
-        self.empty_aborts: set[tuple[str, int, int]] = set()
         self.newest_timestamp = -1
         self.log_end_offset: int | None = None
-        self.bumps = EpochBumps(self)
-        self.snapshots = SnapshotComparer(self)
-        # Producers whose next batch re-synchronises them after an invalid batch, and the last
-        # valid offset before the first invalid batch (None: no invalid batch yet).
-        self.resync: set[int] = set()
-        self.invalid_after: int | None = None
-        self.expired: set[int] = set()
-        # Each producer's last batch in the log, where a snapshot finding points.
-        self.last_batches: dict[int, BatchSummary] = {}
-        self.uncertain_txns: set[int] = set()
         self._last_valid_offset = -1
         self._started = False
         self._finished = False
         if log.log_start_offset > 0:
-            self.event(
+            self.out.event(
                 EventKind.LOG_START_MOVED,
                 None,
                 f"Log of partition {self.tp} starts at offset {log.log_start_offset}: earlier data was deleted",
@@ -170,70 +155,17 @@ class ProducerStateReplay:
             )
 
     @property
-    def written(self) -> ProducerStates:
-        """The state as the broker that wrote the log rebuilt it (``AppendOrigin.REPLICATION``):
-        the client's map itself until :meth:`fork_written`."""
-        return self._written if self._written is not None else self.client
+    def findings(self) -> list[Finding]:
+        return self.out.findings
 
-    def fork_written(self) -> ProducerStates:
-        """Give the written state a map of its own, a copy of the client's (they are equal until
-        the client rejects a batch the log holds); from then on every batch updates both."""
-        if self._written is None:
-            self._written = self.client.copy(AppendOrigin.REPLICATION)
-        return self._written
-
-    def states(self) -> tuple[ProducerStates, ...]:
-        """The distinct producer-state maps (the client's, and the written one once forked)."""
-        return (self.client,) if self._written is None else (self.client, self._written)
-
-    def _written_holds(self, batch: BatchSummary) -> None:
-        """The client rejected ``batch``, which the log holds: a written state still shared with
-        the client forks here (the client's state before the batch) and appends it (a forked one
-        did already)."""
-        if self._written is None:
-            written = self.fork_written()
-            if batch.is_control:
-                written.append_marker(batch)
-            else:
-                written.append_data(batch)
-
-    # -- output -----------------------------------------------------------------------------------
-
-    def finding(self, check: str, message: str, batch, details: dict | None = None, offset: int | None = None, **kw) -> Finding:
-        found = make_finding(
-            check,
-            message,
-            topic=self.topic,
-            partition=self.partition,
-            segment=getattr(batch, "segment", None),
-            offset=offset,
-            batch=batch,
-            details=details,
-            **kw,
-        )
-        self.findings.append(found)
-        return found
-
-    def event(self, kind: EventKind, batch, message: str, offset: int | None = None, timestamp: int | None = None) -> None:
-        if not self.timeline:
-            return
-        self.events.append(
-            Event(
-                kind=kind,
-                topic=self.topic,
-                partition=self.partition,
-                offset=offset if offset is not None else getattr(batch, "base_offset", None),
-                timestamp=timestamp if timestamp is not None else _timestamp(batch),
-                producer_id=getattr(batch, "producer_id", None),
-                producer_epoch=getattr(batch, "producer_epoch", None),
-                message=message,
-            )
-        )
+    @property
+    def events(self) -> list[Event]:
+        return self.out.events
 
     def _reject(self, rejection: Rejection, batch: BatchSummary) -> None:
         if batch.is_control and rejection.check == "fenced_epoch_write":
-            rejection.details["marker"] = MARKER_NAMES.get(batch.control_type)
-        self.finding(rejection.check, rejection.message, batch, rejection.details)
+            rejection.details["marker"] = ControlRecordType(batch.control_type).name
+        self.out.finding(rejection.check, rejection.message, batch, rejection.details)
 
     # -- batches ----------------------------------------------------------------------------------
 
@@ -262,44 +194,32 @@ class ProducerStateReplay:
         pid = batch.producer_id
         if pid < 0:
             return
-        self.last_batches[pid] = batch
-        client, written = self.client, self._written
+        producers = self.producers
+        producers.note_batch(batch)
         if batch.is_control:
             if batch.control_type not in (ABORT, COMMIT):
                 # An empty control batch (its transaction cleaned away) appends nothing, but
                 # ProducerStateManager.update still records the producer id (testAppendEmptyControlBatch).
-                for states in self.states():
-                    states.touch(pid)
+                producers.touch(pid)
                 return
-        elif batch.base_sequence < 0 and client.origin is AppendOrigin.CLIENT:
+        elif batch.base_sequence < 0 and producers.client.origin is AppendOrigin.CLIENT:
             return  # a client's producer id without a sequence: rejected by the batch checks (87)
         # producer.id.expiration.ms: the broker forgot a producer idle that long.
-        removed = client.expire(pid, timestamp, self.log.producer_id_expiration_ms)
-        if written is not None:
-            written.expire(pid, timestamp, self.log.producer_id_expiration_ms)
+        removed = producers.expire(batch)
         if removed is not None:
             self._expired(batch, removed)
-        before = client.entries.get(pid)  # the client's entry as the batch finds it
+        before = producers.entry(pid)  # the client's entry as the batch finds it
+        producers.replicate(batch)
         if batch.is_control:
-            if written is not None:
-                written.append_marker(batch)
             self._append_marker(batch, before)
         else:
-            if written is not None:
-                written.append_data(batch)
             self._append_data(batch, before)
 
     def untrusted(self) -> None:
         """A batch that cannot be trusted here (``valid`` False, or bytes the caller could not
         read as batches): re-synchronise every producer (see the module docstring)."""
-        if self.invalid_after is None:
-            self.invalid_after = self._last_valid_offset
-        self.resync.update(self.client.entries)
-        self.uncertain_txns.update(self.open_txns)
-
-    def _resyncing(self, pid: int) -> bool:
-        """Whether the producer's next batch re-synchronises it (never before an invalid batch)."""
-        return pid in self.resync or (self.invalid_after is not None and self.client.get(pid) is None)
+        self.producers.untrusted(self._last_valid_offset)
+        self.transactions.untrusted()
 
     def _expired(self, batch: BatchSummary, removed: ProducerStateEntry) -> None:
         """``producer_expired``: the client's entry was removed as the batch came."""
@@ -307,61 +227,57 @@ class ProducerStateReplay:
         expiration = self.log.producer_id_expiration_ms
         idle = batch.max_timestamp - removed.last_timestamp
         expected = next_sequence(removed.last_seq)
-        self.expired.add(pid)
-        self.resync.discard(pid)
         message = (
             f"Producer {pid} wrote again at offset {batch.base_offset} in partition {self.tp} after {idle} ms idle, "
             f"longer than producer.id.expiration.ms {expiration}: the broker had forgotten it and accepts any "
             f"sequence (expected {expected}, got {batch.base_sequence})"
         )
-        self.finding("producer_expired", message, batch, {"idle_ms": idle, "expected_sequence": expected})
-        self.event(EventKind.PRODUCER_EXPIRED, batch, message)
+        self.out.finding("producer_expired", message, batch, {"idle_ms": idle, "expected_sequence": expected})
+        self.out.event(EventKind.PRODUCER_EXPIRED, batch, message)
 
     def _append_data(self, batch: BatchSummary, before: ProducerStateEntry | None) -> None:
         """ProducerAppendInfo.appendDataBatch as a client append, then the transaction state."""
         pid = batch.producer_id
-        resyncing = self.invalid_after is not None and self._resyncing(pid)
+        producers = self.producers
+        resyncing = producers.resyncing(pid)
         previous_epoch = before.producer_epoch if before is not None else NO_PRODUCER_EPOCH
-        origin = AppendOrigin.COORDINATOR if resyncing else None
-        rejection = self.client.append_data(batch, origin)
+        rejection = producers.client.append_data(batch, AppendOrigin.COORDINATOR if resyncing else None)
         if rejection is not None:
             if rejection.check in ("fenced_epoch_write", "duplicate_sequence"):
-                self._written_holds(batch)
+                producers.written_holds(batch)
                 self._reject(rejection, batch)
                 return
             if not self._compaction_explains(rejection, batch, before):
                 self._reject(rejection, batch)
             # The log holds the batch: go on from what was written.
-            self.client.append_data(batch, AppendOrigin.REPLICATION)
+            producers.client.append_data(batch, AppendOrigin.REPLICATION)
         elif (
             (before is None or before.producer_epoch == NO_PRODUCER_EPOCH)
             and batch.base_sequence != 0
             and not self._unknown_tolerated(pid, resyncing)
         ):
             self._unknown_producer(batch)
-        self.expired.discard(pid)
-        self.resync.discard(pid)
+        producers.settled(pid)
         if previous_epoch != NO_PRODUCER_EPOCH and batch.producer_epoch > previous_epoch:
             self.bumps.data_bump(batch, previous_epoch)
-        elif self.bumps.pending:
+        else:
             self.bumps.next_batch(batch)
-        if batch.is_transactional or pid in self.open_txns:
-            track_transaction(self, batch, resyncing)
+        self.transactions.on_data(batch, resyncing)
 
-    def _compaction_explains(self, rejection: Rejection, batch: BatchSummary, before) -> bool:
+    def _compaction_explains(self, rejection: Rejection, batch: BatchSummary, before: ProducerStateEntry | None) -> bool:
         """The cleaner removes whole batches: a new epoch or a sequence that starts ahead."""
         if not self.log.compacted:
             return False
         if rejection.check == "new_epoch_nonzero_sequence":
             return True
-        return rejection.check == "out_of_order_sequence" and batch.base_sequence > before.last_seq
+        return rejection.check == "out_of_order_sequence" and before is not None and batch.base_sequence > before.last_seq
 
     def _unknown_tolerated(self, pid: int, resyncing: bool) -> bool:
         return (
             resyncing
-            or pid in self.expired
+            or self.producers.was_expired(pid)
             or self.log.compacted
-            or self.client.origin is AppendOrigin.COORDINATOR
+            or self.producers.client.origin is AppendOrigin.COORDINATOR
         )
 
     def _unknown_producer(self, batch: BatchSummary) -> None:
@@ -377,79 +293,39 @@ class ProducerStateReplay:
                 missing = [next_sequence(known.last_sequence), seq - 1]
         start = self.log.log_start_offset
         details = {"log_start_offset": start, "missing_sequences": missing, "in_snapshot": known is not None}
+        head = (
+            f"Found no record of producerId={pid} at offset {batch.base_offset} in partition {self.tp}: its "
+            f"first batch has sequence {seq}"
+        )
         if start > 0:
-            self.finding(
-                "retention_gap",
-                f"Found no record of producerId={pid} at offset {batch.base_offset} in partition {self.tp}: its "
-                f"first batch has sequence {seq}, so sequences {missing[0]} to {missing[1]} were written before "
-                f"the log start offset {start} and deleted (retention or DeleteRecords)",
-                batch,
-                details,
+            message = (
+                f"{head}, so sequences {missing[0]} to {missing[1]} were written before the log start offset "
+                f"{start} and deleted (retention or DeleteRecords)"
             )
+            self.out.finding("retention_gap", message, batch, details)
         else:
-            self.finding(
-                "unknown_producer_id",
-                f"Found no record of producerId={pid} at offset {batch.base_offset} in partition {self.tp}: its "
-                f"first batch has sequence {seq}, not 0, and the log starts at offset 0",
-                batch,
-                details,
-            )
+            self.out.finding("unknown_producer_id", f"{head}, not 0, and the log starts at offset 0", batch, details)
 
     def _append_marker(self, batch: BatchSummary, before: ProducerStateEntry | None) -> None:
         """ProducerAppendInfo.appendEndTxnMarker as a client append, then close the transaction."""
         pid = batch.producer_id
-        resyncing = self.invalid_after is not None and self._resyncing(pid)
+        producers = self.producers
+        resyncing = producers.resyncing(pid)
         previous_epoch = before.producer_epoch if before is not None else NO_PRODUCER_EPOCH
-        kind = MARKER_NAMES[batch.control_type]
-        rejection = self.client.append_marker(batch)
+        rejection = producers.client.append_marker(batch)
         if rejection is not None:
-            self._written_holds(batch)
+            producers.written_holds(batch)
             self._reject(rejection, batch)
             if rejection.check == "fenced_epoch_write":
                 return
-            # A fenced coordinator's marker still ends the transaction the log shows; its lower
-            # coordinator epoch is not taken over, so each of its markers is reported.
-            before.end_transaction(batch.producer_epoch, before.coordinator_epoch, batch.max_timestamp)
-        self.resync.discard(pid)
-        self.expired.discard(pid)
-        txn = self.open_txns.pop(pid, None)
-        uncertain = pid in self.uncertain_txns
-        self.uncertain_txns.discard(pid)
+            producers.end_as_written(batch)
+        producers.settled(pid)
+        txn, uncertain = self.transactions.close(pid)
         if previous_epoch != NO_PRODUCER_EPOCH and batch.producer_epoch > previous_epoch:
             self.bumps.marker_bump(batch, previous_epoch, txn)
-        elif self.bumps.pending:
-            self.bumps.next_batch(batch)
-        if txn is None:
-            if not (resyncing or uncertain):
-                self.finding(
-                    "orphan_marker",
-                    f"{kind} marker for producer {pid} at offset {batch.base_offset} in partition {self.tp} with no "
-                    f"open transaction",
-                    batch,
-                    {"marker": kind, "coordinator_epoch": batch.coordinator_epoch},
-                )
-            if batch.control_type == ABORT:
-                self.empty_aborts.add((batch.segment, pid, batch.base_offset))
-            return
-        if batch.control_type == ABORT:
-            self.stats.transactions_aborted += 1
-            self.aborted.append(DerivedAbortedTxn(pid, txn.first_offset, batch.base_offset, batch.segment, batch))
-            if self.timeline:
-                self.event(
-                    EventKind.TRANSACTION_ABORT,
-                    batch,
-                    f"Producer {pid} aborted its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
-                    f"partition {self.tp}",
-                )
         else:
-            self.stats.transactions_committed += 1
-            if self.timeline:
-                self.event(
-                    EventKind.TRANSACTION_COMMIT,
-                    batch,
-                    f"Producer {pid} committed its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
-                    f"partition {self.tp}",
-                )
+            self.bumps.next_batch(batch)
+        self.transactions.end(batch, txn, judged=not (resyncing or uncertain))
 
     # -- end of log -------------------------------------------------------------------------------
 
@@ -459,46 +335,28 @@ class ProducerStateReplay:
         self._finished = True
         if not self._started:
             self.snapshots.start(None)
-        self.snapshots.compare_due(None)
+        self.snapshots.compare_due(None, self.log_end_offset)
         self.bumps.finish()
-        self.stats.producers = len(self.client.entries)
-        judged = [txn for pid, txn in self.open_txns.items() if pid not in self.uncertain_txns]
-        for txn in judged:
-            entry = self.client.get(txn.producer_id)
-            if entry is not None and entry.last_timestamp > txn.last_timestamp:
-                txn.last_timestamp = entry.last_timestamp
-        self.stats.transactions_open = len(judged)
         log_end = self.log_end_offset if self.log_end_offset is not None else self.log.log_start_offset
         reference = self.log.reference_time if self.log.reference_time is not None else self.newest_timestamp
-        self.findings.extend(
-            open_transaction_findings(
-                self.topic,
-                self.partition,
-                judged,
-                reference,
-                self.log.transaction_timeout_ms,
-                log_end,
-                stable_from=min((txn.first_offset for txn in self.open_txns.values()), default=log_end),
+        found, judged = self.transactions.open_findings(self._last_timestamp, reference, self.log.transaction_timeout_ms, log_end)
+        self.out.extend(found)
+        self.out.extend(
+            self.transactions.index_findings(
+                self.log.aborted_txns, self.log.compacted, self.log.log_start_offset, self.producers.invalid_after
             )
         )
-        self.findings.extend(
-            compare_txn_index(
-                self.topic,
-                self.partition,
-                self.aborted,
-                self.log.aborted_txns,
-                self.empty_aborts,
-                compacted=self.log.compacted,
-                log_start_offset=self.log.log_start_offset,
-                trusted_until=self.invalid_after,
-            )
-        )
+        stats = self.stats
+        stats.producers = self.producers.producers
+        stats.transactions_committed = self.transactions.committed
+        stats.transactions_aborted = self.transactions.aborted
+        stats.transactions_open = judged
+        stats.snapshots_compared = self.snapshots.compared
         return self.findings
 
-
-def _timestamp(batch) -> int | None:
-    ts = getattr(batch, "max_timestamp", None)
-    return ts if ts is not None and ts >= 0 else None
+    def _last_timestamp(self, pid: int) -> int | None:
+        entry = self.producers.entry(pid)
+        return entry.last_timestamp if entry is not None else None
 
 
 def replay_partition(log: PartitionLog, batches: Iterable[BatchSummary]) -> list[Finding]:
@@ -509,4 +367,3 @@ def replay_partition(log: PartitionLog, batches: Iterable[BatchSummary]) -> list
     for batch in batches:
         replay.append(batch)
     return replay.finish()
-

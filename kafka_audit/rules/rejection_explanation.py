@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from kafka_audit.io.broker_log_lines import BrokerLogLine
 
 if TYPE_CHECKING:
-    from kafka_audit.rules.broker_rejection import ProducerAppend, StateAtTime
+    from kafka_audit.rules.producer_at_time import ProducerAppend, StateAtTime
 
 # ProducerStateEntry.NUM_BATCHES_TO_RETAIN: the retries a broker recognises as duplicates.
 _BATCHES_RETAINED = 5

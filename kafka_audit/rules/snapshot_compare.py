@@ -17,15 +17,15 @@ adopted from the snapshot instead of compared.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
 from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafka_audit.rules.events import EventKind
-from kafka_audit.rules.producer_entry import BatchMetadata, decrement_sequence
+from kafka_audit.rules.producer_entry import decrement_sequence
+from kafka_audit.rules.producer_state_manager import ProducerStateManager
+from kafka_audit.rules.replay_output import ReplayOutput
+from kafka_audit.rules.transaction_tracker import TransactionTracker
 from kafka_audit.rules.transactions import Anchor, OpenTxn
-
-if TYPE_CHECKING:
-    from kafka_audit.rules.producer_state import ProducerStateReplay
 
 
 def _usable(snapshot: ProducerSnapshot) -> bool:
@@ -35,9 +35,20 @@ def _usable(snapshot: ProducerSnapshot) -> bool:
 
 
 class SnapshotComparer:
-    def __init__(self, replay: "ProducerStateReplay") -> None:
-        self.replay = replay
-        self.snapshots = sorted((s for s in replay.log.snapshots if _usable(s)), key=lambda s: s.offset)
+    """Seeds the replay's producer state from a snapshot and compares the later ones with it."""
+
+    def __init__(
+        self,
+        snapshots: Iterable[ProducerSnapshot],
+        output: ReplayOutput,
+        producers: ProducerStateManager,
+        transactions: TransactionTracker,
+    ) -> None:
+        self._out = output
+        self._producers = producers
+        self._txns = transactions
+        self.compared = 0
+        self.snapshots = sorted((s for s in snapshots if _usable(s)), key=lambda s: s.offset)
         self._entries: dict[int, dict[int, ProducerSnapshotEntry]] = {}
         self._pending: list[ProducerSnapshot] = []
         # The offset of the next snapshot to compare, for the replay's per-batch test: inf when
@@ -75,13 +86,13 @@ class SnapshotComparer:
             for entry in self.entries(seed).values():
                 self._adopt(entry, seed.offset)
 
-    def compare_due(self, offset: int | None) -> None:
-        """Compare the snapshots whose offset is at most ``offset`` (all remaining when None)."""
+    def compare_due(self, offset: int | None, log_end_offset: int | None = None) -> None:
+        """Compare the snapshots whose offset is at most ``offset`` (all remaining when None, up
+        to ``log_end_offset``)."""
         pending = self._pending
-        replay = self.replay
         while pending and (offset is None or pending[-1].offset <= offset):
             snapshot = pending.pop()
-            if offset is None and replay.log_end_offset is not None and snapshot.offset > replay.log_end_offset:
+            if offset is None and log_end_offset is not None and snapshot.offset > log_end_offset:
                 # Beyond the end of the log (truncated tail): Kafka deletes such snapshots on load
                 # (ProducerStateManager.truncateAndReload); nothing to compare them with.
                 continue
@@ -90,12 +101,8 @@ class SnapshotComparer:
 
     def _adopt(self, entry: ProducerSnapshotEntry, offset: int) -> None:
         """loadProducerEntry into both maps; an open transaction becomes the replay's too."""
-        replay = self.replay
         pid = entry.producer_id
-        for states in replay.states():
-            states.load(entry)
-        replay.resync.discard(pid)
-        replay.expired.discard(pid)
+        self._producers.load(entry)
         anchor_offset = entry.last_offset if entry.last_offset >= 0 else offset
         anchor = Anchor(
             None,
@@ -109,21 +116,20 @@ class SnapshotComparer:
             entry.timestamp,
         )
         self.anchors[pid] = anchor
-        if entry.current_txn_first_offset >= 0 and pid not in replay.open_txns:
+        if entry.current_txn_first_offset >= 0:
             txn_anchor = anchor._replace(base_offset=entry.current_txn_first_offset)
-            replay.open_txns[pid] = OpenTxn(
-                pid, entry.current_txn_first_offset, entry.timestamp, entry.producer_epoch, txn_anchor, entry.timestamp
+            self._txns.adopt(
+                OpenTxn(pid, entry.current_txn_first_offset, entry.timestamp, entry.producer_epoch, txn_anchor, entry.timestamp)
             )
 
     def _compare(self, snapshot: ProducerSnapshot) -> None:
-        replay = self.replay
-        replay.stats.snapshots_compared += 1
+        producers, out = self._producers, self._out
+        self.compared += 1
         offset = snapshot.offset
         mismatched = 0
         for pid, entry in sorted(self.entries(snapshot).items()):
-            written = replay.written.get(pid)
-            client = replay.client.get(pid)
-            if written is None or client is None or pid in replay.resync:
+            written = producers.written_entry(pid)
+            if written is None or producers.entry(pid) is None or producers.awaiting_resync(pid):
                 self._adopt(entry, offset)
                 continue
             replayed = {
@@ -144,12 +150,7 @@ class SnapshotComparer:
                 stored["last_offset"] = entry.last_offset
             else:
                 # Known only from a marker: the snapshot knows the sequences the log no longer shows.
-                for states in replay.states():
-                    state = states.get(pid)
-                    if state is not None and not state.batch_metadata and state.producer_epoch == entry.producer_epoch:
-                        state.batch_metadata.append(
-                            BatchMetadata(entry.last_sequence, entry.last_offset, entry.offset_delta, entry.timestamp)
-                        )
+                producers.adopt_sequences(entry)
             diffs = {k: {"snapshot": stored[k], "replayed": replayed[k]} for k in stored if stored[k] != replayed[k]}
             if not diffs:
                 continue
@@ -157,19 +158,19 @@ class SnapshotComparer:
             parts = ", ".join(
                 f"{k.replace('_', ' ')} {v['snapshot']} (snapshot) vs {v['replayed']} (log)" for k, v in diffs.items()
             )
-            anchor = replay.last_batches.get(pid) or self.anchors.get(pid)
-            replay.finding(
+            anchor = producers.last_batch(pid) or self.anchors.get(pid)
+            out.finding(
                 "snapshot_mismatch",
-                f"Producer state snapshot at offset {offset} of partition {replay.tp} disagrees with the log for "
+                f"Producer state snapshot at offset {offset} of partition {out.tp} disagrees with the log for "
                 f"producer {pid}: {parts}",
                 anchor,
                 {"snapshot_offset": offset, "snapshot": snapshot.path, "producer_id": pid, "fields": diffs},
                 offset=offset,
             )
-        replay.event(
+        out.event(
             EventKind.SNAPSHOT,
             None,
-            f"Producer state snapshot {snapshot.path} at offset {offset} of partition {replay.tp}: "
+            f"Producer state snapshot {snapshot.path} at offset {offset} of partition {out.tp}: "
             f"{len(snapshot.entries)} producer(s), {mismatched} disagreeing with the log",
             offset=offset,
         )

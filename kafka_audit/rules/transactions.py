@@ -10,6 +10,7 @@ Kafka counterparts:
   segment the marker is appended to (``LogSegment.updateTxnIndex`` / ``LogSegment.recover``).
   :class:`DerivedAbortedTxn` is that entry as the log says it should be.
 
+The replay's transaction state is :class:`kafka_audit.rules.transaction_tracker.TransactionTracker`.
 Everything here is pure: no I/O, no Spark.
 """
 
@@ -18,14 +19,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from kafka_audit.log.transaction_index import AbortedTxn
-from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
-
-if TYPE_CHECKING:
-    from kafka_audit.rules.producer_state import ProducerStateReplay
 
 # How many aborted transactions a per-segment finding lists in its details.
 _LISTED = 20
@@ -78,51 +75,6 @@ class DerivedAbortedTxn(NamedTuple):
     marker: Any
 
 
-def track_transaction(replay: "ProducerStateReplay", batch: Any, resyncing: bool) -> None:
-    """The replay's open transactions after a data batch (``ProducerAppendInfo.appendDataBatch``
-    starting a ``TxnMetadata``): a transactional batch, or any batch of a producer with an open
-    transaction (``transaction_state_violation`` when its epoch or kind does not fit, except
-    while the producer re-synchronises)."""
-    pid, epoch = batch.producer_id, batch.producer_epoch
-    txn = replay.open_txns.get(pid)
-    if txn is not None:
-        txn.last_timestamp = batch.max_timestamp
-    if batch.is_transactional:
-        if txn is None:
-            replay.open_txns[pid] = OpenTxn(pid, batch.base_offset, batch.max_timestamp, epoch, batch, batch.max_timestamp)
-            replay.uncertain_txns.discard(pid)
-            if replay.timeline:
-                replay.event(
-                    EventKind.TRANSACTION_BEGIN,
-                    batch,
-                    f"Producer {pid} began a transaction at offset {batch.base_offset} in partition {replay.tp}",
-                )
-        elif txn.epoch != epoch:
-            if not resyncing:
-                replay.finding(
-                    "transaction_state_violation",
-                    f"Transactional write from producer {pid} at offset {batch.base_offset} in partition "
-                    f"{replay.tp} has epoch {epoch}, but its open transaction that started at offset "
-                    f"{txn.first_offset} has epoch {txn.epoch}",
-                    batch,
-                    {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
-                )
-            txn.epoch = epoch
-    elif txn is not None:
-        if resyncing:
-            # The invalid batch may have been this transaction's end marker.
-            del replay.open_txns[pid]
-            replay.uncertain_txns.discard(pid)
-            return
-        replay.finding(
-            "transaction_state_violation",
-            f"Expected transactional write from producer {pid} at offset {batch.base_offset} in partition "
-            f"{replay.tp}",
-            batch,
-            {"first_offset": txn.first_offset, "transaction_epoch": txn.epoch},
-        )
-
-
 def aborted_txn_key(entry: AbortedTxn) -> tuple[int, int, int]:
     """``(producer_id, first_offset, last_offset)`` of an ``AbortedTxn`` read from a ``.txnindex``."""
     return (entry.producer_id, entry.first_offset, entry.last_offset)
@@ -169,18 +121,7 @@ def compare_txn_index(
     for txn in derived:
         by_segment[txn.segment].append(txn)
     tolerated = set(empty_aborts)
-    index_keys = {segment: [aborted_txn_key(e) for e in entries] for segment, entries in index.items()}
-    if log_start_offset > 0:
-        by_marker = {(t.producer_id, t.last_offset): t for t in derived}
-        orphan_aborts = {(pid, offset) for _, pid, offset in tolerated}
-        index_keys = {
-            segment: [
-                kept
-                for key in keys
-                if (kept := _below_log_start(key, log_start_offset, by_marker, orphan_aborts)) is not None
-            ]
-            for segment, keys in index_keys.items()
-        }
+    index_keys = _index_keys(index, derived, tolerated, log_start_offset)
 
     if compacted:
         everywhere = {key for keys in index_keys.values() for key in keys}
@@ -193,58 +134,95 @@ def compare_txn_index(
     for segment, txns in by_segment.items():
         if segment in index_keys:
             continue
-        first = txns[0]
-        findings.append(
-            make_finding(
-                "txn_index_mismatch",
-                f"Segment {segment} of partition {tp} holds the ABORT markers of {len(txns)} aborted "
-                f"transaction(s) but has no transaction index (.txnindex): read_committed consumers "
-                f"fetching from it would not filter the aborted records",
-                topic=topic,
-                partition=partition,
-                segment=segment,
-                batch=first.marker,
-                details={
-                    "reason": "missing_index_file",
-                    **_entry_details(first),
-                    "aborted_transactions": len(txns),
-                    "entries": [_entry_details(t) for t in txns[:_LISTED]],
-                },
-            )
-        )
+        findings.append(_missing_index_file(topic, partition, tp, segment, txns))
 
     for segment, keys in index_keys.items():
         expected = by_segment.get(segment, [])
-        expected_keys = {(t.producer_id, t.first_offset, t.last_offset) for t in expected}
-        present = set(keys)
-        for txn in expected:
-            if (txn.producer_id, txn.first_offset, txn.last_offset) not in present:
-                findings.append(_missing_entry(topic, partition, tp, txn, True))
-        for pid, first, last in keys:
-            if (pid, first, last) in expected_keys:
-                continue
-            if first == last and (segment, pid, last) in tolerated:
-                continue
-            if trusted_until is not None and last > trusted_until:
-                continue
-            findings.append(
-                make_finding(
-                    "txn_index_mismatch",
-                    f"Transaction index of segment {segment} lists an aborted transaction of producer "
-                    f"{pid} (offsets {first} to {last}) in partition {tp} that the log does not show",
-                    topic=topic,
-                    partition=partition,
-                    segment=segment,
-                    offset=first,
-                    details={
-                        "reason": "unknown_index_entry",
-                        "producer_id": pid,
-                        "first_offset": first,
-                        "last_offset": last,
-                    },
-                )
-            )
+        findings.extend(_segment_findings(topic, partition, segment, expected, keys, tolerated, trusted_until))
     return findings
+
+
+def _segment_findings(
+    topic: str,
+    partition: int,
+    segment: str,
+    expected: list[DerivedAbortedTxn],
+    keys: list[tuple[int, int, int]],
+    tolerated: set[tuple[str, int, int]],
+    trusted_until: int | None,
+) -> list[Finding]:
+    """One segment's ``.txnindex`` against the aborted transactions whose marker it holds."""
+    tp = partition_label(topic, partition)
+    findings = []
+    expected_keys = {(t.producer_id, t.first_offset, t.last_offset) for t in expected}
+    present = set(keys)
+    for txn in expected:
+        if (txn.producer_id, txn.first_offset, txn.last_offset) not in present:
+            findings.append(_missing_entry(topic, partition, tp, txn, True))
+    for pid, first, last in keys:
+        if (pid, first, last) in expected_keys:
+            continue
+        if first == last and (segment, pid, last) in tolerated:
+            continue
+        if trusted_until is not None and last > trusted_until:
+            continue
+        findings.append(_unknown_entry(topic, partition, tp, segment, (pid, first, last)))
+    return findings
+
+
+def _index_keys(
+    index: Mapping[str, Iterable[AbortedTxn]],
+    derived: list[DerivedAbortedTxn],
+    tolerated: set[tuple[str, int, int]],
+    log_start_offset: int,
+) -> dict[str, list[tuple[int, int, int]]]:
+    """Each segment's index entries as keys; after retention, as the replay can know them (see
+    :func:`_below_log_start`)."""
+    index_keys = {segment: [aborted_txn_key(e) for e in entries] for segment, entries in index.items()}
+    if log_start_offset <= 0:
+        return index_keys
+    by_marker = {(t.producer_id, t.last_offset): t for t in derived}
+    orphan_aborts = {(pid, offset) for _, pid, offset in tolerated}
+    return {
+        segment: [
+            kept for key in keys if (kept := _below_log_start(key, log_start_offset, by_marker, orphan_aborts)) is not None
+        ]
+        for segment, keys in index_keys.items()
+    }
+
+
+def _missing_index_file(topic: str, partition: int, tp: str, segment: str, txns: list[DerivedAbortedTxn]) -> Finding:
+    first = txns[0]
+    return make_finding(
+        "txn_index_mismatch",
+        f"Segment {segment} of partition {tp} holds the ABORT markers of {len(txns)} aborted "
+        f"transaction(s) but has no transaction index (.txnindex): read_committed consumers "
+        f"fetching from it would not filter the aborted records",
+        topic=topic,
+        partition=partition,
+        segment=segment,
+        batch=first.marker,
+        details={
+            "reason": "missing_index_file",
+            **_entry_details(first),
+            "aborted_transactions": len(txns),
+            "entries": [_entry_details(t) for t in txns[:_LISTED]],
+        },
+    )
+
+
+def _unknown_entry(topic: str, partition: int, tp: str, segment: str, key: tuple[int, int, int]) -> Finding:
+    pid, first, last = key
+    return make_finding(
+        "txn_index_mismatch",
+        f"Transaction index of segment {segment} lists an aborted transaction of producer "
+        f"{pid} (offsets {first} to {last}) in partition {tp} that the log does not show",
+        topic=topic,
+        partition=partition,
+        segment=segment,
+        offset=first,
+        details={"reason": "unknown_index_entry", "producer_id": pid, "first_offset": first, "last_offset": last},
+    )
 
 
 def _below_log_start(
@@ -327,18 +305,7 @@ def open_transaction_findings(
                 f"kafka-transactions.sh --bootstrap-server <broker> abort --topic {topic} --partition {partition} "
                 f"--start-offset {txn.first_offset}"
             )
-            message = (
-                f"Transaction of producer {txn.producer_id} starting at offset {txn.first_offset} in "
-                f"partition {tp} is still open at the end of the log, its producer's last batch {age} ms old "
-                f"(transaction timeout {transaction_timeout_ms} ms): it pins the last stable offset at "
-                f"{stable_from}"
-            )
-        else:
-            age_text = f"its producer's last batch {age} ms old" if age is not None else "of unknown age"
-            message = (
-                f"Transaction of producer {txn.producer_id} starting at offset {txn.first_offset} in "
-                f"partition {tp} is open at the end of the log ({age_text})"
-            )
+        message = _open_message(txn, tp, age, hanging, transaction_timeout_ms, stable_from)
         findings.append(
             make_finding(
                 "hanging_transaction" if hanging else "open_transaction",
@@ -352,3 +319,14 @@ def open_transaction_findings(
             )
         )
     return findings
+
+
+def _open_message(txn: OpenTxn, tp: str, age: int | None, hanging: bool, timeout_ms: int, stable_from: int) -> str:
+    head = f"Transaction of producer {txn.producer_id} starting at offset {txn.first_offset} in partition {tp}"
+    if hanging:
+        return (
+            f"{head} is still open at the end of the log, its producer's last batch {age} ms old "
+            f"(transaction timeout {timeout_ms} ms): it pins the last stable offset at {stable_from}"
+        )
+    age_text = f"its producer's last batch {age} ms old" if age is not None else "of unknown age"
+    return f"{head} is open at the end of the log ({age_text})"

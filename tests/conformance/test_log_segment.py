@@ -27,7 +27,7 @@ def test_recover_transaction_index(tmp_path):
     (102, 106); when pid 10's transaction began in an earlier segment (its state says 75) the entry
     starts there."""
     out = _segment_at_100(tmp_path).run()
-    assert [(t.producer_id, t.first_offset, t.last_offset) for t in out.replay.aborted] == [(10, 102, 106)]
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in out.replay.transactions.aborted_transactions()] == [(10, 102, 106)]
     assert [f.check for f in out.findings if f.severity != "info"] == ["retention_gap", "retention_gap"]
     assert not [f for f in out.findings if f.check == "txn_index_mismatch"]
     # The transaction from pid 10 began on a previous segment: the snapshot at 100 says 75. (Its
@@ -35,7 +35,7 @@ def test_recover_transaction_index(tmp_path):
     began_earlier = _segment_at_100(tmp_path)
     began_earlier.snapshot(100, [ProducerState(10, 0, 99, 74, 0, TS_BASE, 0, 75)])
     out = began_earlier.run()
-    assert [(t.producer_id, t.first_offset, t.last_offset) for t in out.replay.aborted] == [(10, 75, 106)]
+    assert [(t.producer_id, t.first_offset, t.last_offset) for t in out.replay.transactions.aborted_transactions()] == [(10, 75, 106)]
 
 
 def test_recovery_with_corrupt_message(tmp_path):

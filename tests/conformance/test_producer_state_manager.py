@@ -18,7 +18,8 @@ import pytest
 
 from kafka_audit.audit.plan import ScanOptions
 from kafka_audit.log.producer_snapshot import parse_producer_snapshot
-from kafka_audit.rules.producer_entry import AppendOrigin, ProducerStates
+from kafka_audit.rules.producer_entry import AppendOrigin
+from kafka_audit.rules.producer_state_manager import ProducerStates
 from tests.support.conformance import ABORT, COMMIT, Scenario
 from tests.support.writer import TS_BASE, BatchSpec, ProducerState, _SidecarEncoders
 
@@ -184,7 +185,7 @@ def test_recover_from_snapshot_unfinished_transaction(tmp_path):
     out = log.run()
     accepted(out)
     assert [f.check for f in out.findings] == ["open_transaction"]
-    loaded = out.replay.written.entries[PID].batch_metadata[0]
+    loaded = out.replay.producers.written.entries[PID].batch_metadata[0]
     assert (loaded.first_offset, loaded.first_seq, loaded.last_offset, loaded.last_seq) == (1, 1, 1, 1)
     assert out.entry(PID).current_txn_first_offset == 0
 
@@ -228,7 +229,7 @@ def test_remove_expired_pids_on_reload(log):
     accepted(out)
     (expired,) = [f for f in out.findings if f.check == "producer_expired"]
     assert expired.details == {"idle_ms": 70000, "expected_sequence": 2}
-    assert len(out.replay.client.entries) == 1 and out.entry(PID).last_seq == 2
+    assert len(out.replay.producers.client.entries) == 1 and out.entry(PID).last_seq == 2
 
 
 def test_accept_append_without_producer_state_on_replica(log):
@@ -259,7 +260,7 @@ def test_load_from_snapshot_retains_non_expired_producers(tmp_path):
     log = Scenario(tmp_path, start_offset=2)
     log.snapshot(2, [ProducerState(1, EPOCH, 0, 0, 0, TS_BASE), ProducerState(2, EPOCH, 0, 1, 0, TS_BASE)])
     out = log.run()
-    assert len(out.replay.client.entries) == 2
+    assert len(out.replay.producers.client.entries) == 2
     assert (out.entry(1).last_seq, out.entry(1).last_data_offset) == (0, 0)
     assert (out.entry(2).last_seq, out.entry(2).last_data_offset) == (0, 1)
 
@@ -271,7 +272,7 @@ def test_pid_expiration_timeout(log):
     out = log.run()
     accepted(out)
     assert out.checks() == ["producer_expired"]
-    assert len(out.replay.client.entries) == 1 and out.entry(PID).last_seq == 1
+    assert len(out.replay.producers.client.entries) == 1 and out.entry(PID).last_seq == 1
 
 
 def test_producers_with_ongoing_transactions_dont_expire(log):
@@ -345,7 +346,7 @@ def test_append_empty_control_batch(log):
     log.raw(BatchSpec(records=(), is_control=True, producer_id=23423, producer_epoch=0, transactional=True))
     out = log.run()
     assert out.entry(23423).current_txn_first_offset == -1
-    assert out.replay.open_txns == {}
+    assert out.replay.transactions.open_transactions() == {}
 
 
 def test_skip_empty_transactions(log):
@@ -359,10 +360,10 @@ def test_skip_empty_transactions(log):
     log.marker(PID, EPOCH, ABORT, 27)  # empty
     log.data(PID, EPOCH, 9, 2, txn=True)  # 14..15: open
     out = log.run()
-    assert [(t.first_offset, t.last_offset) for t in out.replay.aborted] == [(8, 12)]
+    assert [(t.first_offset, t.last_offset) for t in out.replay.transactions.aborted_transactions()] == [(8, 12)]
     assert (out.replay.stats.transactions_committed, out.replay.stats.transactions_aborted) == (1, 1)
     assert sorted(f.offset for f in out.findings if f.check == "orphan_marker") == [6, 7, 13]
-    assert [t.first_offset for t in out.replay.open_txns.values()] == [14]
+    assert [t.first_offset for t in out.replay.transactions.open_transactions().values()] == [14]
     assert "txn_index_mismatch" not in out.checks()  # the broker indexed [8, 12] only
 
 

@@ -18,7 +18,8 @@ from types import SimpleNamespace
 
 from kafka_audit.audit.plan import ScanOptions
 from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
-from kafka_audit.rules.producer_entry import AppendOrigin, ProducerStates
+from kafka_audit.rules.producer_entry import AppendOrigin
+from kafka_audit.rules.producer_state_manager import ProducerStates
 from tests.support.conformance import ABORT, Scenario
 from tests.support.writer import TS_BASE, BatchSpec, Faults, ProducerState, RecordSpec
 
@@ -92,7 +93,7 @@ def test_producer_id_expiration_on_segment_deletion(tmp_path):
     log.data(2, 0, 0).data(2, 0, 1)
     out = log.run()
     assert out.findings == []
-    assert set(out.replay.client.entries) == {1, 2}
+    assert set(out.replay.producers.client.entries) == {1, 2}
 
 
 def test_delete_snapshots_on_increment_log_start_offset(tmp_path):
@@ -101,7 +102,7 @@ def test_delete_snapshots_on_increment_log_start_offset(tmp_path):
     log = Scenario(tmp_path, start_offset=2)
     log.snapshot(2, [ProducerState(1, 0, 0, 0, 0, TS_BASE), ProducerState(2, 0, 0, 1, 0, TS_BASE)])
     out = log.run()
-    assert len(out.replay.client.entries) == 2
+    assert len(out.replay.producers.client.entries) == 2
     assert out.entry(2).last_seq == 0
 
 
@@ -121,9 +122,9 @@ def test_rebuild_transactional_state(tmp_path):
     log = Scenario(tmp_path)
     log.data(137, 5, 0, 3, txn=True).marker(137, 5, ABORT)
     out = log.run()
-    assert out.replay.open_txns == {}
+    assert out.replay.transactions.open_transactions() == {}
     assert [f.check for f in out.findings] == []  # the writer indexed the aborted transaction
-    assert [(t.first_offset, t.last_offset) for t in out.replay.aborted] == [(0, 3)]
+    assert [(t.first_offset, t.last_offset) for t in out.replay.transactions.aborted_transactions()] == [(0, 3)]
 
 
 def test_periodic_producer_id_expiration(tmp_path):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
+from kafka_audit.audit.plan import scan_options as build_scan_options
 from kafka_audit.log.log_dir import discover
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 
 _REPO = Path(__file__).resolve().parent.parent.parent
 # /work/shared beside the main checkout, or two levels up from a worktree (/work/wt/<name>).
@@ -33,19 +33,18 @@ def scan_options(args: list[str] = ()) -> ScanOptions:
     for name in it:
         values.setdefault(name, []).append(next(it))
     one = lambda name, default=None: int(values[name][-1]) if name in values else default  # noqa: E731
-    options = ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(values.get("--compacted-topic", ())) | ALWAYS_COMPACTED_TOPICS,
-            max_message_bytes=one("--max-message-bytes", DEFAULT_MAX_MESSAGE_BYTES),
-            timestamp_before_max_ms=one("--timestamp-before-max-ms"),
-            timestamp_after_max_ms=one("--timestamp-after-max-ms"),
-        ),
-        reference_time=one("--reference-time"),
+    names = {
+        "--max-message-bytes": "max_message_bytes",
+        "--timestamp-before-max-ms": "timestamp_before_max_ms",
+        "--timestamp-after-max-ms": "timestamp_after_max_ms",
+        "--reference-time": "reference_time",
+        "--producer-id-expiration-ms": "producer_id_expiration_ms",
+        "--transaction-timeout-ms": "transaction_timeout_ms",
+    }
+    options = build_scan_options(
+        compacted_topics=values.get("--compacted-topic", ()),
+        **{name: one(flag) for flag, name in names.items() if flag in values},
     )
-    if "--producer-id-expiration-ms" in values:
-        options.producer_id_expiration_ms = one("--producer-id-expiration-ms")
-    if "--transaction-timeout-ms" in values:
-        options.transaction_timeout_ms = one("--transaction-timeout-ms")
     unknown = set(values) - {
         "--compacted-topic", "--max-message-bytes", "--timestamp-before-max-ms", "--timestamp-after-max-ms",
         "--reference-time", "--producer-id-expiration-ms", "--transaction-timeout-ms",

@@ -54,11 +54,11 @@ class Outcome:
 
     def entry(self, pid: int):
         """The producer's state as the leader holds it after the log (AppendOrigin.CLIENT)."""
-        return self.replay.client.get(pid)
+        return self.replay.producers.client.get(pid)
 
     def written(self, pid: int):
         """The producer's state as a follower / log recovery rebuilds it (AppendOrigin.REPLICATION)."""
-        return self.replay.written.get(pid)
+        return self.replay.producers.written.get(pid)
 
     @property
     def last(self) -> int:
@@ -152,7 +152,7 @@ def _replay(discovery, options: ScanOptions) -> ProducerStateReplay:
     # The same replay with its written state forked before the first batch (both states run
     # every batch): the lazy fork must end in the same states and findings.
     eager = ProducerStateReplay(log)
-    eager.fork_written()
+    eager.producers.fork_written()
     for summary in summaries:
         replay.append(summary)
         eager.append(summary)

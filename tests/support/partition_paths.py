@@ -59,7 +59,7 @@ class EagerReplay(ProducerStateReplay):
 
     def __init__(self, log: PartitionLog) -> None:
         super().__init__(replace(log, timeline=True))
-        self.fork_written()
+        self.producers.fork_written()
         EagerReplay.made.append(self)
 
 
@@ -122,4 +122,4 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def states(replay: ProducerStateReplay) -> tuple[dict, dict]:
     """The replay's client and written producer entries, as comparable values."""
-    return dict(replay.client.entries), dict(replay.written.entries)
+    return dict(replay.producers.client.entries), dict(replay.producers.written.entries)

@@ -1,0 +1,134 @@
+"""Kafka's ``ProducerAppendInfo`` (storage module, ``org.apache.kafka.storage.internals.log``,
+Kafka 3.6): the checks of one batch against its producer's entry before the append.
+
+As ``ProducerAppendInfo.append`` does for an :class:`AppendOrigin`:
+
+- ``CLIENT`` (a produce request on the leader) validates: the duplicate check of
+  ``UnifiedLog.analyzeAndValidateProducerState`` (``ProducerStateEntry.findDuplicateBatch``, made
+  before any other check), ``checkProducerEpoch`` (``InvalidProducerEpochException``),
+  ``checkSequence`` (``OutOfOrderSequenceException``) and, for end markers,
+  ``checkCoordinatorEpoch`` (``TransactionCoordinatorFencedException``). A batch that fails a check
+  is answered with the error and changes nothing (:class:`Rejection`).
+- ``COORDINATOR`` (the group/transaction coordinators' own appends) checks epochs only.
+- ``REPLICATION`` (a follower, and log recovery) checks nothing.
+
+and, after the data batch is recorded, ``appendDataBatch``'s transaction check
+(``InvalidTxnStateException``): a non-transactional write while the producer's transaction is
+open. A transactional write under another epoch than its open transaction is the audit's view of
+the same state error. The checks keep no state between batches: the entry is the state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka_audit.rules.producer_entry import (
+    NO_PRODUCER_EPOCH,
+    AppendOrigin,
+    BatchMetadata,
+    ProducerStateEntry,
+    Rejection,
+    in_sequence,
+    next_sequence,
+)
+
+
+class ProducerAppendInfo:
+    """The checks of one batch of a partition (``tp``, for Kafka's messages) against its entry."""
+
+    def __init__(self, topic_partition: str) -> None:
+        self.tp = topic_partition
+
+    def validate_data(self, batch: Any, current: ProducerStateEntry, origin: AppendOrigin) -> Rejection | None:
+        """The duplicate check (CLIENT), checkProducerEpoch, then checkSequence (CLIENT)."""
+        if origin is AppendOrigin.CLIENT:
+            duplicate = current.find_duplicate_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
+            if duplicate is not None:
+                return self._duplicate(batch, duplicate)
+        rejection = self.check_epoch(batch, current)
+        if rejection is None and origin is AppendOrigin.CLIENT:
+            rejection = self._check_sequence(batch, current)
+        return rejection
+
+    def validate_marker(self, batch: Any, current: ProducerStateEntry) -> Rejection | None:
+        """appendEndTxnMarker's checks: checkProducerEpoch, then checkCoordinatorEpoch."""
+        rejection = self.check_epoch(batch, current)
+        if rejection is None and batch.coordinator_epoch < current.coordinator_epoch:
+            rejection = Rejection(
+                "coordinator_epoch_regression",
+                f"Invalid coordinator epoch for producerId {batch.producer_id} at offset {batch.base_offset} in "
+                f"partition {self.tp}: {batch.coordinator_epoch} (zombie), {current.coordinator_epoch} (current)",
+                {"coordinator_epoch": batch.coordinator_epoch, "current_coordinator_epoch": current.coordinator_epoch},
+            )
+        return rejection
+
+    def check_txn_state(self, batch: Any, txn_first_offset: int, txn_epoch: int) -> Rejection | None:
+        """appendDataBatch with a transaction open since ``txn_first_offset`` under ``txn_epoch``:
+        a non-transactional write is ``InvalidTxnStateException``; a transactional one under
+        another epoch breaks the same state."""
+        pid, epoch = batch.producer_id, batch.producer_epoch
+        if not batch.is_transactional:
+            return Rejection(
+                "transaction_state_violation",
+                f"Expected transactional write from producer {pid} at offset {batch.base_offset} in partition "
+                f"{self.tp}",
+                {"first_offset": txn_first_offset, "transaction_epoch": txn_epoch},
+            )
+        if epoch == txn_epoch:
+            return None
+        return Rejection(
+            "transaction_state_violation",
+            f"Transactional write from producer {pid} at offset {batch.base_offset} in partition "
+            f"{self.tp} has epoch {epoch}, but its open transaction that started at offset "
+            f"{txn_first_offset} has epoch {txn_epoch}",
+            {"first_offset": txn_first_offset, "transaction_epoch": txn_epoch},
+        )
+
+    def _duplicate(self, batch: Any, original: BatchMetadata) -> Rejection:
+        # UnifiedLog.analyzeAndValidateProducerState: the broker answers NONE with the original
+        # batch's offsets and appends nothing, so a copy in the log is data no broker writes.
+        return Rejection(
+            "duplicate_sequence",
+            f"Duplicate sequence number for producer {batch.producer_id} at offset {batch.base_offset} in "
+            f"partition {self.tp}: sequences {batch.base_sequence} to {batch.last_sequence} of epoch "
+            f"{batch.producer_epoch} were already written at offset {original.first_offset}",
+            {
+                "original_offset": original.first_offset,
+                "first_sequence": batch.base_sequence,
+                "last_sequence": batch.last_sequence,
+            },
+        )
+
+    def check_epoch(self, batch: Any, current: ProducerStateEntry) -> Rejection | None:
+        """checkProducerEpoch (InvalidProducerEpochException)."""
+        if batch.producer_epoch >= current.producer_epoch:
+            return None
+        return Rejection(
+            "fenced_epoch_write",
+            f"Epoch of producer {batch.producer_id} at offset {batch.base_offset} in {self.tp} is "
+            f"{batch.producer_epoch}, which is smaller than the last seen epoch {current.producer_epoch}",
+            {"last_seen_epoch": current.producer_epoch},
+        )
+
+    def _check_sequence(self, batch: Any, current: ProducerStateEntry) -> Rejection | None:
+        """checkSequence against the entry before this batch (an empty updatedEntry)."""
+        epoch, seq, pid = batch.producer_epoch, batch.base_sequence, batch.producer_id
+        if epoch != current.producer_epoch:
+            if seq != 0 and current.producer_epoch != NO_PRODUCER_EPOCH:
+                return Rejection(
+                    "new_epoch_nonzero_sequence",
+                    f"Invalid sequence number for new epoch of producer {pid} at offset {batch.base_offset} in "
+                    f"partition {self.tp}: {epoch} (request epoch), {seq} (seq. number), "
+                    f"{current.producer_epoch} (current producer epoch)",
+                    {"previous_epoch": current.producer_epoch},
+                )
+            return None
+        last = current.last_seq
+        if current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence(last, seq):
+            return None
+        return Rejection(
+            "out_of_order_sequence",
+            f"Out of order sequence number for producer {pid} at offset {batch.base_offset} in partition "
+            f"{self.tp}: {seq} (incoming seq. number), {last} (current end sequence number)",
+            {"expected_sequence": next_sequence(last)},
+        )

@@ -1,0 +1,171 @@
+"""The transactions of one partition's replay: which producer has one open, which ended how.
+
+Kafka keeps an ongoing transaction as the entry's ``currentTxnFirstOffset`` plus a ``TxnMetadata``
+in ``ProducerStateManager.ongoingTxns``; an end marker completes it (``CompletedTxn``) and an
+ABORT one becomes an ``AbortedTxn`` in the segment's ``.txnindex``. :class:`TransactionTracker`
+keeps the same, with what the audit adds: each transaction's first batch and epoch (to age it and
+to see a write under another epoch), the markers that closed no transaction (``orphan_marker``),
+and the transactions whose end may have been an untrusted batch (not judged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from kafka_audit.log.transaction_index import AbortedTxn
+from kafka_audit.record.record_batch import ControlRecordType
+from kafka_audit.rules.events import EventKind
+from kafka_audit.rules.findings import Finding
+from kafka_audit.rules.producer_append import ProducerAppendInfo
+from kafka_audit.rules.replay_output import ReplayOutput
+from kafka_audit.rules.transactions import DerivedAbortedTxn, OpenTxn, compare_txn_index, open_transaction_findings
+
+_ABORT = ControlRecordType.ABORT
+
+
+class TransactionTracker:
+    """Open transactions per producer id, the aborted ones, and the counts of ended ones."""
+
+    def __init__(self, output: ReplayOutput, checks: ProducerAppendInfo) -> None:
+        self._out = output
+        self._checks = checks
+        self._open: dict[int, OpenTxn] = {}
+        self._aborted: list[DerivedAbortedTxn] = []
+        self._empty_aborts: set[tuple[str, int, int]] = set()
+        self._uncertain: set[int] = set()
+        self.committed = 0
+        self.aborted = 0
+
+    def open_transactions(self) -> dict[int, OpenTxn]:
+        """The transactions open now, by producer id (a copy)."""
+        return dict(self._open)
+
+    def aborted_transactions(self) -> list[DerivedAbortedTxn]:
+        """The aborted transactions seen so far, in log order (a copy)."""
+        return list(self._aborted)
+
+    def on_data(self, batch: Any, resyncing: bool) -> None:
+        """After a data batch (``ProducerAppendInfo.appendDataBatch`` starting a ``TxnMetadata``):
+        a transactional batch opens a transaction; a batch of a producer with one open is checked
+        (``InvalidTxnStateException``: ``transaction_state_violation``, except while the producer
+        re-synchronises)."""
+        pid = batch.producer_id
+        txn = self._open.get(pid)
+        if txn is None:
+            if batch.is_transactional:
+                self._begin(batch)
+            return
+        txn.last_timestamp = batch.max_timestamp
+        if not batch.is_transactional and resyncing:
+            # The invalid batch may have been this transaction's end marker.
+            del self._open[pid]
+            self._uncertain.discard(pid)
+            return
+        rejection = self._checks.check_txn_state(batch, txn.first_offset, txn.epoch)
+        if rejection is None:
+            return
+        if not resyncing:
+            self._out.finding(rejection.check, rejection.message, batch, rejection.details)
+        if batch.is_transactional:
+            txn.epoch = batch.producer_epoch
+
+    def _begin(self, batch: Any) -> None:
+        pid = batch.producer_id
+        self._open[pid] = OpenTxn(pid, batch.base_offset, batch.max_timestamp, batch.producer_epoch, batch, batch.max_timestamp)
+        self._uncertain.discard(pid)
+        if self._out.timeline:
+            self._out.event(
+                EventKind.TRANSACTION_BEGIN,
+                batch,
+                f"Producer {pid} began a transaction at offset {batch.base_offset} in partition {self._out.tp}",
+            )
+
+    def close(self, pid: int) -> tuple[OpenTxn | None, bool]:
+        """An end marker came: the transaction it ends (None: none open), and whether that
+        transaction was uncertain (open across an untrusted batch)."""
+        uncertain = pid in self._uncertain
+        self._uncertain.discard(pid)
+        return self._open.pop(pid, None), uncertain
+
+    def end(self, batch: Any, txn: OpenTxn | None, judged: bool) -> None:
+        """The marker ``batch`` ended ``txn`` (``CompletedTxn``), or none: ``orphan_marker`` when ``judged``."""
+        pid = batch.producer_id
+        out = self._out
+        kind = ControlRecordType(batch.control_type).name
+        if txn is None:
+            if judged:
+                out.finding(
+                    "orphan_marker",
+                    f"{kind} marker for producer {pid} at offset {batch.base_offset} in partition {out.tp} with no "
+                    f"open transaction",
+                    batch,
+                    {"marker": kind, "coordinator_epoch": batch.coordinator_epoch},
+                )
+            if batch.control_type == _ABORT:
+                self._empty_aborts.add((batch.segment, pid, batch.base_offset))
+            return
+        if batch.control_type == _ABORT:
+            self.aborted += 1
+            self._aborted.append(DerivedAbortedTxn(pid, txn.first_offset, batch.base_offset, batch.segment, batch))
+            verb, kind_event = "aborted", EventKind.TRANSACTION_ABORT
+        else:
+            self.committed += 1
+            verb, kind_event = "committed", EventKind.TRANSACTION_COMMIT
+        if out.timeline:
+            out.event(
+                kind_event,
+                batch,
+                f"Producer {pid} {verb} its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
+                f"partition {out.tp}",
+            )
+
+    def untrusted(self) -> None:
+        """An untrusted batch: every open transaction may have ended in it."""
+        self._uncertain.update(self._open)
+
+    def adopt(self, txn: OpenTxn) -> None:
+        """A transaction open in a snapshot the replay loads, unless one is open already."""
+        self._open.setdefault(txn.producer_id, txn)
+
+    def open_findings(
+        self,
+        last_timestamp: Callable[[int], int | None],
+        reference_time: int,
+        transaction_timeout_ms: int,
+        log_end_offset: int,
+    ) -> tuple[list[Finding], int]:
+        """``hanging_transaction`` / ``open_transaction`` at the end of the log, and how many open
+        transactions were judged. ``last_timestamp``: the producer's last batch's timestamp
+        (``ProducerStateEntry.lastTimestamp``), by which a transaction ages."""
+        judged = [txn for pid, txn in self._open.items() if pid not in self._uncertain]
+        for txn in judged:
+            last = last_timestamp(txn.producer_id)
+            if last is not None and last > txn.last_timestamp:
+                txn.last_timestamp = last
+        out = self._out
+        findings = open_transaction_findings(
+            out.topic,
+            out.partition,
+            judged,
+            reference_time,
+            transaction_timeout_ms,
+            log_end_offset,
+            stable_from=min((txn.first_offset for txn in self._open.values()), default=log_end_offset),
+        )
+        return findings, len(judged)
+
+    def index_findings(
+        self, index: Mapping[str, Iterable[AbortedTxn]], compacted: bool, log_start_offset: int, trusted_until: int | None
+    ) -> list[Finding]:
+        """``txn_index_mismatch``: the aborted transactions seen against the ``.txnindex`` files."""
+        return compare_txn_index(
+            self._out.topic,
+            self._out.partition,
+            self._aborted,
+            index,
+            self._empty_aborts,
+            compacted=compacted,
+            log_start_offset=log_start_offset,
+            trusted_until=trusted_until,
+        )
