@@ -196,6 +196,7 @@ def main() -> None:
             root = f"s3://{BUCKET}/logs"
             rss_before = _rss_mb()
             best = None
+            storage.configure(server.options())
             for _ in range(args.repeat):
                 storage.filesystem(root)[0].invalidate_cache()
                 sent, logged = storage.requests_sent(), server.requests_logged()
@@ -208,6 +209,7 @@ def main() -> None:
             figures["plan_segments"], figures["plan_tasks"] = found.segment_count, len(tasks)
             figures["plan_rss_after_mb"] = round(_rss_mb(), 1)
             figures["plan_rss_growth_mb"] = round(_rss_mb() - rss_before, 1)
+            print(json.dumps(figures), file=sys.stderr, flush=True)  # so far: a long run may be cut short
             del found, tasks, metas
             storage.filesystem(root)[0].invalidate_cache()
             tracemalloc.start()
