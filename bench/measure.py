@@ -409,7 +409,8 @@ def rss_probe(path: Path) -> dict:
     summaries away as a Spark worker does, and report the process's memory high-water mark."""
     import resource
 
-    from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentTask
+    from kafka_audit.audit.segment_audit import SegmentAuditor
+    from kafka_audit.audit.segment_task import SegmentTask
     from kafka_audit.rules.log_validator import ValidationConfig
 
     size = path.stat().st_size

@@ -35,7 +35,7 @@ def shared_session(spark, monkeypatch):
     """``scan`` gets the shared session instead of starting one."""
 
     @contextlib.contextmanager
-    def session(master, conf):
+    def session(master, conf, secret=None):
         yield spark
 
     monkeypatch.setattr(spark_session_module, "spark_session", session)
@@ -359,7 +359,7 @@ def test_no_arguments_prints_help(capsys):
 def test_spark_that_cannot_start_is_one_line_exit_2(capsys, monkeypatch):
     """The CLI's side; the messages of real failures: tests/test_spark_failures.py."""
 
-    def broken(master, conf):
+    def broken(master, conf, secret=None):
         raise spark_session_module.SparkFailure("Could not parse Master URL: 'nonsense'; Spark's log: /tmp/x/spark.log")
 
     monkeypatch.setattr(spark_session_module, "spark_session", broken)
@@ -520,7 +520,7 @@ def test_version_prints_the_package_version_and_exits_0():
 
 
 def test_the_library_call_and_the_cli_take_the_same_scan_options(capsys):
-    """kafka_audit.scan() and ``scan`` build their options in one place (audit.plan.scan_options):
+    """kafka_audit.scan() and ``scan`` build their options in one place (audit.scan_options.scan_options):
     --segment-bytes, which the library call once lacked, gives the same findings both ways."""
     import kafka_audit
 

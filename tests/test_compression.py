@@ -26,13 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka import codec as kc
 
-from kafka_audit.record.compression import (
-    LZ4_FRAME_MAGIC,
-    XERIAL_MAGIC,
-    DecompressionError,
-    compress,
-    decompress,
-)
+from kafka_audit.record.compression import XERIAL_MAGIC, DecompressionError, compress, decompress
+from kafka_audit.record.lz4_frame import LZ4_FRAME_MAGIC
 
 REPO = Path(__file__).resolve().parent.parent
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
@@ -587,7 +582,7 @@ def test_zstd_whole_frame_fast_path_gives_what_the_sliced_inflater_gives(
     checked on streamed and one-shot frames, concatenated frames, and damaged copies."""
     from unittest import mock
 
-    from kafka_audit.record import compression
+    from kafka_audit.record import zstd_frame
 
     rng = random.Random(seed)
     params = dict(write_content_size=content_size, write_checksum=checksum)
@@ -611,16 +606,16 @@ def test_zstd_whole_frame_fast_path_gives_what_the_sliced_inflater_gives(
 
     def inflate():
         try:
-            return compression._unzstd(data, cap)
+            return zstd_frame.decompress_zstd(data, cap)
         except DecompressionError as exc:
             return f"error: {exc}"
 
-    fast = compression._unzstd_whole(data, cap)
-    with mock.patch.object(compression, "_unzstd_whole", lambda data, max_size: None):
+    fast = zstd_frame._unzstd_whole(data, cap)
+    with mock.patch.object(zstd_frame, "_unzstd_whole", lambda data, max_size: None):
         expected = inflate()  # the sliced inflater alone
     if fast is not None:
         assert fast == expected
-        assert len(fast) <= sum(bound for _, _, bound in compression._zstd_frames(data))
+        assert len(fast) <= sum(bound for _, _, bound in zstd_frame._zstd_frames(data))
     try:
         assert decompress(ZSTD, data, 2, cap) == expected
     except DecompressionError as exc:

@@ -22,6 +22,7 @@ from kafka_audit.engines.run import Engine, run_audit
 from kafka_audit.log.log_dir import discover
 from kafka_audit.report.progress import AUDITING, REPLAYING, STARTING_SPARK, PhaseDisplay
 from tests.conftest import FIXTURES, REPO
+from tests.support.audit_run import shared_corpus
 
 # The summary fields that differ between two runs of the same audit.
 _RUN_FIELDS = ("wall_time_s", "mb_per_s", "engine")
@@ -32,7 +33,7 @@ def shared_session(spark, monkeypatch):
     """``scan`` gets the shared session instead of starting one."""
 
     @contextlib.contextmanager
-    def session(master, conf):
+    def session(master, conf, secret=None):
         yield spark
 
     monkeypatch.setattr(spark_session_module, "spark_session", session)
@@ -108,7 +109,7 @@ def test_the_spark_engine_shows_starting_spark_from_the_first_moment(spark, monk
     seen_while_starting: list[str] = []
 
     @contextlib.contextmanager
-    def slow_session(master, conf):
+    def slow_session(master, conf, secret=None):
         time.sleep(0.3)  # the display refreshes while the session starts
         seen_while_starting.append(screen.getvalue())
         yield spark
@@ -147,3 +148,14 @@ def test_the_display_leaves_stdout_and_stderr_alone():
     before = (sys.stdout, sys.stderr)
     with PhaseDisplay(Console(file=io.StringIO(), force_terminal=True)):
         assert (sys.stdout, sys.stderr) == before
+
+
+@pytest.mark.spark
+def test_engines_agree_on_a_kafka_4_log_dir(shared_session):
+    """The log dir's feature levels and its internal records' count reach the summary through
+    the Spark job as through the local engine (the segment step's stats, the driver's levels)."""
+    path = str(shared_corpus("real-broker-4") / "consumer-group-848" / "data")
+    local, spark = _scan_json(path, "--engine", "local"), _scan_json(path)
+    assert (spark["summary"]["metadata_version"], spark["summary"]["transaction_version"]) == (29, 2)
+    assert spark["summary"]["internal_records_unknown"] == 0
+    assert _without_run_fields(local) == _without_run_fields(spark)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, scan_options
+from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import scan_options
 from kafka_audit.io.broker_log import read_broker_logs
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.catalogue import CHECKS, ERRORS
@@ -85,7 +86,7 @@ KAFKA_PRODUCER_ERRORS = {
     "test-8: 9 (incoming seq. number), 7 (current end sequence number)",
 }
 
-FIXTURE_DIRS = ("healthy", "faulty", "producer-errors")
+FIXTURE_DIRS = ("healthy", "faulty", "producer-errors", "transactions-v2")
 MATCH_KEYS = ("check", "severity", "topic", "partition", "offset", "record_index", "segment", "position")
 OUTCOMES = {"retriable", "abortable", "fatal", "none"}
 
@@ -270,6 +271,22 @@ def test_healthy_fixture_summary():
     assert result.summary["batches"] > 0 and result.summary["records"] > 0
     assert result.summary["findings_by_check"] == {}
     assert result.summary["transactions"]["committed"] > 0 and result.summary["transactions"]["aborted"] > 0
+
+
+def test_transactions_v2_fixture_is_clean_with_a_timeline_of_its_epochs():
+    """fixtures/transactions-v2 (Kafka 4, transaction.version 2): ordinary transactions give no
+    finding at all; each end marker, at its transaction's epoch + 1, is an epoch_bump event of the
+    timeline (8 ends of ledger-writer in each partition, 8 of ledger-audit in partition 1)."""
+    result = audit_in_process(discover([str(FIXTURES / "transactions-v2")]), ScanOptions(timeline=True))
+    assert result.findings == []
+    assert result.summary["transactions"] == {"committed": 16, "aborted": 8, "open": 0}
+    bumps = Counter((e.partition, e.producer_id) for e in result.events if e.kind == "epoch_bump")
+    assert bumps == {(0, 5001): 8, (1, 5001): 8, (1, 5002): 8}
+    epochs = {(e.partition, e.producer_id): [] for e in result.events if e.kind == "epoch_bump"}
+    for e in result.events:
+        if e.kind == "epoch_bump":
+            epochs[(e.partition, e.producer_id)].append(e.producer_epoch)
+    assert all(got == list(range(1, 9)) for got in epochs.values())
 
 
 # ---------------------------------------------------------------------------------------------

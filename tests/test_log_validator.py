@@ -171,8 +171,8 @@ def test_crc_mismatch_near_miss_same_batches_intact(tmp_path):
 
 def test_crc_mismatch_v1_inner_message_is_reported_at_its_index(tmp_path):
     # LogValidator.validateRecord: record.ensureValid() on an inner message of a compressed v0/v1
-    # set throws CorruptRecordException: the batch's answer names no record (no KIP-467
-    # record_errors), so the finding is batch-level with the inner index in its details.
+    # set throws CorruptRecordException. SPEC section 2: for v0/v1 the culprit is the inner
+    # message, at its own offset and index (record_index), as the details' ``record`` says.
     log = Log(tmp_path)
     w = log.partition()
     w.append(BatchSpec(records=keyed(0, 2), magic=1))
@@ -180,7 +180,7 @@ def test_crc_mismatch_v1_inner_message_is_reported_at_its_index(tmp_path):
     recs[2] = replace(recs[2], bad_crc=True)
     r = w.append(BatchSpec(records=tuple(recs), magic=1, codec=GZIP))
     findings = log.scan()
-    assert summary(findings) == [("crc_mismatch", r.base_offset, None)]
+    assert summary(findings) == [("crc_mismatch", r.base_offset + 2, 2)]
     (f,) = findings
     assert f.details["record"] == 2
     assert f.position == r.position
@@ -552,12 +552,35 @@ def test_v0_wrapper_inner_offsets_must_end_at_the_wrapper_offset(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
+def test_kraft_control_batch_of_several_records(tmp_path):
+    """A Kafka 4 controller (kraft.version 1) writes LeaderChange, KRaftVersion and KRaftVoters as
+    one control batch (KafkaRaftClient / RecordsSnapshotWriter); a malformed one among them is
+    still reported at its index."""
+    leader = ControlSpec(ControlRecordType.LEADER_CHANGE, value=b"\x00\x00\x00\x00\x00\x01")
+    version = ControlSpec(ControlRecordType.KRAFT_VERSION, value=b"\x00\x00\x00\x01")
+    voters = ControlSpec(ControlRecordType.KRAFT_VOTERS, value=b"\x00\x00\x00")
+    log = Log(tmp_path / "well-formed")
+    w = log.partition("__cluster_metadata")
+    w.append(BatchSpec(control=leader, records=(control_record(leader), control_record(version), control_record(voters))))
+    assert log.scan() == []
+    log = Log(tmp_path / "malformed")
+    w = log.partition("__cluster_metadata")
+    bad = ControlSpec(ControlRecordType.KRAFT_VERSION, version=1, value=b"\x00\x00")
+    batch = w.append(BatchSpec(control=leader, records=(control_record(leader), control_record(bad))))
+    found = [(f.offset, f.record_index) for f in of(log.scan(), "invalid_control_batch")]
+    assert found == [(batch.base_offset + 1, 1)]
+
+
 def test_control_batch_malformations(tmp_path):
     log = Log(tmp_path)
     w = log.partition("__cluster_metadata")
     fill(w, 1, per_batch=1)
-    leader = ControlSpec(ControlRecordType.LEADER_CHANGE, value=b"\x00\x00\x00\x00\x00\x01")
-    two = w.append(BatchSpec(control=leader, records=(control_record(leader), control_record(leader))))
+    # Two transaction markers in one batch: the one-record rule of markers (several KRaft control
+    # records in one batch are normal: test_kraft_control_batch_of_several_records).
+    commit = ControlSpec(ControlRecordType.COMMIT, coordinator_epoch=1)
+    two = w.append(
+        BatchSpec(control=commit, records=(control_record(commit), control_record(commit)), producer_id=6, producer_epoch=0, transactional=True)
+    )
     version = w.append(BatchSpec(control=ControlSpec(ControlRecordType.LEADER_CHANGE, version=1, value=b"\x00\x00")))
     unknown = w.append(BatchSpec(control=ControlSpec(7, value=b"")))
     short = w.append(

@@ -121,7 +121,8 @@ def test_the_batches_dataset_on_spark_is_the_in_process_one(any_spark, name, tmp
 def test_batch_values_give_back_every_summary_in_order():
     """A segment task's summaries, cut into values of a few, come back whole and in log order
     (the partition step) and as the ``batches`` dataset's typed rows (its expansion)."""
-    from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentTask
+    from kafka_audit.audit.segment_audit import SegmentAuditor
+    from kafka_audit.audit.segment_task import SegmentTask
     from kafka_audit.engines.job_rows import batch_summaries, expand_batches, segment_row_batch, value_rows
     from kafka_audit.rules.batch_summary import BatchSummary
     from kafka_audit.rules.log_validator import ValidationConfig

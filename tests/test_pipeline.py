@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, pack_tasks, plan_tasks, scan_options
-from kafka_audit.audit.segment_audit import SegmentTask
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, pack_tasks, plan_tasks
+from kafka_audit.audit.scan_options import scan_options
+from kafka_audit.audit.segment_task import SegmentTask
 from kafka_audit.engines.spark_job import run_scan
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES, SHARED

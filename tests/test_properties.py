@@ -26,26 +26,28 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafka_audit.audit.plan import ScanOptions, audit_in_process
-from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentTask
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.audit.segment_task import SegmentTask
 from kafka_audit.log.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
 from kafka_audit.log.log_dir import discover
 from kafka_audit.log.offset_index import parse_offset_index
 from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry, parse_producer_snapshot
 from kafka_audit.log.time_index import parse_time_index
 from kafka_audit.log.transaction_index import AbortedTxn, parse_transaction_index
-from kafka_audit.record import default_record
 from kafka_audit.record.batch_records import read_batch_records
 from kafka_audit.record.compression import DecompressionError, compress, decompress
 from kafka_audit.record.control_record import parse_control_record
-from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records, screen_records_py
+from kafka_audit.record.default_record import decode_records
 from kafka_audit.record.file_records import iter_batches
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch, increment_sequence
+from kafka_audit.record.record_screen import RecordScreen, screen_records
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CHECKS
 from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_state import PartitionLog, replay_partition
+from tests.support.record_screen_reference import screen_records_py
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
 
 # KAFKA_AUDIT_PROPERTY_SCALE=50 runs every property 50 times longer (a local soak, not CI).
@@ -273,8 +275,7 @@ def test_a_screened_batch_has_no_record_violation_and_both_screens_agree(recs, c
     records = data[V2_RECORD_BATCH_OVERHEAD:]
     payload = decompress(codec, records, 2, 1 << 20) if codec else records
     python_answer = screen_records_py(payload, batch.base_timestamp, batch.record_count, screen)
-    if default_record._compiled_screen is not None:
-        assert screen_records(payload, batch.base_timestamp, batch.record_count, screen) == python_answer
+    assert screen_records(payload, batch.base_timestamp, batch.record_count, screen) == python_answer
     decoded = read_batch_records(data, batch, with_data=False)
     violations = validate_records(batch, decoded.records, "t", "t-0", config, TS_BASE)
     if python_answer:

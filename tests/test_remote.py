@@ -15,14 +15,8 @@ from pathlib import Path
 import pytest
 
 import kafka_audit
-from kafka_audit.audit.plan import (
-    ScanOptions,
-    audit_in_process,
-    plan_tasks,
-    reference_time_problem,
-    scan_options,
-    with_inferred_compaction,
-)
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks, with_inferred_compaction
+from kafka_audit.audit.scan_options import reference_time_problem, scan_options
 from kafka_audit.cli.app import main
 from kafka_audit.io import storage
 from kafka_audit.log.log_dir import discover

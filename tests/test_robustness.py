@@ -563,13 +563,21 @@ def test_partition_folders_with_unexpected_names(scene, name):
     assert any(name in n and "not <topic>-<partition>" in n for n in result.notes)
 
 
-def test_a_segment_name_past_long_max_value_is_a_skipped_file(scene):
+def test_a_segment_name_past_long_max_value_is_an_unreadable_segment(scene):
+    # LogLoader reads every *.log of a partition folder and parses its name with Long.parseLong
+    # (LogFileUtils.offsetFromFileName): 20 digits above Long.MAX_VALUE throw, and the broker
+    # cannot load the partition. The file is not audited, so the scan must not say clean.
     folder = scene.close().root / "bad-0"
     folder.mkdir()
     (folder / "99999999999999999999.log").write_bytes(encode_batch(BatchSpec(records=records(["x"]))))
+    (folder / "99999999999999999998.log").symlink_to(folder / "gone")
     result = scene.scan(damaged_paths=[])
-    assert [(f.check, f.segment, f.details["reason"]) for f in damaged(result)] == [
-        ("skipped_file", "bad-0/99999999999999999999.log", "not a segment (its name is not a 20-digit base offset)")
+    found = sorted((f.check, f.severity, f.segment, f.details["reason"]) for f in damaged(result))
+    assert found == [
+        ("unreadable_segment", "error", "bad-0/99999999999999999998.log", "broken symbolic link (No such file or directory)"),
+        ("unreadable_segment", "error", "bad-0/99999999999999999999.log",
+         "its 20-digit name is above Long.MAX_VALUE: a broker cannot load it "
+         "(LogFileUtils.offsetFromFileName throws NumberFormatException)"),
     ]
 
 

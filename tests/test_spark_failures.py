@@ -130,7 +130,9 @@ def _descendants(pid: int) -> list[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to see the Python workers start")
-def test_ctrl_c_during_a_scan_is_one_line_exit_130_and_no_scratch_left(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_during_a_scan_is_one_line_exit_130_and_no_scratch_left(tmp_path, stop):
+    """Ctrl-C, and SIGTERM (a service manager, ``timeout``) the same way: the scratch folder goes."""
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     data = tmp_path / "data"
@@ -148,7 +150,7 @@ def test_ctrl_c_during_a_scan_is_one_line_exit_130_and_no_scratch_left(tmp_path)
                 break  # the Python workers are up: a job is running
             time.sleep(0.2)
         assert process.poll() is None, process.stderr.read()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:

@@ -550,3 +550,34 @@ def test_segment_written_byte_identical_twice(tmp_path):
         return {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
     assert build(tmp_path / "a") == build(tmp_path / "b")
+
+
+def test_tv2_producer_writes_markers_at_the_bumped_epoch(tmp_path):
+    """Transactions v2 as the real-broker-4 corpus shows them (TransactionMetadata.prepareAbortOrCommit):
+    data at E, the end marker at E + 1, the next transaction at E + 1 from sequence 0; a new
+    instance's InitProducerId over an open transaction: ABORT at E + 1, the new instance at E + 2."""
+    with LogDirWriter(tmp_path, snapshots=False) as d:
+        w = d.partition("t", 0)
+        p = Producer(7, transactional=True, transaction_version=2)
+        p.begin()
+        p.send(w, records(["a", "b"]))
+        (commit,) = p.commit()
+        p.begin()
+        second = p.send(w, records(["c"]))
+        (fence,) = p.init_producer_id()
+        p.begin()
+        third = p.send(w, records(["d"]))
+    assert (commit.info.producer_epoch, second.info.producer_epoch, second.info.base_sequence) == (1, 1, 0)
+    assert (fence.info.producer_epoch, fence.info.control_type) == (2, ControlRecordType.ABORT)
+    assert (third.info.producer_epoch, third.info.base_sequence) == (3, 0)
+
+
+def test_transaction_log_record_decodes_as_kafka_4_writes_it():
+    from kafka_audit.log.coordinator_records import decode_transaction_log
+    from tests.support.writer import transaction_log_record
+
+    record = transaction_log_record("tx", 7, 3, "PrepareCommit", partitions=[("a", 0), ("a", 1)], start=5,
+                                    last_update=6, next_producer_id=9)
+    decoded = decode_transaction_log(record.key, record.value)
+    assert (decoded["state"], decoded["partitions"], decoded["next_producer_id"]) == ("PrepareCommit", ["a-0", "a-1"], 9)
+    assert decoded["client_transaction_version"] == 2 and "previous_producer_id" not in decoded

@@ -19,6 +19,7 @@ from kafka_audit.log.internal_topics import read_transaction_log
 from kafka_audit.log.log_names import TRANSACTION_STATE
 from kafka_audit.record.problem import Problem
 from kafka_audit.rules.findings import Finding, iso_time
+from kafka_audit.rules.transaction_version import CoordinatorFacts
 
 _OPEN_CHECKS = ("hanging_transaction", "open_transaction")
 
@@ -69,6 +70,48 @@ def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
             except (OSError, ValueError) as exc:
                 view.notes.append(f"transactional ids: cannot read {segment.display_path} ({exc})")
     return view
+
+
+def read_producer_facts(discovery: Discovery) -> dict[int, CoordinatorFacts]:
+    """What every scanned ``__transaction_state`` record says per producer id, for the replay: the
+    highest ``ClientTransactionVersion`` recorded (the tagged field is absent from the ``Empty``
+    record ``InitProducerId`` writes), and the latest timeout and ``NextProducerId``. Problems of
+    the segments are the scan's to report; here a segment that cannot be read gives no facts."""
+    facts: dict[int, CoordinatorFacts] = {}
+    for partition in discovery.partitions:
+        if partition.topic != TRANSACTION_STATE:
+            continue
+        for segment in sorted((s for s in partition.segments if s.state == "live"), key=lambda s: s.base_offset):
+            try:
+                for item in read_transaction_log(segment.path):
+                    if not isinstance(item, Problem) and "error" not in item and not item.get("tombstone"):
+                        _merge_facts(facts, item)
+            except (OSError, ValueError):
+                continue  # read_coordinator_view notes it
+    return facts
+
+
+def _merge_facts(facts: dict[int, CoordinatorFacts], record: dict[str, Any]) -> None:
+    pid = record["producer_id"]
+    known = facts.get(pid)
+    recorded = record.get("client_transaction_version")
+    earlier = known.client_transaction_version if known is not None else None
+    versions = [v for v in (recorded, earlier) if v is not None]
+    next_id = record.get("next_producer_id")
+    aborts = known.prepare_aborts if known is not None else ()
+    if record["state"] == "PrepareAbort":
+        aborts += ((record["producer_epoch"], record["start_timestamp"], record["last_update_timestamp"]),)
+    inits = known.init_epochs if known is not None else frozenset()
+    if record["state"] == "Empty":
+        inits = inits | {record["producer_epoch"]}
+    facts[pid] = CoordinatorFacts(
+        record["transactional_id"],
+        max(versions) if versions else None,
+        record["transaction_timeout_ms"],
+        next_id if next_id is not None and next_id >= 0 else (known.next_producer_id if known else -1),
+        aborts,
+        inits,
+    )
 
 
 def join_coordinator_view(

@@ -32,6 +32,7 @@ from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, v
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.transaction_version import CoordinatorFacts
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,10 @@ class PartitionMeta:
     unscanned_segments: list[str] = field(default_factory=list)
     # Remote sidecars the listing showed empty: read as no bytes without a request.
     empty_objects: frozenset[str] = frozenset()
+    # A scanned __transaction_state's facts per producer id (the replay's transaction versions).
+    producer_facts: dict[int, CoordinatorFacts] = field(default_factory=dict)
+    # The transaction.version feature level the log dir records (None: none recorded).
+    transaction_version_feature: int | None = None
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -93,6 +98,7 @@ class PartitionMeta:
             producer_id_expiration_ms=options.producer_id_expiration_ms,
             reference_time=options.reference_time,
             timeline=options.timeline,
+            transaction_version_feature=options.written_by.transaction_version,
             segments={
                 s.display_path: SegmentFiles(
                     s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size
@@ -141,6 +147,8 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
         return _audit_partition(meta, summaries)
 
 
+# Over 60 lines on purpose: the partition step's one pass per batch, every per-batch step bound to a
+# local and called inline (bench/partition_step.py measures it); split, each batch would cost calls.
 def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
     findings: list[Finding] = []
     totals = PartitionTotals()
@@ -184,6 +192,8 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         producer_id_expiration_ms=meta.producer_id_expiration_ms,
         reference_time=meta.reference_time,
         timeline=meta.timeline,
+        producer_facts=meta.producer_facts,
+        transaction_version_feature=meta.transaction_version_feature,
     )
     replay = ProducerStateReplay(log)
     coverage = _Coverage(meta.segments)
@@ -249,7 +259,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
 def sidecar_paths(meta: PartitionMeta) -> list[str | None]:
     """The partition's sidecars in the order the partition step reads them."""
     files = list(meta.segments.values())
-    paths: list[str | None] = [path for path, _ in meta.snapshots] + [f.txn_index for f in files]
+    paths: list[str | None] = [*(path for path, _ in meta.snapshots), *(f.txn_index for f in files)]
     for f in files:
         paths += [f.index, f.time_index]
     return paths

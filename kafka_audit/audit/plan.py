@@ -1,6 +1,6 @@
 """The audit core, shared by the Spark job and the one-process run: plan, audit, summarise.
 
-``pipeline.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
+``engines/spark_job.py`` runs these steps on Spark (parse in ``mapInArrow``, shuffle by replica,
 replay per replica in ``applyInArrow``); :func:`audit_in_process` runs exactly the same steps in this process, for
 tests, the benchmark's "audit core" figure and the fuzz script. Both return a :class:`ScanResult`.
 
@@ -14,84 +14,30 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Any
 
-from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view
+from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
-from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.audit.scan_options import DEFAULT_SPLIT_BYTES, ScanOptions
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
-from kafka_audit.io.broker_log import BrokerLog
 from kafka_audit.log.discovery import Discovery
+from kafka_audit.log.feature_levels import read_written_by
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords, split_points
 from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
-from kafka_audit.rules.findings import Finding, make_finding
-from kafka_audit.rules.log_validator import (
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_SEGMENT_BYTES,
-    ValidationConfig,
-)
+from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
 from kafka_audit.rules.producer_activity import count_findings
-from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
-# Segments above 1.5x this size are split into byte ranges of about this size.
-DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
-
-
-@dataclass(slots=True)
-class ScanOptions:
-    """The ``scan`` options that shape an audit (SPEC section 1)."""
-
-    validation: ValidationConfig = field(default_factory=ValidationConfig)
-    reference_time: int | None = None
-    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
-    # Collect the replay's timeline events (PartitionTotals.events); only `timeline` needs them.
-    timeline: bool = False
-    split_bytes: int = DEFAULT_SPLIT_BYTES
-    # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
-    shuffle_partitions: int | None = None
-    # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
-    broker_log: BrokerLog | None = None
-
-
-def scan_options(
-    *,
-    compacted_topics: Iterable[str] = (),
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-    timestamp_before_max_ms: int | None = None,
-    timestamp_after_max_ms: int | None = None,
-    reference_time: int | None = None,
-    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    timeline: bool = False,
-    broker_log: BrokerLog | None = None,
-) -> ScanOptions:
-    """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
-    place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
-    no naming: ``ValidationConfig.is_compacted``); every default is the named constant of the rule
-    it sets."""
-    return ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(compacted_topics),
-            max_message_bytes=max_message_bytes,
-            segment_bytes=segment_bytes,
-            timestamp_before_max_ms=timestamp_before_max_ms,
-            timestamp_after_max_ms=timestamp_after_max_ms,
-        ),
-        reference_time=reference_time,
-        transaction_timeout_ms=transaction_timeout_ms,
-        producer_id_expiration_ms=producer_id_expiration_ms,
-        timeline=timeline,
-        broker_log=broker_log,
-    )
+# ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT of Kafka 4 (Long.MAX_VALUE, off, in 3.x).
+KAFKA_4_TIMESTAMP_AFTER_MAX_MS = 3_600_000
 
 
 @dataclass(slots=True)
@@ -105,6 +51,8 @@ class ScanResult:
     events: list[Event] = field(default_factory=list)
     # The ``producers`` rows (SPEC section 3), by topic, partition, producer id.
     producers: list[dict[str, Any]] = field(default_factory=list)
+    # Every (topic, partition) scanned, sorted, findings or not (a JUnit test case each).
+    partitions: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -118,23 +66,6 @@ class Progress:
     segments_done: int = 0
     bytes_done: int = 0
     partitions_done: int = 0
-
-
-def reference_time_problem(paths: list[str], options: ScanOptions) -> str | None:
-    """Why these timestamp checks cannot run, or None. Without ``--reference-time`` a segment's
-    checks take its file's modification time as the broker's now (when the broker last appended);
-    an object in a store has no such time (its time is the upload's), so remote inputs with
-    timestamp bounds need an explicit reference time rather than a guess."""
-    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
-    if bounds == (None, None) or options.reference_time is not None:
-        return None
-    remote = [p for p in paths if storage.is_remote(p)]
-    if not remote:
-        return None
-    return (
-        f"--timestamp-before-max-ms/--timestamp-after-max-ms on {remote[0]} need --reference-time: an "
-        "object in a store keeps no broker modification time (its time is the upload's)"
-    )
 
 
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
@@ -187,8 +118,8 @@ def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[Segme
                 points = split_points(segment.buffer, segment.size, split_bytes)
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
-    bounds = points + [None]
-    return [task.byte_range(start, stop) for start, stop in pairwise(bounds)]
+    stops: list[int | None] = [*points[1:], None]
+    return [task.byte_range(start, stop) for start, stop in zip(points, stops)]
 
 
 def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) -> list[int]:
@@ -228,10 +159,38 @@ def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> Scan
     return replace(options, validation=replace(options.validation, compacted_topics=named | listed))
 
 
+def with_log_dir_facts(options: ScanOptions, discovery: Discovery) -> ScanOptions:
+    """What the log dirs say about auditing them, decided once for every step of the scan: the
+    compacted topics (:func:`with_inferred_compaction`) and the Kafka version that wrote them
+    (:func:`read_written_by`), whose broker defaults apply where no option is given (SPEC section
+    1): ``log.message.timestamp.after.max.ms`` is 3600000 on Kafka 4.x
+    (``ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT``), off (Long.MAX_VALUE) on 3.x
+    and when the version is unknown; ``...before.max.ms`` is off on both. The default bound is
+    checked against each segment's modification time, at or after the broker's last append."""
+    options = with_inferred_compaction(options, discovery)
+    written_by = read_written_by(discovery)
+    validation = options.validation
+    if written_by.kafka_4 and validation.timestamp_after_max_ms is None:
+        validation = replace(
+            validation,
+            timestamp_after_max_ms=KAFKA_4_TIMESTAMP_AFTER_MAX_MS,
+            timestamp_rule=(
+                f"Kafka 4.x broker default log.message.timestamp.after.max.ms={KAFKA_4_TIMESTAMP_AFTER_MAX_MS} "
+                f"(the log dir's metadata.version is {written_by.metadata_version})"
+            ),
+        )
+    return replace(options, validation=validation, written_by=written_by)
+
+
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
     carried = storage.options_tuple(discovery.storage_options)
-    return {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    facts = read_producer_facts(discovery)
+    if facts:
+        for meta in metas.values():
+            meta.producer_facts = facts
+    return metas
 
 
 def log_order(task: SegmentTask) -> tuple[int, str, int]:
@@ -250,7 +209,7 @@ def audit_in_process(
     must agree with. ``on_progress`` is called after each segment task and partition replica;
     ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
     started, sent = time.monotonic(), storage.requests_sent()
-    options = with_inferred_compaction(options, discovery)
+    options = with_log_dir_facts(options, discovery)
     metas = partition_metas(discovery, options)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(metas))
@@ -283,7 +242,7 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options.broker_log, sent)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options, sent)
 
 
 def finish_result(
@@ -292,16 +251,19 @@ def finish_result(
     totals: PartitionTotals,
     findings: list[Finding],
     wall: float,
-    broker_log: BrokerLog | None = None,
+    options: ScanOptions,
     sent: tuple[int, int] = (0, 0),
 ) -> ScanResult:
-    """Account for every byte found, order the findings (SPEC section 3) and build the summary
-    (with ``--broker-log``: its counts, lines about partitions outside the scan among them).
-    ``sent`` is this process's :func:`storage.requests_sent` when the audit started: for URI
-    inputs the summary counts the requests of discovery, of this process since then, and of the
-    Spark tasks (``stats`` and ``totals``)."""
+    """Account for every byte found, order the findings (SPEC section 3), give them their
+    fingerprints (``--baseline``: marked known) and build the summary (with ``--broker-log``: its
+    counts, lines about partitions outside the scan among them; the feature levels the log dirs
+    record, null where none). ``sent`` is this process's :func:`storage.requests_sent` when the
+    audit started: for URI inputs the summary counts the requests of discovery, of this process
+    since then, and of the Spark tasks (``stats`` and ``totals``)."""
+    broker_log = options.broker_log
     findings.extend(file_findings(discovery, stats))
     findings.sort(key=lambda f: f.sort_key)
+    assign_fingerprints(findings, options.baseline)
     by_check = Counter(f.check for f in findings)
     summary = {
         "paths": list(discovery.paths),
@@ -320,6 +282,10 @@ def finish_result(
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
         "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
+        "metadata_version": options.written_by.metadata_version,
+        "transaction_version": options.written_by.transaction_version,
+        "internal_records_unknown": stats.internal_records_unknown,
+        "findings_baseline": sum(f.baseline for f in findings),
         "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),
         "bytes_read": stats.bytes,
         "segment_bytes": {
@@ -342,7 +308,8 @@ def finish_result(
         summary["requests"] = discovery.fetched[0] + here[0] + stats.requests + totals.requests
         summary["bytes_fetched"] = discovery.fetched[1] + here[1] + stats.bytes_fetched + totals.bytes_fetched
         set_wall_time(summary, wall)
-    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers)
+    scanned = sorted({(p.topic, p.partition) for p in discovery.partitions})
+    return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers, scanned)
 
 
 def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:

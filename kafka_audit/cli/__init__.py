@@ -1,5 +1,7 @@
-"""The ``kafka-audit`` command line: Typer commands (``app``) and their shared options,
-value parsers and exit codes (``options``).
+"""The ``kafka-audit`` command line: the Typer app and ``main`` (``app``), one module per command
+group (``audit_commands``: scan, producers, timeline; ``dump_command``), the audit behind the
+PATH commands (``audit_paths``), and the options, value parsers and exit codes they share
+(``options``).
 
 The top layer: may use every package, nothing imports it.
 """

@@ -3,7 +3,7 @@ entry point that turns every usage error into one line and exit code 2 (SPEC sec
 
 One module per command group: ``scan``/``producers``/``timeline`` in
 :mod:`kafka_audit.cli.audit_commands` (the audit behind them in :mod:`kafka_audit.cli.audit_paths`),
-``dump`` in :mod:`kafka_audit.cli.dump_command`; the options and exit codes they share in
+``dump`` in :mod:`kafka_audit.cli.dump_command`, ``report`` in :mod:`kafka_audit.cli.report_command`; the options and exit codes they share in
 :mod:`kafka_audit.cli.options`. A new command is a function in its own module, registered below.
 
 Start-up: ``kafka-audit --help`` imports typer and rich's console only; the audit's modules are
@@ -12,7 +12,9 @@ imported inside the commands, pyspark only by the Spark engine.
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from typing import Annotated
 
 import typer
@@ -20,7 +22,16 @@ import typer
 from kafka_audit.cli.audit_commands import VIEW_HELP, scan
 from kafka_audit.cli.audit_paths import mark_command_started
 from kafka_audit.cli.dump_command import dump
-from kafka_audit.cli.options import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, TEXT_ERRORS
+from kafka_audit.cli.options import (
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+    TEXT_ERRORS,
+    PipeGuard,
+    ReaderGone,
+    end_quietly,
+)
+from kafka_audit.cli.report_command import register as register_report
 
 app = typer.Typer(
     add_completion=False,
@@ -52,15 +63,35 @@ app.command("scan", help=VIEW_HELP["scan"])(scan)
 app.command("producers", help=VIEW_HELP["producers"])(scan)
 app.command("timeline", help=VIEW_HELP["timeline"])(scan)
 app.command("dump")(dump)
+register_report(app)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM ends the command as Ctrl-C does (exit 130): every ``finally`` runs, so the Spark
+    session is stopped and its scratch directory removed."""
+    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:
     """The console entry point. Typer's usage errors (unknown option, bad value, missing
     argument) become one line on stderr and exit code 2, like every other error about paths and
-    options; a call without arguments prints the help."""
+    options; a call without arguments prints the help; a reader that closes the output pipe ends
+    the command quietly with exit 0 (SPEC section 1)."""
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors=TEXT_ERRORS)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminated)
+    sys.stdout = PipeGuard(sys.stdout)
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # what is still buffered, while a closed pipe can still be told apart
+    except ReaderGone:
+        code = end_quietly()
+    sys.exit(code)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         code = app(args=argv, standalone_mode=False)
     except typer.Exit as exc:
@@ -78,4 +109,4 @@ def main(argv: list[str] | None = None) -> None:
             code = getattr(exc, "exit_code", EXIT_USAGE)
     if code == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         print("kafka-audit: interrupted", file=sys.stderr)
-    sys.exit(code if isinstance(code, int) else EXIT_OK)
+    return code if isinstance(code, int) else EXIT_OK

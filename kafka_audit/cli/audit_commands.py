@@ -14,9 +14,11 @@ from rich.console import Console
 
 from kafka_audit.cli.audit_paths import audit_paths, parquet_target, read_broker_log
 from kafka_audit.cli.options import (
+    CI_FORMATS,
     DEFAULT_MASTER,
     EXIT_FINDINGS,
     TEXT_ERRORS,
+    BaselineOption,
     BrokerLogOption,
     ConfOption,
     EngineOption,
@@ -28,9 +30,11 @@ from kafka_audit.cli.options import (
     ProducerIdOption,
     QuietOption,
     SinceOption,
+    SparkSecretOption,
     StorageOption,
     TopicOption,
     UntilOption,
+    WriteBaselineOption,
     fail,
     parse_reference_time,
 )
@@ -39,13 +43,15 @@ from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_S
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 VIEW_HELP = {
-    "scan": "Audit segment files; print tables (default) or JSON/NDJSON/CSV.",
+    "scan": "Audit segment files; print tables (default), JSON/NDJSON/CSV, or a CI format "
+    "(SARIF, JUnit, GitHub annotations, GitLab Code Quality).",
     "producers": "One row per (topic, partition, producer id): epochs, offsets, times, sequences, "
     "transactions and findings.",
     "timeline": "The producers' events (transactions, epoch bumps, findings) in time order.",
 }
 
 
+# Over 60 lines for its signature: one Typer parameter per option of SPEC section 1; the body is short.
 def scan(
     ctx: typer.Context,
     paths: PathsArgument,
@@ -88,6 +94,8 @@ def scan(
                      help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
     ] = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     broker_log: BrokerLogOption = None,
+    baseline: BaselineOption = None,
+    write_baseline: WriteBaselineOption = None,
     fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
@@ -100,14 +108,20 @@ def scan(
         Optional[str],
         typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
     ] = None,
+    spark_secret_file: SparkSecretOption = None,
     quiet: QuietOption = False,
 ) -> None:
     """The audit behind ``scan``, ``producers`` and ``timeline`` (one set of options): the command
     name picks the report."""
-    from kafka_audit.audit.plan import scan_options
+    from kafka_audit.audit.scan_options import scan_options
+    from kafka_audit.cli import ci_output
     from kafka_audit.report.views import finish_views
 
+    if format in CI_FORMATS and ctx.info_name != "scan":
+        raise fail(f"--format {format.value} is a format of scan; {ctx.info_name} writes table, json, ndjson or csv")
     _check_output(output)
+    _check_output(write_baseline, "--write-baseline")
+    known = ci_output.read_baseline(baseline)
     broker_lines = read_broker_log(broker_log)
     reference = parse_reference_time(reference_time) if reference_time is not None else None
     keep = _report_filter(producer_id, since, until)
@@ -120,19 +134,26 @@ def scan(
         reference_time=reference,
         transaction_timeout_ms=transaction_timeout_ms,
         producer_id_expiration_ms=producer_id_expiration_ms,
-        timeline=ctx.info_name == "timeline",
+        timeline=ctx.info_name in ("timeline", "report"),
         broker_log=broker_lines,
+        baseline=known,
     )
     result = audit_paths(
         paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
         remote=remote, output_parquet=parquet_target(output_parquet), storage_option=storage_option,
+        spark_secret_file=spark_secret_file,
     )
     finish_views(result, keep)
-    if ctx.info_name in ("producers", "timeline"):
+    ci_output.write_baseline(write_baseline, result)
+    if ctx.info_name == "report":
+        write_html(ctx, result, keep, output, paths)
+    elif ctx.info_name in ("producers", "timeline"):
         _write_view(result, ctx.info_name, keep, format, output)
+    elif format in CI_FORMATS:
+        _emit(ci_output.ci_report(result, format, fail_on.value, baseline is not None), output)
     else:
         _write_report(result, format, output)
-    if fail_on is not FailOn.never and any(f.at_least(fail_on.value) for f in result.findings):
+    if any(f.fails_gate(fail_on.value) for f in result.findings):
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -153,6 +174,7 @@ def _write_view(result, view: str, keep, format: "OutputFormat", output: Optiona
     from kafka_audit.report import view_reports
     from kafka_audit.report.views import event_rows, timeline
 
+    fields: tuple[str, ...]
     if view == "producers":
         key, rows, fields, render = "producers", result.producers, view_reports.PRODUCER_FIELDS, view_reports.render_producers
     else:
@@ -176,17 +198,17 @@ def _write_view(result, view: str, keep, format: "OutputFormat", output: Optiona
         text = view_reports.to_csv(rows, fields)
     _emit(text, output)
 
-def _check_output(output: Optional[Path]) -> None:
-    """Fail before the audit, not after it, when the report cannot be written."""
+def _check_output(output: Optional[Path], option: str = "--output") -> None:
+    """Fail before the audit, not after it, when the report (or ``option``'s file) cannot be written."""
     if output is None:
         return
     folder = output.parent if str(output.parent) else Path(".")
     if output.is_dir():
-        raise fail(f"--output {output}: is a directory")
+        raise fail(f"{option} {output}: is a directory")
     if not folder.is_dir():
-        raise fail(f"--output {output}: folder {folder} does not exist")
+        raise fail(f"{option} {output}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
-        raise fail(f"--output {output}: permission denied")
+        raise fail(f"{option} {output}: permission denied")
 
 
 def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
@@ -212,3 +234,24 @@ def _emit(text: str, output: Optional[Path]) -> None:
         sys.stdout.write(text)
 
 
+
+
+# ``report``'s --redact and --redact-key, handed to scan's audit in the click context's meta.
+REDACTION = "kafka_audit.report.redaction"
+
+
+def write_html(ctx: typer.Context, result, keep, output: Optional[Path], paths: list[str]) -> None:
+    """The ``report`` command's document (:mod:`kafka_audit.report.html`) written to ``output``,
+    with the culprit records read from the segments; where it went on stderr."""
+    from kafka_audit.report.html import write_report
+    from kafka_audit.report.html.evidence import segment_files
+    from kafka_audit.report.redact import Redactor
+
+    redact, redact_key = ctx.meta[REDACTION]
+    assert output is not None  # report gives it its default
+    stats = write_report(
+        output, result, keep,
+        segment_paths=segment_files([str(p) for p in paths], {f.segment for f in result.findings if f.segment}),
+        redact=Redactor(redact_key) if redact else None,
+    )
+    typer.echo(f"kafka-audit: wrote {output} ({stats.bytes:,} bytes, {stats.charts} charts)", err=True)

@@ -21,6 +21,7 @@ from kafka_audit.cli.options import (
     fail,
     parse_conf,
     parse_storage_options,
+    spark_secret,
 )
 from kafka_audit.engines.run import Engine
 
@@ -50,12 +51,14 @@ def audit_paths(
     storage_option: Optional[list[str]] = None,
     remote: Optional[str] = None,
     output_parquet: Optional[str] = None,
+    spark_secret_file: Optional[Path] = None,
 ) -> "ScanResult":
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
     progress display on a terminal (unless ``quiet``), and return the result, whose summary has
     the whole command's wall time and the ``engine`` that ran."""
-    from kafka_audit.audit.plan import reference_time_problem, set_wall_time
+    from kafka_audit.audit.plan import set_wall_time
+    from kafka_audit.audit.scan_options import reference_time_problem
     from kafka_audit.engines.run import SparkFailure, run_audit
     from kafka_audit.io import storage
     from kafka_audit.log.log_dir import discover
@@ -64,6 +67,7 @@ def audit_paths(
     storage.configure(storage_options)
     check_paths(paths)
     spark_conf = parse_conf(conf or [])
+    secret = spark_secret(engine, remote, spark_secret_file)
     discovery = discover(
         [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
     )
@@ -75,12 +79,14 @@ def audit_paths(
     try:
         display_console = None if quiet else _progress_console()
         if display_console is None:
-            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet)
+            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet, secret)
         else:
             from kafka_audit.report.progress import PhaseDisplay
 
             with PhaseDisplay(display_console) as display:
-                result = run_audit(discovery, options, engine, master, spark_conf, display, remote, output_parquet)
+                result = run_audit(
+                    discovery, options, engine, master, spark_conf, display, remote, output_parquet, secret
+                )
     except SparkFailure as failure:  # one line naming the root cause and the kept log
         raise fail(f"Spark failed: {failure}") from None
     set_wall_time(result.summary, time.monotonic() - _started_at[0])
@@ -120,7 +126,7 @@ def parquet_target(target: Optional[str]) -> Optional[str]:
     return str(path)
 
 
-def _nothing_found(discovery, paths: list[Path], topics: list[str], partitions: list[int]) -> str:
+def _nothing_found(discovery, paths: list[str], topics: list[str], partitions: list[int]) -> str:
     """The exit-2 message when no segment is left to audit: which filter matched nothing, and
     what there was, or that the paths hold no segment at all."""
     where = ", ".join(str(p) for p in paths)

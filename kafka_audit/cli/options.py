@@ -6,7 +6,8 @@ filter and engine options) as annotated parameter types: :data:`PathsArgument`,
 :data:`ConfOption`, :data:`QuietOption`, :data:`StorageOption`.
 
 Exit codes: 0 no finding at or above ``--fail-on``; 1 at least one; 2 a usage error, no segment
-under the paths, or a path that does not exist or cannot be read (one line on stderr).
+under the paths, or a path that does not exist or cannot be read (one line on stderr). A closed
+output pipe ends the command quietly with exit 0 (:class:`PipeGuard`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,14 @@ class OutputFormat(str, Enum):
     json = "json"
     ndjson = "ndjson"
     csv = "csv"
+    sarif = "sarif"
+    junit = "junit"
+    github = "github"
+    gitlab = "gitlab"
+
+
+# The formats only ``scan`` writes (SPEC section 3): CI tools read findings, not producer rows.
+CI_FORMATS = frozenset({OutputFormat.sarif, OutputFormat.junit, OutputFormat.github, OutputFormat.gitlab})
 
 
 class FailOn(str, Enum):
@@ -49,6 +58,44 @@ class FailOn(str, Enum):
 class DumpFormat(str, Enum):
     text = "text"
     json = "json"
+
+
+class ReaderGone(Exception):
+    """The reader of stdout closed it (EPIPE): the report was cut short by its reader."""
+
+
+class PipeGuard:
+    """stdout for the commands: a write or flush on a pipe whose reader has gone raises
+    :class:`ReaderGone`, which no command or Click handler catches (Click would turn the
+    BrokenPipeError into exit code 1, the code for findings), so :func:`end_quietly` ends the
+    command with exit 0 (SPEC section 1). Everything else is the wrapped stream's."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError as exc:
+            raise ReaderGone from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError as exc:
+            raise ReaderGone from exc
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def end_quietly() -> int:
+    """After :class:`ReaderGone`: point stdout at /dev/null, so that the interpreter's last flush
+    of what is still buffered meets no closed pipe, and answer exit 0."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_OK
 
 
 def fail(message: str) -> typer.Exit:
@@ -92,6 +139,26 @@ def parse_storage_options(pairs: list[str]) -> dict:
             raise fail(f"--storage-option {pair!r} is not KEY=VALUE")
         options[key.strip()] = parse_option_value(value)
     return options
+
+
+def spark_secret(engine: Engine, remote: Optional[str], secret_file: Optional[Path]) -> Optional[str]:
+    """The shared secret of a classic Spark session (``--spark-secret-file``, else Spark's
+    ``_SPARK_AUTH_SECRET``), None on the local engine; exit 2 naming the file (never its content)
+    when it cannot be used, or when it is given for a Spark Connect server, whose security is
+    the server's own settings."""
+    from kafka_audit.engines.spark_security import SecretError, given_secret
+
+    if engine is Engine.local:
+        return None
+    if remote is not None:
+        if secret_file is not None:
+            raise fail("--spark-secret-file secures a classic session (--master); a Spark Connect server "
+                       "(--remote) is secured by its own settings")
+        return None
+    try:
+        return given_secret(str(secret_file) if secret_file is not None else None)
+    except SecretError as exc:
+        raise fail(str(exc)) from None
 
 
 def check_paths(paths: list[str] | list[Path]) -> None:
@@ -160,8 +227,36 @@ StorageOption = Annotated[
         "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
     ),
 ]
+BaselineOption = Annotated[
+    Optional[Path],
+    typer.Option("--baseline", help="Findings whose fingerprint this baseline lists are known: shown, "
+                 "marked baseline, never failing the gate."),
+]
+WriteBaselineOption = Annotated[
+    Optional[Path],
+    typer.Option("--write-baseline", help="Write the fingerprints of this scan's findings to FILE."),
+]
+SparkSecretOption = Annotated[
+    Optional[Path],
+    typer.Option(
+        "--spark-secret-file",
+        help="File holding the shared secret of a Spark cluster: turns on Spark authentication, RPC "
+        "encryption and encryption of spill files (else the _SPARK_AUTH_SECRET environment variable). "
+        "Never printed or logged.",
+    ),
+]
 BrokerLogOption = Annotated[
     Optional[list[Path]],
     typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
                  "files) whose produce errors are explained against the log (repeatable)."),
+]
+RedactOption = Annotated[
+    bool,
+    typer.Option("--redact", help="Replace record keys, values and header values by their length and a keyed "
+                 "hash (BLAKE2b), so the evidence can be shared without the data."),
+]
+RedactKeyOption = Annotated[
+    Optional[str],
+    typer.Option("--redact-key", help="Key of --redact's hash (equal payloads hash alike across runs with the "
+                 "same key); default: a random key per run."),
 ]

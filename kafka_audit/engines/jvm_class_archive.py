@@ -209,7 +209,7 @@ def _java_runtime() -> tuple[str, int] | None:
         r'^JAVA_VERSION="?([^"\n]+)', text, re.M
     )
     major = re.match(r"(?:1\.)?(\d+)", found.group(1)) if found else None
-    if major is None:
+    if found is None or major is None:
         return None
     return re.sub(r"[^\w.+-]", "_", found.group(1)), int(major.group(1))
 

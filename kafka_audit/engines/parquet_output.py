@@ -1,5 +1,5 @@
 """``--output-parquet`` on the in-process engine: the datasets of SPEC section 3 written with
-pyarrow (the Spark job writes the same schemas from its executors: ``pipeline.ScanFrames``).
+pyarrow (the Spark job writes the same schemas from its executors: ``spark_job.ScanFrames``).
 
 ``TARGET/findings/``, ``TARGET/batches/`` and ``TARGET/producers/`` each hold Parquet files of the
 fixed schemas of :mod:`kafka_audit.engines.schemas`; a dataset already there is replaced. ``TARGET`` is a

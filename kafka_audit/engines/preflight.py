@@ -4,8 +4,8 @@ A small job runs :func:`probe` on each executor: it imports kafka_audit and comp
 the Python minor version with the driver's, looks for the compiled record screen, and ``stat``s the
 input paths. Without this, a missing package or another Python on the executors surfaces as a Py4J
 error whose cause is only in the executors' logs, and data the executors cannot see as a scan of
-zero bytes. A failure is one line naming the executor and the cause; a missing compiled screen is
-a warning (the pure-Python screen gives the same answers at about half the speed).
+zero bytes. A failure is one line naming the executor and the cause (a missing compiled record
+screen is one: the audit needs its C build).
 
 On a ``local[...]`` master whose Python workers run this very interpreter (``PYSPARK_PYTHON``,
 which the session defaults to it, and no ``spark.pyspark.python`` naming another), the executor
@@ -25,14 +25,18 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import kafka_audit
 from kafka_audit.engines.spark_errors import SparkFailure, exception_text, executor_of, root_cause
 
 # The module whose code the job's tasks run (imports everything they need).
 JOB_MODULE = "kafka_audit.engines.spark_job"
-# How long executors may take to register with a cluster manager before the preflight runs.
-EXECUTOR_WAIT_S = 20.0
+# How long executors may take to register with a cluster manager before the preflight runs: the
+# setting Spark's own scheduler waits for its executors by (CoarseGrainedSchedulerBackend), 30 s
+# by default, so that ``--conf`` can lengthen it for executors that are slow to start.
+EXECUTOR_WAIT_SETTING = "spark.scheduler.maxRegisteredResourcesWaitingTime"
+EXECUTOR_WAIT_DEFAULT = "30s"
 # Rounds of probe tasks to reach every executor (tasks go where the scheduler puts them).
 _ROUNDS = 3
 # A probe task lasts at least this long on a cluster, so that one executor cannot take them all.
@@ -70,7 +74,7 @@ def probe(
     # A standalone worker runs each executor in <work dir>/<app id>/<executor id>.
     executor = os.path.basename(cwd)
     where = f"executor {executor} on {socket.gethostname()}" if executor.isdigit() else f"{socket.gethostname()} (pid {os.getpid()})"
-    report: dict = {"where": where, "errors": [], "warnings": []}
+    report: dict[str, Any] = {"where": where, "errors": [], "warnings": []}
     python = list(sys.version_info[:2])
     if python != driver_python:
         report["errors"].append(
@@ -93,8 +97,8 @@ def probe(
         try:
             importlib.import_module("kafka_audit.record._record_screen")
         except Exception as exc:  # noqa: BLE001 - missing, or built for another platform
-            report["warnings"].append(
-                f"has no compiled record screen ({type(exc).__name__}: {exc}): the audit runs about half as fast there"
+            report["errors"].append(
+                f"has no compiled record screen ({type(exc).__name__}: {exc}): install kafka-audit there with a C compiler"
             )
     unseen = []
     for path in paths:
@@ -184,11 +188,14 @@ def _executors(spark) -> tuple[int, int]:
     if context.master.startswith("local"):
         return 1, 1
     status = context._jsc.sc().getExecutorMemoryStatus
-    deadline = time.monotonic() + EXECUTOR_WAIT_S
+    wait_s = context._jvm.org.apache.spark.network.util.JavaUtils.timeStringAsSec(
+        context.getConf().get(EXECUTOR_WAIT_SETTING, EXECUTOR_WAIT_DEFAULT)
+    )
+    deadline = time.monotonic() + wait_s
     while status().size() < 2:  # the driver's block manager is one of them
         if time.monotonic() > deadline:
             raise ExecutorEnvironmentError(
-                f"no executor registered with {context.master} within {EXECUTOR_WAIT_S:.0f} s "
+                f"no executor registered with {context.master} within {wait_s} s "
                 f"(no worker, or none with the cores and memory asked for)"
             )
         time.sleep(0.2)

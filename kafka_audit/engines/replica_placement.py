@@ -9,7 +9,7 @@ import heapq
 from collections import defaultdict, deque
 from collections.abc import Sequence
 
-from kafka_audit.audit.segment_audit import SegmentTask
+from kafka_audit.audit.segment_task import SegmentTask
 
 
 def place_replicas(tasks: list[SegmentTask], count: int) -> dict[tuple, int]:

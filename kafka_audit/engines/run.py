@@ -47,9 +47,11 @@ def run_audit(
     display: "PhaseDisplay | None" = None,
     remote: str | None = None,
     output_parquet: str | None = None,
+    secret: str | None = None,
 ) -> "ScanResult":
     """Audit everything ``discovery`` found on ``engine``, showing its phases on ``display``: on
-    Spark, a classic session on ``master`` or a Spark Connect session on ``remote``. With
+    Spark, a classic session on ``master`` (authenticated and encrypted with ``secret``,
+    :mod:`kafka_audit.engines.spark_security`) or a Spark Connect session on ``remote``. With
     ``output_parquet``, the datasets of SPEC section 3 are written there too.
 
     Raises :class:`SparkFailure` when the Spark engine fails to start or run."""
@@ -57,7 +59,7 @@ def run_audit(
     if engine is Engine.local:
         result = _run_in_process(discovery, options, on_progress, output_parquet)
     else:
-        result = _run_on_spark(discovery, options, master, conf or {}, display, remote, output_parquet)
+        result = _run_on_spark(discovery, options, master, conf or {}, display, remote, output_parquet, secret)
     result.summary["engine"] = engine.value
     return result
 
@@ -88,6 +90,7 @@ def _run_on_spark(
     display: "PhaseDisplay | None",
     remote: str | None,
     output_parquet: str | None,
+    secret: str | None,
 ) -> "ScanResult":
     from kafka_audit.engines import spark_job as pipeline
     from kafka_audit.engines import spark_session
@@ -97,7 +100,9 @@ def _run_on_spark(
         display.starting_spark(remote or master)
     try:
         # A classic session's failures are SparkFailure already, with the root cause and the log.
-        session = spark_session.connect_session(remote, conf) if remote else spark_session.spark_session(master, conf)
+        session = (
+            spark_session.connect_session(remote, conf) if remote else spark_session.spark_session(master, conf, secret)
+        )
         with session as spark:
             if display is not None:
                 display.spark_started()

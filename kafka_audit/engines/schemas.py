@@ -4,7 +4,7 @@ One Arrow schema per table; the Spark side derives its ``StructType`` from it
 (:func:`spark_schema`), so the executors' Arrow batches, the Spark DataFrames and the Parquet
 files written by Spark or by pyarrow all have the same columns and types.
 
-The job's rows (``pipeline.py``) carry a ``kind`` column. Batch rows carry a run of a segment
+The job's rows (``engines/spark_job.py``) carry a ``kind`` column. Batch rows carry a run of a segment
 task's batch summaries as one pickled value (``blob``) under its sort keys; the ``batches``
 dataset expands them into typed rows (``SUMMARIES``). Rare rows (findings, counts, a replica's
 metadata) carry a JSON ``payload`` for readers and a pickled ``blob`` for the driver. A new kind
@@ -14,6 +14,7 @@ of rare row needs no new column.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -44,6 +45,8 @@ FINDINGS = pa.schema(
         ("client_outcome", pa.string()),
         ("message", pa.string()),
         ("details", pa.string()),
+        ("fingerprint", pa.string()),
+        ("baseline", pa.bool_()),
     ]
 )
 
@@ -211,7 +214,7 @@ def findings_table(findings: list[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=FINDINGS)
 
 
-def batches_table(summaries: list[tuple]) -> pa.Table:
+def batches_table(summaries: Sequence[tuple]) -> pa.Table:
     """The ``batches`` dataset's rows of ``BatchSummary`` tuples."""
     columns = [list(column) for column in zip(*summaries)] if summaries else [[] for _ in SUMMARY_FIELDS]
     by_name = dict(zip(SUMMARY_NAMES, columns))

@@ -21,6 +21,12 @@ MASTER_ANSWER_S = 20.0
 MASTER_FAILURE = "Failed to connect to master"
 MASTER_CONNECTED = "Connected to Spark cluster with app ID"
 MASTER_CONNECTED_LOGGER = "org.apache.spark.scheduler.cluster.StandaloneSchedulerBackend"
+# What the driver logs when a master with spark.authenticate on gets a connection without it
+# (SaslRpcHandler / AuthRpcHandler: the first message is not an authentication message), and when
+# its own handshake fails (TransportClientFactory, AuthClientBootstrap then SaslClientBootstrap):
+# the master closes the channel on a secret it does not share.
+AUTH_REQUIRED = "Expected SaslMessage"
+AUTH_FAILED = "Exception while bootstrapping client"
 # Spark's own log lines: "26/11/25 02:23:06 WARN Utils: ..."
 _LOG_LINE = re.compile(r"^\d\d/\d\d/\d\d \d\d:\d\d:\d\d (?P<level>[A-Z]+) (?P<source>[^:]+): (?P<text>.*)$")
 # WARN lines that are the cause, not noise.
@@ -139,6 +145,22 @@ def describe(exc: BaseException, log_path: str | None) -> str:
     where = executor_of(message)
     line = cause[:_MAX_CAUSE] + (f" (on {where})" if where else "")
     return f"{line}; Spark's log: {log_path}" if log_path else line
+
+
+def authentication_problem(log_text: str, master: str, with_secret: bool) -> str | None:
+    """Why ``master`` turned the application away, when ``spark.log`` shows it was the
+    authentication: a secret missing, or one that is not the cluster's (never quoted)."""
+    if not with_secret and AUTH_REQUIRED in log_text:
+        return (
+            f"the Spark master {master} requires authentication: give the cluster's shared secret "
+            "with --spark-secret-file (or _SPARK_AUTH_SECRET)"
+        )
+    if with_secret and AUTH_FAILED in log_text:
+        return (
+            f"the Spark master {master} refused the authentication: the secret given "
+            "(--spark-secret-file or _SPARK_AUTH_SECRET) is not the cluster's"
+        )
+    return None
 
 
 def check_master_reachable(master: str, timeout: float = 5.0) -> str | None:

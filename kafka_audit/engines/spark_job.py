@@ -52,9 +52,10 @@ from kafka_audit.audit.plan import (
     pack_tasks,
     partition_metas,
     plan_tasks,
-    with_inferred_compaction,
+    with_log_dir_facts,
 )
-from kafka_audit.audit.segment_audit import SegmentAuditor, SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.engines import schemas
 from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
@@ -62,7 +63,6 @@ from kafka_audit.engines.spark_progress import is_connect, watch
 from kafka_audit.io import storage
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.findings import Finding
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
@@ -152,7 +152,7 @@ def run_job(
     """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
     Frames are None when there is nothing to audit."""
     started, sent = time.monotonic(), storage.requests_sent()
-    options = with_inferred_compaction(options, discovery)
+    options = with_log_dir_facts(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
@@ -166,13 +166,13 @@ def run_job(
         for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
             value = pickle.loads(blob)
             if kind == schemas.FINDING:
-                findings.append(Finding.from_dict(value))
+                findings.append(value)
             elif kind == schemas.STATS:
                 stats.merge(value)
             elif kind == schemas.TOTALS:
                 totals.merge(value)
     elapsed = time.monotonic() - started
-    return finish_result(discovery, stats, totals, findings, elapsed, options.broker_log, sent), frames
+    return finish_result(discovery, stats, totals, findings, elapsed, options, sent), frames
 
 
 def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
@@ -288,8 +288,8 @@ def _segment_step_of(
                 if isinstance(item, BatchSummary):
                     summaries.append(item)
                 else:
-                    finding = item.to_dict()
-                    rows.append(rare_row(schemas.FINDING, place, schemas.finding_json(finding), pickle.dumps(finding)))
+                    payload = schemas.finding_json(item.to_dict())
+                    rows.append(rare_row(schemas.FINDING, place, payload, pickle.dumps(item)))
             auditor.stats.requests, auditor.stats.bytes_fetched = storage.fetched_since(sent)
             sent = storage.requests_sent()
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
@@ -330,8 +330,7 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     findings, totals = audit_partition(meta, batch_summaries(chain(first, rest)))
     totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
     for finding in findings:
-        value = finding.to_dict()
-        out.append((schemas.FINDING, schemas.finding_json(value), pickle.dumps(value)))
+        out.append((schemas.FINDING, schemas.finding_json(finding.to_dict()), pickle.dumps(finding)))
     out.append((schemas.TOTALS, None, pickle.dumps(totals)))
     kinds, payloads, blobs = zip(*out)
     yield pa.RecordBatch.from_arrays(

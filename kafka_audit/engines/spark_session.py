@@ -32,29 +32,39 @@ from kafka_audit.engines.spark_errors import (
     MASTER_CONNECTED_LOGGER,
     MASTER_FAILURE,
     SparkFailure,
+    authentication_problem,
     check_master_reachable,
     describe,
     root_cause,
 )
+from kafka_audit.engines.spark_security import AUTHENTICATION, SECRET_SETTING, loopback_settings
 
 SPARK_LOG = "spark.log"
+APP_NAME = "kafka-audit"
+# How long the log of a driver that failed to register is left to settle before its JVM is stopped.
+_SETTLE_S = 1.0
 # The JVM's own log lines (class-data sharing warnings among them) go to its stderr, which is
 # Spark's log: by default they would go to stdout, into the report.
 _JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
 
 
+# Over 60 lines: the session's start in order (log redirection, class archive, builder, fallback),
+# each step a few lines that read best in sequence.
 def create_spark_session(
     master: str = "local[*]",
     conf: dict[str, str] | None = None,
     scratch: str | None = None,
     sharing: ClassDataSharing | None = None,
+    secret: str | None = None,
 ):
     """A SparkSession for the audit, with Spark's console noise kept off the user's screen.
 
     The JVM's stderr (log4j warnings, stage progress bars, Python worker tracebacks) goes to
-    ``spark.log`` in the ``scratch`` directory (a new temporary one by default), never into the
-    audited directories; so do ``spark.local.dir`` and the warehouse. ``conf`` is applied last,
-    so ``--conf`` can override any of these.
+    ``spark.log`` in the ``scratch`` directory (a new private temporary one by default), never
+    into the audited directories; so do ``spark.local.dir`` and the warehouse. With a local
+    master every listener binds to 127.0.0.1; a ``secret`` turns on Spark's authentication and
+    encryption (:mod:`kafka_audit.engines.spark_security`). ``conf`` is applied last, so
+    ``--conf`` can override any of these.
 
     The driver JVM runs with ``-XX:TieredStopAtLevel=1`` (the C1 compiler only): in this job the
     JVM only schedules tasks and moves bytes between the Python workers, the shuffle files and
@@ -66,21 +76,23 @@ def create_spark_session(
     """
     from pyspark.sql import SparkSession
 
-    scratch = scratch or tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    scratch = scratch or private_scratch()
     sharing = sharing if sharing is not None else class_data_sharing(conf, record=False)
     java_options = f"-Dderby.system.home={scratch} -XX:TieredStopAtLevel=1 {_JVM_LOG} {sharing.java_options}"
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("kafka-audit")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.ui.enabled", "false")
-        .config("spark.local.dir", scratch)
-        .config("spark.sql.warehouse.dir", os.path.join(scratch, "warehouse"))
-        .config("spark.driver.extraJavaOptions", java_options.strip())
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.sql.catalogImplementation", "in-memory")
-    )
-    for key, value in (conf or {}).items():
+    settings = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.local.dir": scratch,
+        "spark.sql.warehouse.dir": os.path.join(scratch, "warehouse"),
+        "spark.driver.extraJavaOptions": java_options.strip(),
+        "spark.python.worker.reuse": "true",
+        "spark.sql.catalogImplementation": "in-memory",
+        **loopback_settings(master),
+        **(AUTHENTICATION if secret is not None else {}),
+        **(conf or {}),
+    }
+    builder = SparkSession.builder.master(master).appName(APP_NAME)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     unreachable = check_master_reachable(master)
@@ -89,14 +101,21 @@ def create_spark_session(
     # Py4J logs every call that a dead or interrupted JVM cuts short with a traceback of its own;
     # the exception the call raises says the same once.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
-    log = os.path.join(scratch, SPARK_LOG)
+    log = private_log(scratch)
     with _output_to(log), _give_up_on_master(master, log) as gave_up:
         try:
+            if secret is not None:
+                _start_jvm(master, settings)
+                builder = builder.config(SECRET_SETTING, secret)
             spark = builder.getOrCreate()
         except Exception:
             if gave_up.is_set():
                 with open(log, encoding="utf-8", errors="replace") as text:
-                    cause = root_cause(text.read())
+                    content = text.read()
+                refused = authentication_problem(content, master, secret is not None)
+                if refused:
+                    raise SparkFailure(refused) from None
+                cause = root_cause(content)
                 raise SparkFailure(
                     f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s"
                     + (f" ({cause})" if cause else "")
@@ -106,59 +125,96 @@ def create_spark_session(
     return spark
 
 
-@contextmanager
-def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None) -> Iterator[Any]:
-    """A session in a fresh scratch directory, stopped and cleaned up on exit.
+def _start_jvm(master: str, settings: dict[str, str]) -> None:
+    """Start the driver's JVM with ``settings`` (on its ``spark-submit`` command line, as PySpark
+    does), so that what is set after it, the secret, reaches the JVM's configuration through the
+    authenticated Py4J connection and never a command line that every user can read."""
+    from pyspark import SparkConf, SparkContext
 
-    A failure to start or to run becomes a :class:`SparkFailure` naming the root cause, and the
-    scratch directory (with its ``spark.log``) is kept and named. On Ctrl-C the session is stopped
-    without Py4J's tracebacks, the scratch directory removed, and KeyboardInterrupt goes on.
+    launch = SparkConf(loadDefaults=False).setMaster(master).setAppName(APP_NAME).setAll(list(settings.items()))
+    SparkContext._ensure_initialized(conf=launch)
+
+
+def private_scratch() -> str:
+    """A new scratch directory only this user can enter (0700, as :func:`tempfile.mkdtemp`
+    makes it): Spark's shuffle and spill files in it hold log data."""
+    scratch = tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    os.chmod(scratch, 0o700)
+    return scratch
+
+
+def private_log(scratch: str) -> str:
+    """``spark.log`` in ``scratch``, created readable by this user only (0600): kept after a
+    failure, it may quote the audited data."""
+    path = os.path.join(scratch, SPARK_LOG)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    os.chmod(path, 0o600)
+    return path
+
+
+@contextmanager
+def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, secret: str | None = None) -> Iterator[Any]:
+    """A session in a fresh private scratch directory, stopped, and the directory removed, on
+    every way out: success, failure, Ctrl-C, SIGTERM (:func:`_quiet_interrupts`), exception.
+
+    A failure to start or to run becomes a :class:`SparkFailure` naming the root cause and
+    Spark's log, kept in a file of its own (0600) beside the removed directory. On Ctrl-C or
+    SIGTERM the session is stopped without Py4J's tracebacks and KeyboardInterrupt goes on.
 
     The first session of a Java runtime and PySpark install records the class archive of
     :func:`class_data_sharing` (its JVM writes it after this process has exited); the later
     ones start from it."""
-    scratch = tempfile.mkdtemp(prefix="kafka-audit-spark-")
+    scratch = private_scratch()
     log = os.path.join(scratch, SPARK_LOG)
-    sharing = class_data_sharing(conf)
+    spark = None
     try:
-        spark = create_spark_session(master, conf, scratch, sharing)
-    except KeyboardInterrupt:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise
-    except SparkFailure as exc:
-        if not os.path.exists(log):  # refused before a JVM was started: no log to keep
-            shutil.rmtree(scratch, ignore_errors=True)
-            raise
-        raise SparkFailure(f"{exc}; Spark's log: {log}") from None
-    except Exception as exc:
-        raise SparkFailure(describe(exc, log)) from None
-    if sharing.partial is not None:
-        mark_recording_jvm(sharing.partial)
-    keep = False
-    interrupted = threading.Event()
-    try:
-        with _quiet_interrupts(interrupted):
-            yield spark
-    except Exception as exc:
-        if interrupted.is_set():  # an error the interrupted call left behind: still Ctrl-C
-            raise KeyboardInterrupt from None
-        keep = True
-        if isinstance(exc, SparkFailure):
-            raise SparkFailure(f"{exc}; Spark's log: {log}") from None
-        raise SparkFailure(describe(exc, log)) from None  # a job failure
+        sharing = class_data_sharing(conf)
+        try:
+            spark = create_spark_session(master, conf, scratch, sharing, secret)
+        except SparkFailure as exc:
+            if not os.path.exists(log):  # refused before a JVM was started: no log to keep
+                raise
+            raise SparkFailure(f"{exc}; Spark's log: {_keep(log)}") from None
+        except Exception as exc:
+            raise SparkFailure(describe(exc, _keep(log))) from None
+        if sharing.partial is not None:
+            mark_recording_jvm(sharing.partial)
+        interrupted = threading.Event()
+        try:
+            with _quiet_interrupts(interrupted):
+                yield spark
+        except Exception as exc:
+            if interrupted.is_set():  # an error the interrupted call left behind: still Ctrl-C
+                raise KeyboardInterrupt from None
+            if isinstance(exc, SparkFailure):
+                raise SparkFailure(f"{exc}; Spark's log: {_keep(log)}") from None
+            raise SparkFailure(describe(exc, _keep(log))) from None  # a job failure
     finally:
-        _stop(spark)
-        if not keep:
-            shutil.rmtree(scratch, ignore_errors=True)
+        if spark is not None:
+            _stop(spark)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _keep(log: str) -> str:
+    """Move a failed run's ``spark.log`` out of the scratch directory (removed next, with the
+    shuffle and spill files that hold log data) to a file of its own, still 0600, and name it.
+    A JVM still writing to the log keeps writing to that file."""
+    descriptor, kept = tempfile.mkstemp(prefix="kafka-audit-spark-", suffix=".log")
+    os.close(descriptor)
+    try:
+        os.replace(log, kept)
+    except OSError:  # another file system: the log is copied, permission bits included
+        shutil.copy2(log, kept)
+    return kept
 
 
 @contextmanager
 def _quiet_interrupts(interrupted: threading.Event) -> Iterator[None]:
-    """Ctrl-C raises KeyboardInterrupt and nothing else. PySpark's own SIGINT handler cancels the
-    jobs through the Py4J connection the interrupted call is still using ("reentrant call"), and
-    Py4J reports each broken call with ``logging.exception`` on the root logger: 40 lines of
-    tracebacks. Stopping the session afterwards cancels the jobs. ``interrupted`` is set on Ctrl-C,
-    so that an error a cut-short call raises instead is known for what it is."""
+    """Ctrl-C or SIGTERM raise KeyboardInterrupt and nothing else. PySpark's own SIGINT handler
+    cancels the jobs through the Py4J connection the interrupted call is still using ("reentrant
+    call"), and Py4J reports each broken call with ``logging.exception`` on the root logger: 40
+    lines of tracebacks. Stopping the session afterwards cancels the jobs. ``interrupted`` is set
+    on either signal, so that an error a cut-short call raises instead is known for what it is."""
     root = logging.getLogger()
     silence = logging.NullHandler()
     root.addHandler(silence)
@@ -168,12 +224,12 @@ def _quiet_interrupts(interrupted: threading.Event) -> Iterator[None]:
         raise KeyboardInterrupt
 
     main = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, interrupt) if main else None
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
         yield
     finally:
-        if main:
-            signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         root.removeHandler(silence)
 
 
@@ -217,6 +273,8 @@ def _give_up_on_master(master: str, log: str) -> Iterator[threading.Event]:
             if connected:
                 return
             if failed or time.monotonic() > deadline:
+                if done.wait(_SETTLE_S):  # the lines logged right after a failure tell its cause
+                    return
                 process = getattr(SparkContext._gateway, "proc", None)
                 if process is not None:
                     gave_up.set()

@@ -148,7 +148,7 @@ def options_tuple(options: Mapping[str, Any] | None) -> tuple[tuple[str, Any], .
 def filesystem(uri: str):
     """``(fsspec filesystem, path inside it, prefix that turns such a path back into a URI)``."""
     found = scheme(uri)
-    protocol, extra = _REMOTE[found]
+    protocol, extra = _REMOTE[found or ""]
     try:
         import fsspec
 

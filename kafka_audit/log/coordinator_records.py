@@ -6,9 +6,9 @@
 ``NextProducerId``, ``ClientTransactionVersion``); a null value is a tombstone (the transactional
 id expired). Schemas: ``TransactionLogKey.json`` / ``TransactionLogValue.json`` of apache/kafka.
 
-``__consumer_offsets``: key ``version i16``: 0 and 1 OffsetCommitKey (group, topic, partition),
-2 GroupMetadataKey (group); values OffsetCommitValue v0-v4 and GroupMetadataValue v0-v4 (v4
-flexible). Schemas: ``OffsetCommit*.json`` / ``GroupMetadata*.json`` of the group coordinator.
+``__consumer_offsets`` and ``__share_group_state``: key ``type i16`` + the key's fields, value
+``version i16`` + the value's fields, by the schemas of :mod:`kafka_audit.log.coordinator_schemas`
+(every record type of Kafka 4.2's group and share coordinators).
 
 Every decoder returns a dict; bytes that do not hold what their version says give a dict with
 ``error`` saying why, never an exception.
@@ -16,8 +16,17 @@ Every decoder returns a dict; bytes that do not hold what their version says giv
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+from kafka_audit.log.coordinator_schemas import (
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
+    GROUP_RECORDS,
+    SHARE_RECORDS,
+    RecordSchemas,
+)
+from kafka_audit.log.message_schema import Schema
 from kafka_audit.record.message_reader import MalformedMessage, MessageReader, int32_array
 
 # kafka.coordinator.transaction.TransactionState ids (TransactionState.fromId).
@@ -33,10 +42,6 @@ TRANSACTION_STATES = {
 }
 # Versions a reader of these schemas knows (validVersions); a higher one is reported, not guessed.
 _TXN_VALUE_VERSIONS = range(0, 2)
-_OFFSET_COMMIT_VALUE_VERSIONS = range(0, 5)
-_GROUP_METADATA_VALUE_VERSIONS = range(0, 5)
-OFFSET_COMMIT_KEY_VERSIONS = (0, 1)
-GROUP_METADATA_KEY_VERSION = 2
 
 
 def _version(data: bytes) -> tuple[int, MessageReader]:
@@ -95,87 +100,83 @@ def _transaction_partitions(reader: MessageReader) -> tuple[str | None, list[int
 
 
 def decode_consumer_offsets(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """A ``__consumer_offsets`` record: an offset commit or a group's metadata."""
+    """A ``__consumer_offsets`` record (``GroupCoordinatorRecordSerde``): an offset commit, a
+    classic group's metadata, or a consumer/share/streams group record."""
+    out = decode_coordinator_record(GROUP_RECORDS, key, value)
+    if out.get("record") == "GroupMetadata" and out.get("protocol_type") == "consumer":
+        for member in out.get("members") or ():
+            member["subscription"] = _embedded(CONSUMER_PROTOCOL_SUBSCRIPTION, member["subscription"])
+            member["assignment"] = _embedded(CONSUMER_PROTOCOL_ASSIGNMENT, member["assignment"])
+    return out
+
+
+def _embedded(embedded: Schema, encoded: str) -> Any:
+    """A classic consumer's subscription or assignment (base64 bytes of GroupMetadataValue),
+    decoded as DumpLogSegments' ``prepareGroupMetadataValue`` does: ``version i16`` then the
+    message, later fields ignored (the consumer protocol is forward compatible); bytes that do
+    not decode stay as they are."""
+    data = base64.b64decode(encoded)
+    try:
+        return embedded.read(data, MessageReader(data).int16(), pos=2, to_end=False)
+    except MalformedMessage:
+        return encoded
+
+
+def decode_share_group_state(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """A ``__share_group_state`` record (``ShareCoordinatorRecordSerde``): ShareSnapshot or ShareUpdate."""
+    return decode_coordinator_record(SHARE_RECORDS, key, value)
+
+
+def _int16_at_start(data: bytes | None) -> int | None:
+    return int.from_bytes(data[:2], "big", signed=True) if data is not None and len(data) >= 2 else None
+
+
+def unknown_coordinator_record(records: dict[int, RecordSchemas], key: bytes | None, value: bytes | None) -> bool:
+    """Whether :func:`decode_coordinator_record` names this record ``unknown``, from its first
+    bytes alone: a record type or a value version the schemas do not know."""
+    record_type = _int16_at_start(key)
+    if record_type is None:
+        return False
+    entry = records.get(record_type)
+    if entry is None:
+        return True
+    version = _int16_at_start(value)
+    return version is not None and not entry[2].knows(version)
+
+
+def unknown_transaction_log_record(key: bytes | None, value: bytes | None) -> bool:
+    """Whether a ``__transaction_state`` record has a key or value version that
+    :func:`decode_transaction_log` does not know (TransactionLogKey v0; TransactionLogValue v0-1)."""
+    key_version, version = _int16_at_start(key), _int16_at_start(value)
+    return (key_version is not None and key_version != 0) or (version is not None and version not in _TXN_VALUE_VERSIONS)
+
+
+def decode_coordinator_record(records: dict[int, RecordSchemas], key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """``CoordinatorRecordSerde.deserialize``: the key's int16 is the record type, the key's
+    fields follow at version 0; the value's int16 is its version, the value's fields follow; a
+    null value is a tombstone. An unknown type (``UnknownRecordTypeException``) or value version
+    (``UnknownRecordVersionException``) is reported under ``unknown``, with what could be read."""
     out: dict[str, Any] = {}
     try:
         if key is None:
             raise MalformedMessage("null key")
-        key_version, reader = _version(key)
-        if key_version in OFFSET_COMMIT_KEY_VERSIONS:
-            out["record"] = "offset_commit"
-            out["group"] = reader.string()
-            out["topic"] = reader.string()
-            out["partition"] = reader.int32()
-            reader.expect_end()
-            if value is None:
-                out["tombstone"] = True
-            else:
-                out.update(_offset_commit_value(value))
-        elif key_version == GROUP_METADATA_KEY_VERSION:
-            out["record"] = "group_metadata"
-            out["group"] = reader.string()
-            reader.expect_end()
-            if value is None:
-                out["tombstone"] = True
-            else:
-                out.update(_group_metadata_value(value))
-        else:
-            # The new group coordinator's record types (KIP-848) are not decoded here.
-            out["record"] = f"coordinator_record_{key_version}"
+        record_type, _ = _version(key)
+        entry = records.get(record_type)
+        if entry is None:
+            out.update(record="unknown", type=record_type, unknown=f"unknown record type {record_type}")
+            return out
+        name, key_schema, value_schema = entry
+        out["record"] = name
+        out.update(key_schema.read(key, 0, pos=2))
+        if value is None:
+            out["tombstone"] = True
+            return out
+        version, _ = _version(value)
+        out["version"] = version
+        if not value_schema.knows(version):
+            out["unknown"] = f"unknown {value_schema.name} version {version}"
+            return out
+        out.update(value_schema.read(value, version, pos=2))
     except MalformedMessage as exc:
         out["error"] = str(exc)
     return out
-
-
-def _offset_commit_value(value: bytes) -> dict[str, Any]:
-    version, reader = _version(value)
-    if version not in _OFFSET_COMMIT_VALUE_VERSIONS:
-        raise MalformedMessage(f"unknown OffsetCommitValue version {version}")
-    reader.flexible = version >= 4
-    out: dict[str, Any] = {"version": version, "offset": reader.int64()}
-    if version >= 3:
-        out["leader_epoch"] = reader.int32()
-    out["metadata"] = reader.string()
-    out["commit_timestamp"] = reader.int64()
-    if version == 1:
-        out["expire_timestamp"] = reader.int64()
-    reader.tagged_fields()
-    reader.expect_end()
-    return out
-
-
-def _group_metadata_value(value: bytes) -> dict[str, Any]:
-    version, reader = _version(value)
-    if version not in _GROUP_METADATA_VALUE_VERSIONS:
-        raise MalformedMessage(f"unknown GroupMetadataValue version {version}")
-    reader.flexible = version >= 4
-    out: dict[str, Any] = {
-        "version": version,
-        "protocol_type": reader.string(),
-        "generation": reader.int32(),
-        "protocol": reader.string(),
-        "leader": reader.string(),
-    }
-    if version >= 2:
-        out["current_state_timestamp"] = reader.int64()
-    out["members"] = reader.array(lambda r: _member(r, version)) or []
-    reader.tagged_fields()
-    reader.expect_end()
-    return out
-
-
-def _member(reader: MessageReader, version: int) -> dict[str, Any]:
-    member: dict[str, Any] = {"member_id": reader.string()}
-    if version >= 3:
-        member["group_instance_id"] = reader.string()
-    member["client_id"] = reader.string()
-    member["client_host"] = reader.string()
-    if version >= 1:
-        member["rebalance_timeout"] = reader.int32()
-    member["session_timeout"] = reader.int32()
-    subscription = reader.bytes_()
-    assignment = reader.bytes_()
-    member["subscription_size"] = -1 if subscription is None else len(subscription)
-    member["assignment_size"] = -1 if assignment is None else len(assignment)
-    reader.tagged_fields()
-    return member

@@ -1,19 +1,34 @@
 """Which decoder reads a file's records, by where the file lives (DumpLogSegments picks its
-``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` the same
-way, by topic): ``__consumer_offsets-N``, ``__transaction_state-N``, ``__cluster_metadata-0``
-folders, and KRaft snapshot files (``bootstrap.checkpoint``, ``<offset>-<epoch>.checkpoint``)."""
+``--offsets-decoder`` / ``--transaction-log-decoder`` / ``--cluster-metadata-decoder`` /
+``--share-group-state-decoder`` the same way, by topic): ``__consumer_offsets-N``,
+``__transaction_state-N``, ``__share_group_state-N``, ``__cluster_metadata-0`` folders, and KRaft snapshot files (``bootstrap.checkpoint``, ``<offset>-<epoch>.checkpoint``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
-from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
-from kafka_audit.log.log_names import CLUSTER_METADATA, CONSUMER_OFFSETS, TRANSACTION_STATE, parse_partition_dir
-from kafka_audit.log.metadata_records import MetadataRecordDecoder
+from kafka_audit.log.coordinator_records import (
+    decode_consumer_offsets,
+    decode_share_group_state,
+    decode_transaction_log,
+    unknown_coordinator_record,
+    unknown_transaction_log_record,
+)
+from kafka_audit.log.coordinator_schemas import GROUP_RECORDS, SHARE_RECORDS
+from kafka_audit.log.log_names import (
+    CLUSTER_METADATA,
+    CONSUMER_OFFSETS,
+    SHARE_GROUP_STATE,
+    TRANSACTION_STATE,
+    parse_partition_dir,
+)
+from kafka_audit.log.metadata_records import MetadataRecordDecoder, unknown_metadata_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
+from kafka_audit.record.record_batch import RecordBatch
 
 Decoder = Callable[[bytes | None, bytes | None], dict[str, Any]]
 
@@ -37,14 +52,44 @@ def decoder_for(path: str) -> Decoder | None:
     """A fresh record decoder for the file at ``path``, or None for an ordinary topic."""
     if is_kraft_snapshot(path):
         return MetadataRecordDecoder()
-    topic = topic_of(path)
+    return decoder_for_topic(topic_of(path))
+
+
+def decoder_for_topic(topic: str | None) -> Decoder | None:
+    """A fresh record decoder for a segment of ``topic``, or None for an ordinary topic."""
     if topic == CONSUMER_OFFSETS:
         return decode_consumer_offsets
     if topic == TRANSACTION_STATE:
         return decode_transaction_log
+    if topic == SHARE_GROUP_STATE:
+        return decode_share_group_state
     if topic == CLUSTER_METADATA:
         return MetadataRecordDecoder()
     return None
+
+
+UnknownTest = Callable[[bytes | None, bytes | None], bool]
+
+
+def unknown_test_for_topic(topic: str | None) -> UnknownTest | None:
+    """Whether a record of ``topic`` is of a type or version its decoder does not know (the
+    decoders of :func:`decoder_for_topic` name such a record ``unknown``), read from the record's
+    first bytes; None for an ordinary topic."""
+    if topic == CONSUMER_OFFSETS:
+        return partial(unknown_coordinator_record, GROUP_RECORDS)
+    if topic == SHARE_GROUP_STATE:
+        return partial(unknown_coordinator_record, SHARE_RECORDS)
+    if topic == TRANSACTION_STATE:
+        return unknown_transaction_log_record
+    if topic == CLUSTER_METADATA:
+        return unknown_metadata_record
+    return None
+
+
+def count_unknown(segment: FileRecords, batch: RecordBatch, unknown: UnknownTest) -> int:
+    """How many of a data batch's records are of a type or version not known here (the scan
+    summary's ``internal_records_unknown``)."""
+    return sum(unknown(r.key, r.value) for r in segment.records(batch, with_data=True).records)
 
 
 def read_transaction_log(path: str) -> Iterator[dict[str, Any] | Problem]:

@@ -48,9 +48,15 @@ from kafka_audit.log.log_names import (
     STATE_SUFFIXES,
     TIERED_LEADER_EPOCH_CHECKPOINT,
     is_tiered_name,
+    overflows_long,
     parse_base_offset,
     parse_partition_dir,
     segment_state,
+)
+
+_OVERFLOW_REASON = (
+    "its 20-digit name is above Long.MAX_VALUE: a broker cannot load it "
+    "(LogFileUtils.offsetFromFileName throws NumberFormatException)"
 )
 
 
@@ -126,7 +132,7 @@ class _Walker:
         self.unreadable: list[UnreadableSegment] = []
         self.filtered_segments = 0
         self.filtered_topics: set[str] = set()
-        self.visited_dirs: set[tuple[int, int]] = set()
+        self.visited_dirs: set[tuple[int, int | str]] = set()  # (device, inode or an object's key)
         self.seen_files: set[str] = set()
         self.checkpoint_cache: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
         # Absolute root -> the PATH as the user gave it.
@@ -188,7 +194,7 @@ class _Walker:
         unreadable segment, any other name a skipped file."""
         name = self.fs.basename(display)
         offset = parse_base_offset(name)
-        if segment_state(name) is not None and offset is not None:
+        if segment_state(name) is not None and (offset is not None or overflows_long(name)):
             self.cannot_read(display, reason, folder, offset)
         else:
             self.skip(display, reason, folder)
@@ -266,8 +272,11 @@ class _Walker:
         base_offset = parse_base_offset(name)
         if base_offset is None:
             # SPEC 1: a file that is not a segment is skipped; any ``*.log`` (a broker's own
-            # server.log included) is reported wherever it lies.
-            if state is not None:
+            # server.log included) is reported wherever it lies. A segment named with 20 digits
+            # above Long.MAX_VALUE is one a broker cannot load: it is not read, so not skipped.
+            if state is not None and overflows_long(name):
+                self.cannot_read(display, _OVERFLOW_REASON, folder)
+            elif state is not None:
                 self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
             return
         real = self.fs.realpath(path)
@@ -295,6 +304,7 @@ class _Walker:
         except OSError as exc:
             self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
             return
+        assert state is not None  # a name without a segment state is a snapshot (returned above)
         seg_state, suffix = state
         if partition.kind == "delete" and seg_state == LIVE:
             seg_state = DELETED

@@ -70,6 +70,14 @@ def parse_base_offset(name: str) -> int | None:
     return offset if offset <= _LONG_MAX else None
 
 
+def overflows_long(name: str) -> bool:
+    """A segment or sidecar name whose 20 digits are above Long.MAX_VALUE: named as a broker
+    names its files, but ``LogFileUtils.offsetFromFileName`` (Long.parseLong) throws
+    NumberFormatException on it, so a broker cannot load the partition that holds it."""
+    match = _BASE_OFFSET.match(name.split(".", 1)[0])
+    return match is not None and match.group(1) is not None and int(match.group(1)) > _LONG_MAX
+
+
 def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
     """``(topic, partition, kind)`` of a partition folder name, or None.
 

@@ -2,231 +2,157 @@
 ``bootstrap.checkpoint``), decoded as DumpLogSegments' ``ClusterMetadataLogMessageParser`` does.
 
 A record's key is null; its value is ``MetadataRecordSerde``'s frame: ``frameVersion``,
-``apiKey`` and ``version`` as unsigned varints, then the record (flexible versions: compact
-strings and arrays, tagged fields). The record type names are ``MetadataRecordType``'s; the
-fields decoded are those of ``metadata/src/main/resources/common/metadata/*.json`` that a
-postmortem needs (topics, partitions and their leaders, brokers, producer-id blocks, feature
-levels, configs); other types are named with their fields left undecoded.
+``apiKey`` and ``version`` as unsigned varints, then the record at that version. The schemas are
+those of Kafka 4.2's ``metadata/src/main/resources/common/metadata/*.json`` (aiven/inkless
+b1fcb5f6f784, the Apache Kafka 4.2 tree; the names are ``MetadataRecordType``'s), in the notation of
+:mod:`kafka_audit.log.message_schema`. A type or version that is not among them is reported as
+``unknown``, never guessed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from kafka_audit.record.message_reader import MalformedMessage, MessageReader, int32_array
+from kafka_audit.log.message_schema import schema
+from kafka_audit.record.message_reader import MalformedMessage, MessageReader
 
-# MetadataRecordType: api key -> record name.
-RECORD_TYPES = {
-    0: "RegisterBrokerRecord",
-    1: "UnregisterBrokerRecord",
-    2: "TopicRecord",
-    3: "PartitionRecord",
-    4: "ConfigRecord",
-    5: "PartitionChangeRecord",
-    6: "AccessControlRecord",
-    7: "FenceBrokerRecord",
-    8: "UnfenceBrokerRecord",
-    9: "RemoveTopicRecord",
-    10: "DelegationTokenRecord",
-    11: "UserScramCredentialRecord",
-    12: "FeatureLevelRecord",
-    14: "ClientQuotaRecord",
-    15: "ProducerIdsRecord",
-    16: "RemoveFeatureLevelRecord",
-    17: "BrokerRegistrationChangeRecord",
-    18: "AccessControlEntryRecord",
-    19: "RemoveAccessControlEntryRecord",
-    20: "NoOpRecord",
-    21: "ZkMigrationStateRecord",
-    22: "RemoveUserScramCredentialRecord",
-    23: "BeginTransactionRecord",
-    24: "EndTransactionRecord",
-    25: "AbortTransactionRecord",
-    26: "RemoveDelegationTokenRecord",
-    27: "RegisterControllerRecord",
-    28: "ClearElrRecord",
-    29: "UnregisterControllerRecord",
-}
 # MetadataRecordSerde.DEFAULT_FRAME_VERSION
 FRAME_VERSION = 1
 
-Body = Callable[[MessageReader, int], dict[str, Any]]
-
-
-def _endpoint(reader: MessageReader) -> str:
-    name, host, port, _protocol = reader.string(), reader.string(), reader.uint16(), reader.int16()
-    reader.tagged_fields()
-    return f"{name}://{host}:{port}"
-
-
-def _feature_range(reader: MessageReader) -> dict[str, Any]:
-    feature = {"name": reader.string(), "min_supported": reader.int16(), "max_supported": reader.int16()}
-    reader.tagged_fields()
-    return feature
-
-
-def _uuid_array(reader: MessageReader) -> list[str] | None:
-    return reader.array(MessageReader.uuid)
-
-
-def _register_broker(r: MessageReader, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"broker_id": r.int32()}
-    if version >= 2:
-        out["is_migrating_zk_broker"] = r.boolean()
-    out["incarnation_id"] = r.uuid()
-    out["broker_epoch"] = r.int64()
-    out["endpoints"] = r.array(_endpoint)
-    out["features"] = r.array(_feature_range)
-    out["rack"] = r.string()
-    out["fenced"] = r.boolean()
-    if version >= 1:
-        out["in_controlled_shutdown"] = r.boolean()
-    out.update(r.tagged_fields({0: ("log_dirs", _uuid_array)}))
-    return out
-
-
-def _register_controller(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"controller_id": r.int32(), "incarnation_id": r.uuid(), "zk_migration_ready": r.boolean()}
-    out["endpoints"] = r.array(_endpoint)
-    out["features"] = r.array(_feature_range)
-    out.update(r.tagged_fields())
-    return out
-
-
-def _broker_and_epoch(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"broker_id": r.int32(), "broker_epoch": r.int64()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _broker_registration_change(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"broker_id": r.int32(), "broker_epoch": r.int64()}
-    out.update(
-        r.tagged_fields(
-            {
-                0: ("fenced", MessageReader.int8),
-                1: ("in_controlled_shutdown", MessageReader.int8),
-                2: ("log_dirs", _uuid_array),
-            }
-        )
-    )
-    return out
-
-
-def _topic(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"name": r.string(), "topic_id": r.uuid()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _remove_topic(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"topic_id": r.uuid()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _partition(r: MessageReader, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "partition_id": r.int32(),
-        "topic_id": r.uuid(),
-        "replicas": int32_array(r),
-        "isr": int32_array(r),
-        "removing_replicas": int32_array(r),
-        "adding_replicas": int32_array(r),
-        "leader": r.int32(),
-        "leader_epoch": r.int32(),
-        "partition_epoch": r.int32(),
-    }
-    if version >= 1:
-        out["directories"] = _uuid_array(r)
-    out.update(
-        r.tagged_fields(
-            {
-                0: ("leader_recovery_state", MessageReader.int8),
-                1: ("eligible_leader_replicas", int32_array),
-                2: ("last_known_elr", int32_array),
-            }
-        )
-    )
-    return out
-
-
-def _partition_change(r: MessageReader, version: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"partition_id": r.int32(), "topic_id": r.uuid()}
-    out.update(
-        r.tagged_fields(
-            {
-                0: ("isr", int32_array),
-                1: ("leader", MessageReader.int32),
-                2: ("replicas", int32_array),
-                3: ("removing_replicas", int32_array),
-                4: ("adding_replicas", int32_array),
-                5: ("leader_recovery_state", MessageReader.int8),
-            }
-        )
-    )
-    return out
-
-
-def _config(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"resource_type": r.int8(), "resource_name": r.string(), "name": r.string(), "value": r.string()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _feature_level(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"name": r.string(), "feature_level": r.int16()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _producer_ids(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"broker_id": r.int32(), "broker_epoch": r.int64(), "next_producer_id": r.int64()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _zk_migration_state(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"zk_migration_state": r.int8()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _controller_id(r: MessageReader, version: int) -> dict[str, Any]:
-    out = {"controller_id": r.int32()}
-    out.update(r.tagged_fields())
-    return out
-
-
-def _tagged_name(tag_name: str) -> Body:
-    def body(r: MessageReader, version: int) -> dict[str, Any]:
-        return r.tagged_fields({0: (tag_name, MessageReader.string)})
-
-    return body
-
-
-_BODIES: dict[int, Body] = {
-    0: _register_broker,
-    1: _broker_and_epoch,
-    2: _topic,
-    3: _partition,
-    4: _config,
-    5: _partition_change,
-    7: _broker_and_epoch,
-    8: _broker_and_epoch,
-    9: _remove_topic,
-    12: _feature_level,
-    15: _producer_ids,
-    17: _broker_registration_change,
-    20: lambda r, version: r.tagged_fields(),
-    21: _zk_migration_state,
-    23: _tagged_name("name"),
-    24: lambda r, version: r.tagged_fields(),
-    25: _tagged_name("reason"),
-    27: _register_controller,
-    29: _controller_id,
+_SCHEMAS: dict[int, tuple[str, str, str, str]] = {
+    0: (
+        'RegisterBrokerRecord', '0-3', '0+',
+        'BrokerId:int32 IsMigratingZkBroker(2+):bool IncarnationId:uuid BrokerEpoch:int64 '
+        'EndPoints:[{Name:string Host:string Port:uint16 SecurityProtocol:int16}] Features:[{Name:string '
+        'MinSupportedVersion:int16 MaxSupportedVersion:int16}] Rack:string? Fenced:bool '
+        'InControlledShutdown(1+):bool LogDirs(3+)@0:[uuid]',
+    ),
+    1: (
+        'UnregisterBrokerRecord', '0', '0+',
+        'BrokerId:int32 BrokerEpoch:int64',
+    ),
+    2: (
+        'TopicRecord', '0', '0+',
+        'Name:string TopicId:uuid',
+    ),
+    3: (
+        'PartitionRecord', '0-2', '0+',
+        'PartitionId:int32 TopicId:uuid Replicas:[int32] Isr:[int32] RemovingReplicas:[int32] '
+        'AddingReplicas:[int32] Leader:int32 LeaderRecoveryState@0:int8 LeaderEpoch:int32 PartitionEpoch:int32 '
+        'Directories(1+):[uuid] EligibleLeaderReplicas(2+)@1:[int32]? LastKnownElr(2+)@2:[int32]?',
+    ),
+    4: (
+        'ConfigRecord', '0', '0+',
+        'ResourceType:int8 ResourceName:string Name:string Value:string?',
+    ),
+    5: (
+        'PartitionChangeRecord', '0-2', '0+',
+        'PartitionId:int32 TopicId:uuid Isr@0:[int32]? Leader@1:int32 Replicas@2:[int32]? '
+        'RemovingReplicas@3:[int32]? AddingReplicas@4:[int32]? LeaderRecoveryState@5:int8 '
+        'Directories(1+)@8:[uuid]? EligibleLeaderReplicas(2+)@6:[int32]? LastKnownElr(2+)@7:[int32]?',
+    ),
+    7: (
+        'FenceBrokerRecord', '0', '0+',
+        'Id:int32 Epoch:int64',
+    ),
+    8: (
+        'UnfenceBrokerRecord', '0', '0+',
+        'Id:int32 Epoch:int64',
+    ),
+    9: (
+        'RemoveTopicRecord', '0', '0+',
+        'TopicId:uuid',
+    ),
+    10: (
+        'DelegationTokenRecord', '0', '0+',
+        'Owner:string Requester:string Renewers:[string] IssueTimestamp:int64 MaxTimestamp:int64 '
+        'ExpirationTimestamp:int64 TokenId:string',
+    ),
+    11: (
+        'UserScramCredentialRecord', '0', '0+',
+        'Name:string Mechanism:int8 Salt:bytes StoredKey:bytes ServerKey:bytes Iterations:int32',
+    ),
+    12: (
+        'FeatureLevelRecord', '0', '0+',
+        'Name:string FeatureLevel:int16',
+    ),
+    14: (
+        'ClientQuotaRecord', '0', '0+',
+        'Entity:[{EntityType:string EntityName:string?}] Key:string Value:float64 Remove:bool',
+    ),
+    15: (
+        'ProducerIdsRecord', '0', '0+',
+        'BrokerId:int32 BrokerEpoch:int64 NextProducerId:int64',
+    ),
+    17: (
+        'BrokerRegistrationChangeRecord', '0-2', '0+',
+        'BrokerId:int32 BrokerEpoch:int64 Fenced@0:int8 InControlledShutdown(1+)@1:int8 LogDirs(2+)@2:[uuid]',
+    ),
+    18: (
+        'AccessControlEntryRecord', '0', '0+',
+        'Id:uuid ResourceType:int8 ResourceName:string PatternType:int8 Principal:string Host:string '
+        'Operation:int8 PermissionType:int8',
+    ),
+    19: (
+        'RemoveAccessControlEntryRecord', '0', '0+',
+        'Id:uuid',
+    ),
+    20: (
+        'NoOpRecord', '0', '0+',
+        '',
+    ),
+    21: (
+        'ZkMigrationStateRecord', '0', '0+',
+        'ZkMigrationState:int8',
+    ),
+    22: (
+        'RemoveUserScramCredentialRecord', '0', '0+',
+        'Name:string Mechanism:int8',
+    ),
+    23: (
+        'BeginTransactionRecord', '0', '0+',
+        'Name@0:string?',
+    ),
+    24: (
+        'EndTransactionRecord', '0', '0+',
+        '',
+    ),
+    25: (
+        'AbortTransactionRecord', '0', '0+',
+        'Reason@0:string?',
+    ),
+    26: (
+        'RemoveDelegationTokenRecord', '0', '0+',
+        'TokenId:string',
+    ),
+    27: (
+        'RegisterControllerRecord', '0', '0+',
+        'ControllerId:int32 IncarnationId:uuid ZkMigrationReady:bool EndPoints:[{Name:string Host:string '
+        'Port:uint16 SecurityProtocol:int16}] Features:[{Name:string MinSupportedVersion:int16 '
+        'MaxSupportedVersion:int16}]',
+    ),
+    28: (
+        'ClearElrRecord', '0', '0+',
+        'TopicName:string',
+    ),
 }
+# MetadataRecordType: api key -> record schema.
+RECORD_SCHEMAS = {api_key: schema(*entry) for api_key, entry in _SCHEMAS.items()}
+
+
+def unknown_metadata_record(key: bytes | None, value: bytes | None) -> bool:
+    """Whether :class:`MetadataRecordDecoder` names this record ``unknown``, from its frame
+    alone: a frame version, record type or record version the schemas do not know."""
+    if not value:
+        return False
+    try:
+        reader = MessageReader(value, flexible=True)
+        if reader.unsigned_varint() != FRAME_VERSION:
+            return True
+        record = RECORD_SCHEMAS.get(reader.unsigned_varint())
+        return record is None or not record.knows(reader.unsigned_varint())
+    except MalformedMessage:
+        return False
 
 
 class MetadataRecordDecoder:
@@ -244,16 +170,20 @@ class MetadataRecordDecoder:
             reader = MessageReader(value, flexible=True)
             frame = reader.unsigned_varint()
             if frame != FRAME_VERSION:
-                raise MalformedMessage(f"unknown metadata frame version {frame}")
-            api_key, version = reader.unsigned_varint(), reader.unsigned_varint()
-            out["record"] = RECORD_TYPES.get(api_key, f"UnknownRecord({api_key})")
-            out["version"] = version
-            body = _BODIES.get(api_key)
-            if body is None:
-                out["fields"] = "not decoded"
+                out["record"] = "unknown"
+                out["unknown"] = f"unknown metadata frame version {frame}"
                 return out
-            out.update(body(reader, version))
-            reader.expect_end()
+            api_key, version = reader.unsigned_varint(), reader.unsigned_varint()
+            record = RECORD_SCHEMAS.get(api_key)
+            out["record"] = record.name if record is not None else "unknown"
+            if record is None:
+                out["api_key"] = api_key
+            out["version"] = version
+            if record is None or not record.knows(version):
+                out["unknown"] = f"unknown metadata record type {api_key}" if record is None \
+                    else f"unknown {record.name} version {version}"
+                return out
+            out.update(record.read(value, version, reader.pos))
         except MalformedMessage as exc:
             out["error"] = str(exc)
             return out
@@ -265,3 +195,35 @@ class MetadataRecordDecoder:
             self.topic_names[out["topic_id"]] = out["name"]
         elif "topic_id" in out and out["topic_id"] in self.topic_names:
             out["topic"] = self.topic_names[out["topic_id"]]
+
+
+# The KRaft control records' values by control type (clients/src/main/resources/common/message:
+# LeaderChangeMessage, SnapshotHeaderRecord, SnapshotFooterRecord, KRaftVersionRecord,
+# VotersRecord), each read at version 0 as ControlRecordUtils reads them (*_CURRENT_VERSION).
+_KRAFT_CONTROL: dict[int, tuple[str, str, str, str]] = {
+    2: ("LeaderChange", "0-1", "0+",
+        "&Voter={VoterId:int32 VoterDirectoryId(1+):uuid} Version:int16 LeaderId:int32 Voters:[Voter] GrantingVoters:[Voter]"),
+    3: ("SnapshotHeader", "0", "0+", "Version:int16 LastContainedLogTimestamp:int64"),
+    4: ("SnapshotFooter", "0", "0+", "Version:int16"),
+    5: ("KRaftVersion", "0", "0+", "Version:int16 KRaftVersion:int16"),
+    6: ("KRaftVoters", "0", "0+",
+        "Version:int16 Voters:[{VoterId:int32 VoterDirectoryId:uuid Endpoints:[{Name:string Host:string Port:uint16}] "
+        "KRaftVersionFeature:{MinSupportedVersion:int16 MaxSupportedVersion:int16}}]"),
+}
+KRAFT_CONTROL_SCHEMAS = {control_type: schema(*entry) for control_type, entry in _KRAFT_CONTROL.items()}
+_CONTROL_READ_VERSION = 0
+
+
+def decode_kraft_control(control_type: int | None, value: bytes | None) -> dict[str, Any] | None:
+    """A KRaft control record's value, as DumpLogSegments prints it; None for other types."""
+    record = None if control_type is None else KRAFT_CONTROL_SCHEMAS.get(control_type)
+    if record is None:
+        return None
+    out: dict[str, Any] = {"record": record.name}
+    try:
+        if value is None:
+            raise MalformedMessage("null value")
+        out.update(record.read(value, _CONTROL_READ_VERSION))
+    except MalformedMessage as exc:
+        out["error"] = str(exc)
+    return out

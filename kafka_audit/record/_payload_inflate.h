@@ -1,7 +1,9 @@
 /*
  * The inflating half of _record_screen.c's screen_payload: a v2 batch's LZ4 or zstd payload
- * inflated as kafka_audit/record/compression.py inflates it on its fast paths (the frame walks of
- * _unlz4 and _zstd_frames, then the same library calls, handed in from Python), or not taken on.
+ * inflated as kafka_audit/record/lz4_frame.py and zstd_frame.py inflate it on their fast paths (the
+ * frame walks of decompress_lz4 and _zstd_frames, then the same library calls, handed in from
+ * Python), or not taken on (the quick path then decompresses in Python). A fast path only: it
+ * decides nothing the audit reports; why a payload does not decompress is compression.py's to say.
  * Included by _record_screen.c only.
  */
 #ifndef KAFKA_AUDIT_PAYLOAD_INFLATE_H
@@ -72,7 +74,7 @@ static inline uint32_t u32le(const uint8_t *p)
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
-/* compression._unlz4 for magic v2, up to its independent-block path (_unlz4_independent). */
+/* lz4_frame.decompress_lz4 for magic v2, up to its independent-block path (_unlz4_independent). */
 static int inflate_lz4(const uint8_t *data, Py_ssize_t n, long long max_size, PyObject *block_into, payload_t *out)
 {
     static const Py_ssize_t block_sizes[8] = {0, 0, 0, 0, 64 * 1024, 256 * 1024, 1024 * 1024, 4 * 1024 * 1024};
@@ -142,7 +144,7 @@ static int inflate_lz4(const uint8_t *data, Py_ssize_t n, long long max_size, Py
     }
 }
 
-/* compression._zstd_frames: plain zstd frames back to back, each with the most it can inflate to. */
+/* zstd_frame._zstd_frames: plain zstd frames back to back, each with the most it can inflate to. */
 #define MAX_ZSTD_FRAMES 64
 static Py_ssize_t zstd_frames(const uint8_t *data, Py_ssize_t end, Py_ssize_t *starts, Py_ssize_t *ends, long long *bound)
 {
@@ -200,7 +202,7 @@ static const char *const name_text[S_COUNT] = {"position", "size", "attributes",
     "require_key", "min_timestamp", "max_timestamp", "decompressobj", "decompress", "eof", "unused_data"};
 static PyObject *names[S_COUNT];
 
-/* compression._unzstd_whole: each frame inflated in one decompressobj() call. */
+/* zstd_frame._unzstd_whole: each frame inflated in one decompressobj() call. */
 static int inflate_zstd(const uint8_t *data, Py_ssize_t n, long long max_size, PyObject *factory, payload_t *out)
 {
     Py_ssize_t starts[MAX_ZSTD_FRAMES], ends[MAX_ZSTD_FRAMES];

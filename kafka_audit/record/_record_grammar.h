@@ -1,5 +1,5 @@
 /*
- * DefaultRecord's varint grammar for the C extensions (formats/_record_screen.c, _record_text.c),
+ * DefaultRecord's varint grammar for the C extensions (record/_record_screen.c, _record_text.c),
  * written once. Varints follow org.apache.kafka.common.utils.ByteUtils: readVarint reads at most
  * MAX_VARINT_BYTES bytes into a Java int, readVarlong at most MAX_VARLONG_BYTES into a long, then
  * zig-zag decodes. The widths are those of kafka_audit/record/default_record.py, the grammar's

@@ -1,7 +1,8 @@
 /*
- * The record screen of kafka_audit.record.default_record, compiled: exactly the answer of
- * screen_records_py() (see its docstring; tests/test_default_record.py holds the two to it), many
- * times faster. Optional: when this module is not built, the pure-Python screen runs instead.
+ * The record screen of kafka_audit.record.record_screen, compiled: exactly the answer of the
+ * pure-Python reference screen_records_py() in tests/support/record_screen_reference.py (see its
+ * docstring; tests/test_default_record.py and test_properties.py hold the two to it). Required:
+ * the audit's fast path has no other implementation (setup.py fails clearly without a compiler).
  *
  * screen_records(data, base_timestamp, record_count, require_key, min_timestamp, max_timestamp)
  * returns True when the `record_count` magic v2 records in `data` (a batch's records,

@@ -16,7 +16,7 @@
  * None when the records are not exactly what decode_records() reads without error (a record that
  * does not parse, bytes left over, a count that does not match), when a number leaves a long, or
  * when a header key is not valid UTF-8: the caller then runs the Python path, which says what is
- * wrong in Kafka's words. Varints and fields: formats/_record_grammar.h.
+ * wrong in Kafka's words. Varints and fields: record/_record_grammar.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kafka_audit.record.compression import DecompressionError, decompress
-from kafka_audit.record.default_record import RecordScreen, decode_records, screen_records
+from kafka_audit.record.default_record import decode_records
 from kafka_audit.record.legacy_record import (
     decode_legacy_batch,
 )
@@ -39,22 +39,18 @@ def max_decompressed_size(batch: RecordBatch) -> int:
 class BatchRecords:
     """The records of one batch and the problems met decoding them.
 
-    ``passed_screen``: the v2 records were only screened (:func:`screen_records`), not decoded;
-    ``records`` is then empty and ``count`` records are well-formed and pass the screen.
     ``batch``: the batch as its records describe it (a v0/v1 wrapper's base offset and record
     count come from its inner set); None where it is the batch that was read.
     """
 
     records: list[Record]
     problems: list[Problem] = field(default_factory=list)
-    passed_screen: bool = False
-    screened: int = 0
     batch: RecordBatch | None = None
 
     @property
     def count(self) -> int:
         """How many records the batch holds that could be read."""
-        return self.screened if self.passed_screen else len(self.records)
+        return len(self.records)
 
 
 def v2_records_data(buf, batch: RecordBatch):
@@ -66,14 +62,8 @@ def v2_records_data(buf, batch: RecordBatch):
     return payload
 
 
-def read_batch_records(
-    buf, batch: RecordBatch, with_data: bool = True, screen: RecordScreen | None = None
-) -> BatchRecords:
+def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
     """Decode a batch's records on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterator).
-
-    With a ``screen``, a v2 batch whose records all pass it (:func:`screen_records`) is not
-    decoded: the result has ``passed_screen`` set, no records and no problems. The audit's fast
-    path: most batches have nothing to report and need no :class:`Record` object.
 
     Problems: ``decompression_failed`` for an unknown codec or a payload that does not
     decompress (or inflates past :func:`max_decompressed_size`), ``non_monotonic_offsets``
@@ -88,7 +78,7 @@ def read_batch_records(
         return BatchRecords(legacy.records, legacy.problems, batch=legacy.batch)
 
     try:
-        data = v2_records_data(buf, batch)  # screened in place; copied below only when it has to be decoded
+        data = v2_records_data(buf, batch)
     except DecompressionError as exc:
         return BatchRecords(
             [],
@@ -102,8 +92,6 @@ def read_batch_records(
                 )
             ],
         )
-    if screen is not None and screen_records(data, batch.base_timestamp, batch.record_count or 0, screen):
-        return BatchRecords([], passed_screen=True, screened=batch.record_count or 0)
     if not batch.codec:
         data = bytes(data)
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None

@@ -17,13 +17,8 @@ from dataclasses import dataclass
 
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2, Header, Record
 
-try:  # the optional C build of screen_records_py (see screen_records)
-    from kafka_audit.record._record_screen import screen_records as _compiled_screen
-except ImportError:  # not built: the pure-Python screen runs
-    _compiled_screen = None
-
-# The record grammar's varint widths, here for the decoder, the Python screen and the encoder,
-# and compiled into the C screen (setup.py reads them from this file): ByteUtils.readVarint reads
+# The record grammar's varint widths, here for the decoder and the encoder, and compiled into
+# the C screen (setup.py reads them from this file): ByteUtils.readVarint reads
 # at most 5 bytes, readVarlong at most 10.
 MAX_VARINT_BYTES = 5
 MAX_VARLONG_BYTES = 10
@@ -32,13 +27,6 @@ MAX_VARLONG_BYTES = 10
 MIN_HEADER_BYTES = 2
 # A varint of one or two bytes carries 7 or 14 payload bits: the values the tables below hold.
 TWO_BYTE_VARINT_VALUES = 1 << 14
-
-# The zig-zag value of every varint of one or two bytes, indexed by its 14 payload bits
-# ``(b0 & 0x7F) | (b1 << 7)`` (a one-byte varint is its own index). In CPython one tuple lookup
-# is cheaper than the shift, and, negate and xor of a zig-zag decode; :func:`screen_records`
-# reads every length, delta and size of a batch through it.
-_ZIGZAG = tuple((raw >> 1) ^ -(raw & 1) for raw in range(TWO_BYTE_VARINT_VALUES))
-
 
 # ByteUtils.writeVarlong of the zig-zag values of one and two bytes, built once: an encoder
 # writes such lengths and deltas for almost every field.
@@ -132,6 +120,8 @@ class DecodedRecords:
     error_index: int | None = None
 
 
+# Over 60 lines on purpose: the hot decoding loop with DefaultRecord's fields and one-byte varints
+# inline (a call per field would double its cost; bench/run.py measures it).
 def decode_records(
     data: bytes,
     base_offset: int,
@@ -292,158 +282,3 @@ def _read_headers(
         if with_data:
             headers.append(Header(key_bytes.decode("utf-8", errors="replace"), value))
     return pos, tuple(headers)
-
-
-@dataclass(frozen=True, slots=True)
-class RecordScreen:
-    """The per-record rules :func:`screen_records` holds every record of a batch to.
-
-    A record passes when its offset delta equals its index, it has a key if ``require_key``, and
-    its timestamp (the batch's base timestamp plus the record's delta) is at least
-    ``min_timestamp`` and at most ``max_timestamp`` where those are set. The record validator
-    builds the screen so that a record passing it cannot break one of its rules.
-    """
-
-    require_key: bool = False
-    min_timestamp: int | None = None
-    max_timestamp: int | None = None
-
-
-def screen_records(data: bytes, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
-    """True when the v2 records in ``data`` are well-formed and all pass ``screen``: the compiled
-    screen (``_record_screen.c``) when it was built, else :func:`screen_records_py`. Both give
-    the same answer (``tests/test_default_record.py`` holds them to it)."""
-    if _compiled_screen is not None:
-        return _compiled_screen(
-            data, base_timestamp, record_count, screen.require_key, screen.min_timestamp, screen.max_timestamp
-        )
-    return screen_records_py(data, base_timestamp, record_count, screen)
-
-
-def screen_records_py(data: bytes, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
-    """True when the v2 records in ``data`` are well-formed and all pass ``screen``.
-
-    The audit's fast path, for the common batch with nothing to report. True means exactly what
-    :func:`decode_records` would confirm at a much higher cost: ``record_count`` records read
-    without error, no byte left over, and every record passing the screen. It builds no
-    :class:`Record`, copies no key or value, and reads varints of one or two bytes (every
-    length, delta and size below 8 KiB) through a table lookup instead of a call. False means
-    "look closer": the caller decodes the batch with :func:`decode_records`, which says what is
-    wrong in Kafka's words, so this function only has to reject, never to explain. It never raises.
-
-    Bounds are checked lazily: a key, value or header that runs past its record's end is not
-    caught where it happens but by ``pos != record_end`` at the end of the record, since ``pos``
-    only moves forward (a size is never negative here and every varint takes a byte at least);
-    reads past the end of ``data`` raise IndexError, which rejects.
-    """
-    if record_count < 0:
-        return False
-    zigzag = _ZIGZAG
-    require_key = screen.require_key
-    low = screen.min_timestamp
-    high = screen.max_timestamp
-    check_time = low is not None or high is not None
-    end = len(data)
-    pos = 0
-    try:
-        for index in range(record_count):
-            # Each varint: one byte, two bytes (both inline), or read_varint for longer ones.
-            b = data[pos]
-            if b < 0x80:
-                length = zigzag[b]
-                pos += 1
-            elif (b1 := data[pos + 1]) < 0x80:
-                length = zigzag[(b & 0x7F) | (b1 << 7)]
-                pos += 2
-            else:
-                length, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-            record_end = pos + length
-            if length <= 0 or record_end > end:
-                return False
-            pos += 1  # attributes: no rule reads a v2 record's attributes
-            b = data[pos]
-            if b < 0x80:
-                timestamp_delta = zigzag[b]
-                pos += 1
-            elif (b1 := data[pos + 1]) < 0x80:
-                timestamp_delta = zigzag[(b & 0x7F) | (b1 << 7)]
-                pos += 2
-            else:
-                timestamp_delta, pos = read_varint(data, pos, MAX_VARLONG_BYTES)
-            if check_time:
-                timestamp = base_timestamp + timestamp_delta
-                if (low is not None and timestamp < low) or (high is not None and timestamp > high):
-                    return False
-            b = data[pos]
-            if b < 0x80:
-                offset_delta = zigzag[b]
-                pos += 1
-            elif (b1 := data[pos + 1]) < 0x80:
-                offset_delta = zigzag[(b & 0x7F) | (b1 << 7)]
-                pos += 2
-            else:
-                offset_delta, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-            if offset_delta != index:
-                return False
-            b = data[pos]
-            if b < 0x80:
-                key_size = zigzag[b]
-                pos += 1
-            elif (b1 := data[pos + 1]) < 0x80:
-                key_size = zigzag[(b & 0x7F) | (b1 << 7)]
-                pos += 2
-            else:
-                key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-            if key_size >= 0:
-                pos += key_size
-            elif key_size != -1 or require_key:
-                return False
-            b = data[pos]
-            if b < 0x80:
-                value_size = zigzag[b]
-                pos += 1
-            elif (b1 := data[pos + 1]) < 0x80:
-                value_size = zigzag[(b & 0x7F) | (b1 << 7)]
-                pos += 2
-            else:
-                value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-            if value_size >= 0:
-                pos += value_size
-            elif value_size != -1:
-                return False
-            b = data[pos]
-            if b == 0:  # no headers, the common case
-                pos += 1
-            else:
-                if b < 0x80:
-                    header_count = zigzag[b]
-                    pos += 1
-                else:
-                    header_count, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-                if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
-                    return False
-                for _ in range(header_count):
-                    b = data[pos]
-                    if b < 0x80:
-                        header_key_size = zigzag[b]
-                        pos += 1
-                    else:
-                        header_key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-                    if header_key_size < 0:
-                        return False
-                    pos += header_key_size
-                    b = data[pos]
-                    if b < 0x80:
-                        header_value_size = zigzag[b]
-                        pos += 1
-                    else:
-                        header_value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-                    if header_value_size >= 0:
-                        pos += header_value_size
-                    elif header_value_size != -1:
-                        return False
-            if pos != record_end:
-                return False
-    except (MalformedRecord, IndexError):
-        return False
-    return pos == end

@@ -135,6 +135,8 @@ class LegacyRecords:
     batch: RecordBatch | None = None
 
 
+# Over 60 lines: AbstractLegacyRecordBatch's iterator cases (wrapper, inner set, v0/v1 offsets) in
+# the order Kafka checks them, each answering with its own problem.
 def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompressed: int) -> LegacyRecords:
     """Decode the records of a top-level v0/v1 message.
 

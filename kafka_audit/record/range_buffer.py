@@ -60,7 +60,7 @@ class RangeBuffer:
         self.read_ahead = read_ahead
         # Private: madvise(MADV_DONTNEED) frees a private anonymous page (a shared one would keep it).
         private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
-        self.buffer: mmap.mmap | bytes = mmap.mmap(-1, self.size, flags=private) if self.size else b""
+        self.buffer: mmap.mmap | bytearray = mmap.mmap(-1, self.size, flags=private) if self.size else bytearray()
         self._pool: ThreadPoolExecutor | None = None
         self._queue: deque[tuple[int, int, Future]] = deque()
         self._low = self._high = 0  # [low, high) is loaded

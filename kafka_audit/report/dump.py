@@ -19,17 +19,19 @@ import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict
-from typing import Any
+from typing import Any, cast
 
 from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
 from kafka_audit.log.internal_topics import Decoder, decoder_for, is_kraft_snapshot
 from kafka_audit.log.log_names import parse_base_offset
+from kafka_audit.log.metadata_records import decode_kraft_control
 from kafka_audit.record.batch_records import v2_records_data
 from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, ControlRecordType, Record, RecordBatch, TimestampType
+from kafka_audit.report.redact import Redactor
 
 try:
     from kafka_audit.record._record_text import record_text as _compiled_record_text
@@ -37,21 +39,28 @@ except ImportError:  # not built: the Python loop prints every record
     _compiled_record_text = None
 
 
-def dump_file(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+def dump_file(
+    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None = None
+) -> Iterator[str]:
     """Text describing ``path``, chosen by its name as DumpLogSegments does: chunks of whole
-    lines, each line ending in a newline (a segment: one chunk per batch)."""
-    for chunk in _dump_chunks(path, as_json, records, print_data):
+    lines, each line ending in a newline (a segment: one chunk per batch). With ``redact``
+    (``--redact``) every record is printed with its key, value and header values replaced by
+    their length and keyed hash; internal topics' records are then not decoded by their schema
+    (their keys and values are group and transactional ids), control records still are."""
+    if redact is not None:
+        records, print_data = True, True
+    for chunk in _dump_chunks(path, as_json, records, print_data, redact):
         yield chunk if chunk.endswith("\n") else chunk + "\n"
 
 
-def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None) -> Iterator[str]:
     name = os.path.basename(path)
     stem = name.removesuffix(".deleted")
     if not as_json:
         yield f"Dumping {path}"
     try:
         if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
-            yield from _dump_segment(path, as_json, records, print_data)
+            yield from _dump_segment(path, as_json, records, print_data, redact)
         elif stem.endswith(".index"):
             yield from _dump_entries(path, as_json, _offset_index_entries(path))
         elif stem.endswith(".timeindex"):
@@ -70,11 +79,11 @@ def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool) -> I
         yield _problem_line(path, None, "unreadable", f"cannot read: {exc.strerror or exc}", as_json)
 
 
-def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> Iterator[str]:
+def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None) -> Iterator[str]:
     """One chunk per batch: its line (or JSON object), its problems, its records' lines. With
     ``records``, an internal topic's records are also decoded by their schema, as DumpLogSegments'
     decoders do (``decoded``)."""
-    decoder = decoder_for(path) if records else None
+    decoder = decoder_for(path) if records and redact is None else None
     with FileRecords(path) as segment:
         for item in segment.batches():
             if isinstance(item, Problem):
@@ -85,13 +94,13 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> 
                 decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
                 if decoded is not None and decoded.batch is not None:
                     item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
-                lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data, decoder))]
+                lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data, decoder, redact))]
                 problems = decoded.problems if decoded is not None else []
                 lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
                 yield "\n".join(lines)
                 continue
             if records:
-                text = _compiled_lines(segment, item, print_data) if decoder is None else None
+                text = _compiled_lines(segment, item, print_data) if decoder is None and redact is None else None
                 if text is not None:
                     yield f"{_batch_text(item)}\n{text}"
                     continue
@@ -104,7 +113,7 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool) -> 
             lines = [_batch_text(item)]
             lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
             if records:
-                lines.append(record_lines(item, decoded.records, print_data, decoder))
+                lines.append(record_lines(item, decoded.records, print_data, decoder, redact))
             yield "\n".join(lines)
 
 
@@ -132,14 +141,20 @@ def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) 
     )
 
 
-def record_lines(batch: RecordBatch, records: list[Record], print_data: bool, decoder: Decoder | None = None) -> str:
+def record_lines(
+    batch: RecordBatch, records: list[Record], print_data: bool, decoder: Decoder | None = None,
+    redact: Redactor | None = None,
+) -> str:
     """The Python record-printing loop: one :func:`_record_text` line per record, joined (no
     newline after the last). What the compiled formatter prints for a v2 data batch, and the only
     path for control batches, v0/v1 and records that need decoding of their own."""
-    return "\n".join([_record_text(batch, record, print_data, decoder) for record in records])
+    return "\n".join([_record_text(batch, record, print_data, decoder, redact) for record in records])
 
 
-def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool, decoder: Decoder | None = None) -> dict[str, Any]:
+def _batch_json(
+    path: str, batch: RecordBatch, decoded, print_data: bool, decoder: Decoder | None = None,
+    redact: Redactor | None = None,
+) -> dict[str, Any]:
     data: dict[str, Any] = {
         "file": path,
         "position": batch.position,
@@ -166,24 +181,31 @@ def _batch_json(path: str, batch: RecordBatch, decoded, print_data: bool, decode
         data["control"] = {"version": control.version, "type": control.type,
                            "coordinator_epoch": control.coordinator_epoch, "error": control.error}
     if decoded is not None:
-        data["records"] = [_record_json(r, print_data) for r in decoded.records]
-        if decoder is not None and not batch.is_control:
-            for entry, record in zip(data["records"], decoded.records):
+        data["records"] = [_record_json(r, print_data, redact) for r in decoded.records]
+        for entry, record in zip(data["records"], decoded.records):
+            if batch.is_control:
+                control = parse_control_record(record)
+                kraft = None if control.error else decode_kraft_control(control.type, record.value)
+                if kraft is not None:
+                    entry["decoded"] = kraft
+            elif decoder is not None:
                 entry["decoded"] = decoder(record.key, record.value)
     return data
 
 
-def _record_json(record: Record, print_data: bool) -> dict[str, Any]:
+def _record_json(record: Record, print_data: bool, redact: Redactor | None = None) -> dict[str, Any]:
     data: dict[str, Any] = {
         "offset": record.offset,
         "timestamp": record.timestamp,
         "key_size": record.key_size,
         "value_size": record.value_size,
-        "headers": [_bytes_field("key", h.key.encode(), {}) | _bytes_field("value", h.value, {}) for h in record.headers]
-        if print_data
-        else record.header_count,
+        "headers": record.header_count,
     }
-    if print_data:
+    if redact is not None:
+        data["headers"] = [{"key": h.key, "value": redact(h.value)} for h in record.headers]
+        data["key"], data["value"] = redact(record.key), redact(record.value)
+    elif print_data:
+        data["headers"] = [_bytes_field("key", h.key.encode(), {}) | _bytes_field("value", h.value, {}) for h in record.headers]
         _bytes_field("key", record.key, data)
         _bytes_field("value", record.value, data)
     return data
@@ -228,7 +250,10 @@ def _batch_text(batch: RecordBatch) -> str:
     )
 
 
-def _record_text(batch: RecordBatch, record: Record, print_data: bool, decoder: Decoder | None = None) -> str:
+def _record_text(
+    batch: RecordBatch, record: Record, print_data: bool, decoder: Decoder | None = None,
+    redact: Redactor | None = None,
+) -> str:
     ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
     if batch.magic >= 2:
@@ -241,10 +266,17 @@ def _record_text(batch: RecordBatch, record: Record, print_data: bool, decoder: 
         if control.error:
             line += f" control: invalid ({control.error})"
         else:
-            line += f" endTxnMarker: {ControlRecordType(control.type).name} coordinatorEpoch: {control.coordinator_epoch}" \
+            line += f" endTxnMarker: {ControlRecordType(cast(int, control.type)).name} coordinatorEpoch: {control.coordinator_epoch}" \
                 if control.is_transaction_marker else f" controlType: {control.type}"
+            kraft = decode_kraft_control(control.type, record.value)
+            if kraft is not None:
+                line += f" decoded: {json.dumps(kraft)}"
     elif decoder is not None:
         line += f" decoded: {json.dumps(decoder(record.key, record.value))}"
+    elif redact is not None:
+        line += f" key: {redact(record.key) or 'null'} payload: {redact(record.value) or 'null'}"
+        if record.headers:
+            line += " headers: [" + ",".join(f"{h.key}={redact(h.value)}" for h in record.headers) + "]"
     elif print_data:
         line += f" key: {_text(record.key)} payload: {_text(record.value)}"
     return line

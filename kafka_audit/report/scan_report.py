@@ -22,8 +22,8 @@ DEFAULT_TABLE_LIMIT = 50
 _NOTES_SHOWN = 20
 # Consoles at least this wide get a separate "where" column.
 _WIDE_CONSOLE = 140
-_SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
-_OUTCOME_STYLE = {
+_SEVERITY_STYLE: dict[str, str] = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+_OUTCOME_STYLE: dict[str, str] = {
     ClientOutcome.FATAL: "bold red",
     ClientOutcome.ABORTABLE: "magenta",
     ClientOutcome.RETRIABLE: "yellow",
@@ -71,10 +71,25 @@ def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABL
             console.print(_group_table(group, findings, limit, wide))
 
 
+def _written_by(summary: dict[str, Any]) -> str:
+    """The feature levels the log dirs record, or that they record none."""
+    levels = [f"{name} {summary[key]}" for key, name in (("metadata_version", "metadata.version"),
+                                                        ("transaction_version", "transaction.version"))
+              if summary.get(key) is not None]
+    return ", ".join(levels) or "unknown (no KRaft metadata scanned)"
+
+
 def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> Panel:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
+    for name, value in summary_rows(summary):
+        grid.add_row(name, value)
+    return Panel(grid, title=title, border_style="blue", expand=False)
+
+
+def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The summary's lines as (name, text): the table's panel and the HTML report's summary."""
     txn = summary.get("transactions", {})
     severities = summary.get("findings_by_severity", {})
     rows = [
@@ -86,6 +101,8 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
         ("bytes", f"{summary.get('bytes_read', summary.get('bytes', 0)):,} read of {summary.get('bytes_found', 0):,} found"),
         ("unreadable", f"{summary.get('segments_unreadable', 0):,} segments not read in full"),
         ("skipped", f"{summary.get('files_skipped', 0):,} files that are not part of a Kafka log"),
+        ("written by", _written_by(summary)),
+        ("internal", f"{summary.get('internal_records_unknown', 0):,} internal records of unknown type or version"),
         ("formats", _counts(summary.get("formats", {}))),
         ("codecs", _counts(summary.get("codecs", {}))),
         ("producers", f"{summary.get('producers', 0):,}"),
@@ -95,16 +112,15 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
         ),
         ("engine", summary.get("engine", "-")),
         ("wall time", f"{summary.get('wall_time_s', 0):.1f} s ({summary.get('mb_per_s', 0):.1f} MB/s)"),
-        ("findings", ", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none"),
+        ("findings", (", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none")
+         + (f" ({summary['findings_baseline']:,} known from the baseline)" if summary.get("findings_baseline") else "")),
         ("by check", _counts(summary.get("findings_by_check", {})) or "-"),
     ]
     if summary.get("filter"):
         rows.append(("filter", ", ".join(f"{k} {v}" for k, v in summary["filter"].items() if v is not None)))
     if "broker_log_lines" in summary:
         rows.append(("broker log", _broker_log_counts(summary)))
-    for name, value in rows:
-        grid.add_row(name, value)
-    return Panel(grid, title=title, border_style="blue", expand=False)
+    return rows
 
 
 def _broker_log_counts(summary: dict[str, Any]) -> str:
@@ -125,6 +141,8 @@ def _finding_cell(finding: Finding) -> Text:
     cell = Text()
     cell.append(finding.severity, style=_SEVERITY_STYLE[finding.severity])
     cell.append(f" {finding.check}")
+    if finding.baseline:  # --baseline lists it: shown, never failing the gate
+        cell.append(" (baseline)", style="dim")
     if finding.error_name:
         cell.append(f"\n{finding.error_name} ({finding.error_code})", style="bold")
     exception = finding.details.get("client_exception")

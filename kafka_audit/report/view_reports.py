@@ -84,11 +84,7 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
         producer = Text(str(row["producer_id"]))
         if row["transactional_id"]:
             producer.append(f"\n{row['transactional_id']}", style="cyan")
-        sequences = row["sequences"]
-        epochs = "\n".join(
-            f"{epoch}: {sequences[str(epoch)][0]}-{sequences[str(epoch)][1]}" if str(epoch) in sequences else f"{epoch}: -"
-            for epoch in row["epochs"]
-        )
+        epochs = _epoch_lines(row["epochs"], row["sequences"])
         txn = row["transactions"]
         found = row["findings"]
         table.add_row(
@@ -103,6 +99,21 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
         )
     console.print(table)
     _more(console, len(rows), limit, "producers")
+
+
+def _epoch_lines(epochs: list[int], sequences: dict[str, list[int]]) -> str:
+    """One line per run of consecutive epochs with the same sequence range: a transactions-v2
+    producer moves to a new epoch at every transaction end (KIP-890), so its thousands of epochs
+    read as ``0..4093: 0-9`` rather than one line each."""
+    runs: list[tuple[int, int, str]] = []
+    for epoch in epochs:
+        span = sequences.get(str(epoch))
+        text = f"{span[0]}-{span[1]}" if span else "-"
+        if runs and runs[-1][1] == epoch - 1 and runs[-1][2] == text:
+            runs[-1] = (runs[-1][0], epoch, text)
+        else:
+            runs.append((epoch, epoch, text))
+    return "\n".join(f"{first}: {text}" if first == last else f"{first}..{last}: {text}" for first, last, text in runs)
 
 
 def render_timeline(summary: dict[str, Any], rows: list[dict[str, Any]], console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:

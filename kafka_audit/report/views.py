@@ -67,6 +67,7 @@ def finish_views(result: ScanResult, keep: ReportFilter) -> ScanResult:
     result.summary["filter"] = keep.describe()
     result.summary["findings_by_check"] = dict(sorted(Counter(f.check for f in result.findings).items()))
     result.summary["findings_by_severity"] = dict(sorted(Counter(f.severity for f in result.findings).items()))
+    result.summary["findings_baseline"] = sum(f.baseline for f in result.findings)
     count_findings(result.producers, result.findings)
     return result
 
@@ -107,7 +108,9 @@ def timeline(result: ScanResult, keep: ReportFilter) -> list[Event]:
     offset of the same producer) is that event's row, with its ``check`` set, rather than the same
     story twice."""
     events = [e for e in result.events if keep.keeps_event(e)]
-    same = {(e.check or str(e.kind), e.topic, e.partition, e.offset, e.producer_id): i for i, e in enumerate(events)}
+    same: dict[tuple[str, str | None, int | None, int | None, int | None], int] = {
+        (e.check or str(e.kind), e.topic, e.partition, e.offset, e.producer_id): i for i, e in enumerate(events)
+    }
     for finding in result.findings:
         at = same.pop((finding.check, finding.topic, finding.partition, finding.offset, finding.producer_id), None)
         if at is not None:

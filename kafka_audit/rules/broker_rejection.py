@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
+from typing import Any, cast
 
 from kafka_audit.io.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
@@ -37,7 +38,7 @@ _ERROR_OF_EXCEPTION = {error.exception: name for name, error in ERRORS.items()}
 
 def kafka_error(line: BrokerLogLine) -> str:
     """The ``Errors`` name a broker answers for the line's exception (the catalogue's)."""
-    return _ERROR_OF_EXCEPTION[line.exception]
+    return _ERROR_OF_EXCEPTION[cast(str, line.exception)]  # a rejection line names its exception
 
 
 class BrokerRejections:
@@ -175,7 +176,7 @@ class BrokerRejections:
     def events(self) -> list[Event]:
         """Timeline rows (SPEC section 3): ``log_start_moved`` for each log start increment,
         ``broker_log`` for each segment deletion and each rejection (its explanation)."""
-        where = dict(topic=self.topic, partition=self.partition)
+        where: dict[str, Any] = dict(topic=self.topic, partition=self.partition)
         explained = {id(line): (state, explain(line, kafka_error(line), state)) for line, state in self.states()}
         events = []
         for line in self.lines:

@@ -19,7 +19,7 @@ class _StrEnum(str, Enum):
     def __str__(self) -> str:
         return str.__str__(self)
 
-    __format__ = str.__format__
+    __format__ = str.__format__  # type: ignore[assignment]  # f-strings print the value, as str does
 
 
 class Severity(_StrEnum):
@@ -214,6 +214,46 @@ CHECKS: dict[str, Check] = {
         _check(C.BROKER_REJECTION, W, None, Group.BROKER_LOG),
     )
 }
+
+# One line per check (SPEC section 2's "when"), for reports that describe the catalogue (SARIF rules).
+DESCRIPTIONS: dict[str, str] = {
+    CheckId.CRC_MISMATCH: "A batch's (or v0/v1 message's) CRC differs from the one stored with it.",
+    CheckId.TRUNCATED_BATCH: "The file ends inside a batch, or a size field points past its end.",
+    CheckId.INVALID_BATCH_SIZE: "A size or length field is below the format's minimum header size.",
+    CheckId.UNKNOWN_MAGIC: "A magic byte that is not 0, 1 or 2.",
+    CheckId.DECOMPRESSION_FAILED: "An unknown codec id, or a payload that does not decompress.",
+    CheckId.NESTED_COMPRESSION: "A v0/v1 wrapper's inner message has a codec of its own.",
+    CheckId.INNER_MAGIC_MISMATCH: "A v0/v1 wrapper's inner message has another magic.",
+    CheckId.MISSING_KEY_COMPACTED: "A record without a key in a compacted topic.",
+    CheckId.NON_MONOTONIC_OFFSETS: "Inner offsets or offset deltas that are not 0, 1, 2, ..., or a record count that disagrees.",
+    CheckId.INVALID_CONTROL_BATCH: "A control batch or control record that is not well-formed.",
+    CheckId.INVALID_PRODUCER_FIELDS: "Producer fields a broker's batch validation rejects.",
+    CheckId.TIMESTAMP_OUT_OF_RANGE: "A CREATE_TIME timestamp outside the allowed range around the reference time.",
+    CheckId.INVALID_TIMESTAMP_TYPE: "A timestamp-type bit set where the format forbids it.",
+    CheckId.RECORD_TOO_LARGE: "A batch larger than max.message.bytes or segment.bytes: a poison pill.",
+    CheckId.OFFSET_OVERLAP: "A batch whose base offset is not above the previous batch's last offset.",
+    CheckId.OFFSET_GAP: "Offsets skip values in a topic that is not compacted.",
+    CheckId.INDEX_MISMATCH: "An .index or .timeindex entry that does not agree with the log.",
+    CheckId.UNREADABLE_SEGMENT: "A segment that was found but could not be read in full.",
+    CheckId.SKIPPED_FILE: "A file or folder that is not part of a Kafka log.",
+    CheckId.EPOCH_BUMP: "A producer id's epoch rises for a reason worth a look (fenced, timeout abort, KIP-360 bump).",
+    CheckId.FENCED_EPOCH_WRITE: "A data batch under an epoch below the producer's current one: a zombie write.",
+    CheckId.NEW_EPOCH_NONZERO_SEQUENCE: "The first batch of a new epoch does not start at sequence 0.",
+    CheckId.OUT_OF_ORDER_SEQUENCE: "A base sequence that does not follow the producer's last sequence.",
+    CheckId.DUPLICATE_SEQUENCE: "A retry of one of the producer's last 5 batches written again: duplicated data.",
+    CheckId.UNKNOWN_PRODUCER_ID: "A producer's first batch has a non-zero sequence and no earlier state: its earlier batches are missing.",
+    CheckId.RETENTION_GAP: "A producer's earlier batches were deleted by retention: the UnknownProducerId gap.",
+    CheckId.SNAPSHOT_MISMATCH: "A .snapshot entry disagrees with the state replayed from the log.",
+    CheckId.HANGING_TRANSACTION: "A transaction open past the transaction timeout: it pins the last stable offset.",
+    CheckId.OPEN_TRANSACTION: "A transaction open at the end of the log, younger than the timeout.",
+    CheckId.TRANSACTION_STATE_VIOLATION: "A batch that breaks its producer's open transaction.",
+    CheckId.ORPHAN_MARKER: "A COMMIT/ABORT marker for a producer with no open transaction here.",
+    CheckId.COORDINATOR_EPOCH_REGRESSION: "A marker whose coordinator epoch is below the previous marker's.",
+    CheckId.TXN_INDEX_MISMATCH: "Aborted transactions in the log disagree with the .txnindex files.",
+    CheckId.PRODUCER_EXPIRED: "A producer idle longer than producer.id.expiration.ms writes again.",
+    CheckId.BROKER_REJECTION: "A produce error in a broker log, explained against the log.",
+}
+assert set(DESCRIPTIONS) == set(CHECKS), "every check has a description"
 
 # The one case whose severity and error are not its check's (SPEC non_monotonic_offsets): Kafka 3.6
 # assigns an uncompressed v2 batch's offsets in place and never reads its records' offset deltas

@@ -1,4 +1,7 @@
-"""The broker's record validation, re-run offline on one decoded batch.
+"""The broker's record validation, re-run offline on one decoded batch: the settings that shape it
+(:class:`ValidationConfig`), a broken rule (:class:`Violation`), the per-record rules
+(:func:`validate_records`) and the screens of the quick path derived from them
+(:func:`record_screen`); the batch-level stages are in :mod:`.batch_validation`.
 
 Follows ``org.apache.kafka.storage.internals.log.LogValidator`` (validateBatch, validateRecord,
 validateKey, validateTimestamp, validateRecordCompression, processRecordErrors) and the batch
@@ -11,31 +14,27 @@ As the broker does, a batch is answered by the first stage that rejects it: its 
 (MESSAGE_TOO_LARGE), its header (``validateBatch``: INVALID_RECORD), its records (each record
 at most once, the first rule it breaks; the batch's code is ``processRecordErrors``'s), then its
 size against ``segment.bytes`` (RECORD_LIST_TOO_LARGE). The segment audit runs the stages in
-that order (``tasks/segment_audit.py``).
+that order (``audit/segment_audit.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS, CLUSTER_METADATA
-from kafka_audit.record.control_record import ControlRecord, parse_control_record
-from kafka_audit.record.default_record import RecordScreen
+from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS
 from kafka_audit.record.record_batch import (
     COMPRESSION_CODEC_MASK,
-    CONTROL_FLAG_MASK,
     MAGIC_VALUE_V0,
     MAGIC_VALUE_V1,
     MAGIC_VALUE_V2,
-    NO_PRODUCER_ID,
     NO_TIMESTAMP,
     TIMESTAMP_TYPE_MASK,
-    TRANSACTIONAL_FLAG_MASK,
     CompressionType,
     Record,
     RecordBatch,
     TimestampType,
 )
+from kafka_audit.record.record_screen import RecordScreen
 from kafka_audit.rules.catalogue import CHECKS, UNCOMPRESSED_OFFSET_DELTAS, Check
 
 # Kafka's default max.message.bytes (TopicConfig): 1 MiB plus the 12-byte log overhead.
@@ -66,6 +65,9 @@ class ValidationConfig:
     timestamp_before_max_ms: int | None = None
     timestamp_after_max_ms: int | None = None
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    # Where the timestamp bounds come from when not from the options: the broker default of the
+    # Kafka version that wrote the log (said in the details of timestamp_out_of_range).
+    timestamp_rule: str | None = None
 
     def is_compacted(self, topic: str) -> bool:
         return topic in self.compacted_topics or topic in ALWAYS_COMPACTED_TOPICS
@@ -88,160 +90,6 @@ class Violation:
     spec: Check | None = None
 
 
-def validate_batch_header(
-    batch: RecordBatch, topic_partition: str, config: ValidationConfig, *, compacted: bool = False, topic: str = ""
-) -> list[Violation]:
-    """The batch-level rules that come before the records: at most one violation, the first.
-
-    ``UnifiedLog.analyzeAndValidateRecords`` checks the size against ``max.message.bytes``
-    (before the CRC); ``LogValidator.validateBatch`` then checks, for a v2 batch from a client,
-    the offset range, the record count, that it is no control batch, and the base sequence.
-
-    ``compacted``: the topic is compacted, so the log cleaner may have rewritten the batch
-    (``MemoryRecords.filterTo``): it keeps the batch's base and last offset
-    (``overrideLastOffset``, so the producer's last sequence survives) with fewer records, or only
-    the header with no record at all (``BatchRetention.RETAIN_EMPTY``,
-    ``DefaultRecordBatch.writeEmptyHeader``). LogValidator's count checks are for client appends
-    only (``AppendOrigin.CLIENT``): there a count below the offset range, even 0, is valid.
-    """
-    oversized = validate_batch_size(batch, topic_partition, config)
-    if oversized is not None:
-        return [oversized]
-    if batch.magic != MAGIC_VALUE_V2:
-        return []
-    violation = _offset_range_violation(batch, topic_partition, compacted) or _origin_violation(
-        batch, topic_partition, topic
-    )
-    return [violation] if violation is not None else []
-
-
-def validate_batch_size(batch: RecordBatch, topic_partition: str, config: ValidationConfig) -> Violation | None:
-    """``UnifiedLog.analyzeAndValidateRecords`` checks each batch's size against
-    ``max.message.bytes`` before anything else, its CRC included (``batch.isValid`` comes next):
-    an oversized batch is answered MESSAGE_TOO_LARGE whatever its CRC. The poison pill of
-    KAFKA-15259."""
-    if batch.size <= config.max_message_bytes:
-        return None
-    return Violation(
-        "record_too_large",
-        f"The record batch size in the append to {topic_partition} is {batch.size} bytes which "
-        f"exceeds the maximum configured value of {config.max_message_bytes}.",
-        details={"size": batch.size, "max_message_bytes": config.max_message_bytes},
-    )
-
-
-def _offset_range_violation(batch: RecordBatch, topic_partition: str, compacted: bool) -> Violation | None:
-    """LogValidator.validateBatch's offset range and record count rules (the cleaner's output
-    of a compacted topic excepted)."""
-    count = batch.record_count or 0
-    count_from_offsets = batch.last_offset - batch.base_offset + 1
-    if count == count_from_offsets and count > 0:  # the common batch: none of the rules below fires
-        return None
-    if count_from_offsets <= 0:
-        message = (
-            f"Batch has an invalid offset range: [{batch.base_offset}, {batch.last_offset}] "
-            f"in topic partition {topic_partition}"
-        )
-    elif count < 0 or (count == 0 and not compacted):
-        message = f"Invalid reported count for record batch: {count} in topic partition {topic_partition}"
-    elif count > count_from_offsets or (count < count_from_offsets and not compacted):
-        message = (
-            f"Inconsistent batch offset range [{batch.base_offset}, {batch.last_offset}] and count of "
-            f"records {count} in topic partition {topic_partition}"
-        )
-    else:
-        return None
-    details = {"record_count": count, "last_offset_delta": batch.last_offset_delta}
-    return Violation("non_monotonic_offsets", message, details=details)
-
-
-def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> Violation | None:
-    """LogValidator.validateBatch's client rules, exactly (Kafka 3.6): a client may not write a
-    control batch, and a batch with a producer id (``hasProducerId``: id > -1) needs a base
-    sequence >= 0. Nothing else: a transactional batch with producer id -1 and a producer id
-    with epoch -1 are accepted.
-
-    On disk a control batch is the broker's when it carries the transactional bit (transaction
-    markers, ``MemoryRecords.withEndTransactionMarker``) or lies in the KRaft metadata log; any
-    other can only have come from a client (the Raft layer writes the metadata log's LEADER_CHANGE,
-    SNAPSHOT_* and KRAFT_* control records without the transactional bit). ``batch`` is a v2 batch (validate_batch_header)."""
-    attributes = batch.attributes
-    if attributes & CONTROL_FLAG_MASK:  # RecordBatch.is_control, of a v2 batch
-        if attributes & TRANSACTIONAL_FLAG_MASK or topic == CLUSTER_METADATA:
-            return None
-        return Violation(
-            "invalid_control_batch",
-            f"Clients are not allowed to write control records in topic partition {topic_partition}",
-            details={"is_transactional": False},
-        )
-    if batch.producer_id >= 0 and batch.base_sequence < 0:
-        return Violation(
-            "invalid_producer_fields",
-            f"Invalid sequence number {batch.base_sequence} in record batch with producerId {batch.producer_id} "
-            f"in topic partition {topic_partition}",
-            details={
-                "producer_id": batch.producer_id,
-                "producer_epoch": batch.producer_epoch,
-                "base_sequence": batch.base_sequence,
-            },
-        )
-    return None
-
-
-def validate_appended_size(batch: RecordBatch, topic_partition: str, config: ValidationConfig) -> Violation | None:
-    """UnifiedLog.append, after validation: a batch larger than ``segment.bytes`` can never fit a
-    segment (RecordBatchTooLargeException, RECORD_LIST_TOO_LARGE)."""
-    if batch.size <= config.segment_bytes:
-        return None
-    return Violation(
-        "record_too_large",
-        f"Message batch size is {batch.size} bytes in append to partition {topic_partition}, which exceeds "
-        f"the maximum configured segment size of {config.segment_bytes}.",
-        details={"size": batch.size, "segment_bytes": config.segment_bytes},
-        error="RECORD_LIST_TOO_LARGE",
-    )
-
-
-def validate_control_batch(
-    batch: RecordBatch, records: list[Record], *, compacted: bool = False
-) -> tuple[list[Violation], ControlRecord | None]:
-    """A control batch holds exactly one well-formed control record (ControlRecordType,
-    EndTransactionMarker). Returns the violations and the parsed record when there is one.
-
-    In a compacted topic the cleaner may leave a control batch with no record (its transaction
-    was cleaned away; ProducerAppendInfo.append: "An empty control batch means the entire
-    transaction has been cleaned from the log"), which is valid there.
-    """
-    if compacted and not records and batch.record_count == 0:
-        return [], None
-    if len(records) != 1:
-        return [
-            Violation(
-                "invalid_control_batch",
-                f"Control batch holds {len(records)} records; a control batch has exactly one control record",
-                details={"record_count": len(records)},
-            )
-        ], None
-    control = parse_control_record(records[0])
-    violation = control_record_violation(batch, control, records[0].offset)
-    return ([] if violation is None else [violation]), control
-
-
-def control_record_violation(batch: RecordBatch, control: ControlRecord, offset: int | None) -> Violation | None:
-    """The rule a control batch's one record (at ``offset``) breaks: it is no well-formed control
-    record, or it is a transaction marker without the transaction's producer id."""
-    if control.error:
-        return Violation("invalid_control_batch", control.error, record_index=0, offset=offset)
-    if control.is_transaction_marker and batch.producer_id == NO_PRODUCER_ID:
-        return Violation(
-            "invalid_control_batch",
-            "Transaction marker written without the transaction's producer id",
-            record_index=0,
-            offset=offset,
-        )
-    return None
-
-
 def validate_records(
     batch: RecordBatch,
     records: list[Record],
@@ -262,8 +110,9 @@ def validate_records(
     retained record's own offset (MemoryRecords.buildRetainedRecordsInto), so there the stored
     offsets need only rise strictly, within the batch's offset range.
 
-    The segment audit skips this function for v2 data batches whose records pass
-    :func:`record_screen`'s screen: a new or stricter per-record rule must be added there too.
+    The segment audit's quick path skips this function for v2 batches whose records pass
+    :func:`record_screen`'s screen: a new or stricter per-record rule must narrow that screen too
+    (the screen may only say that this function would find nothing).
     """
     found: list[Violation] = []
     compressed_legacy = batch.magic <= MAGIC_VALUE_V1 and batch.codec != CompressionType.NONE
@@ -293,6 +142,8 @@ def validate_records(
     return _process_record_errors(found)
 
 
+# Over 60 lines: LogValidator's record rules in Kafka's order, one return per rule, so that the
+# first rule a record breaks is the one reported (validateRecord stops there too).
 def _record_rule_violation(
     batch: RecordBatch,
     record: Record,
@@ -349,7 +200,7 @@ def _record_rule_violation(
             index,
             record.offset,
         )
-    if check_time and create_time and record.timestamp != NO_TIMESTAMP:
+    if check_time and create_time and reference_time is not None and record.timestamp != NO_TIMESTAMP:
         before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
         diff = reference_time - record.timestamp
         if (before is not None and diff > before) or (after is not None and -diff > after):
@@ -362,7 +213,8 @@ def _record_rule_violation(
                 f"The timestamp should be within [{low}, {high}]",
                 index,
                 record.offset,
-                {"timestamp": record.timestamp, "reference_time": reference_time},
+                {"timestamp": record.timestamp, "reference_time": reference_time}
+                | ({"rule": config.timestamp_rule} if config.timestamp_rule else {}),
             )
     return None
 
@@ -370,7 +222,7 @@ def _record_rule_violation(
 def _process_record_errors(found: list[Violation]) -> list[Violation]:
     """LogValidator.processRecordErrors: the batch is answered INVALID_TIMESTAMP when any record
     error is one, else INVALID_RECORD; every culprit record carries the batch's answer."""
-    if any(CHECKS[v.check].error is not None and CHECKS[v.check].error.name == _INVALID_TIMESTAMP for v in found):
+    if any((error := CHECKS[v.check].error) is not None and error.name == _INVALID_TIMESTAMP for v in found):
         for v in found:
             if v.spec is None:
                 v.error = _INVALID_TIMESTAMP

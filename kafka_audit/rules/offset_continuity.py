@@ -8,6 +8,8 @@ topics (LogCleaner) legitimately leave gaps.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
@@ -58,7 +60,7 @@ class OffsetContinuity:
         unreadable, self.unreadable = self.unreadable, []
         found: list[Finding] = []
         tp = partition_label(batch.topic, batch.partition)
-        where = dict(topic=batch.topic, partition=batch.partition, segment=batch.segment, batch=batch)
+        where: dict[str, Any] = dict(topic=batch.topic, partition=batch.partition, segment=batch.segment, batch=batch)
         if batch.base_offset < batch.segment_base_offset:
             found.append(
                 make_finding(

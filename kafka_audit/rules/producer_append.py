@@ -50,9 +50,10 @@ class ProducerAppendInfo:
             rejection = self._check_sequence(batch, current)
         return rejection
 
-    def validate_marker(self, batch: Any, current: ProducerStateEntry) -> Rejection | None:
-        """appendEndTxnMarker's checks: checkProducerEpoch, then checkCoordinatorEpoch."""
-        rejection = self.check_epoch(batch, current)
+    def validate_marker(self, batch: Any, current: ProducerStateEntry, transaction_version: int = 0) -> Rejection | None:
+        """appendEndTxnMarker's checks: checkProducerEpoch for the marker's transaction version,
+        then checkCoordinatorEpoch."""
+        rejection = self.check_marker_epoch(batch, current, transaction_version)
         if rejection is None and batch.coordinator_epoch < current.coordinator_epoch:
             rejection = Rejection(
                 "coordinator_epoch_regression",
@@ -61,6 +62,29 @@ class ProducerAppendInfo:
                 {"coordinator_epoch": batch.coordinator_epoch, "current_coordinator_epoch": current.coordinator_epoch},
             )
         return rejection
+
+    def check_marker_epoch(self, batch: Any, current: ProducerStateEntry, transaction_version: int) -> Rejection | None:
+        """checkProducerEpoch of a marker (Kafka 4.x ``ProducerAppendInfo``): TV0/1 markers carry
+        the data's epoch, so ``epoch < current`` is fenced (as Kafka 3.x); a TV2 coordinator bumps
+        the epoch before every marker, so ``epoch <= current`` is fenced, except a marker rewritten
+        at the current epoch when no transaction is open, a retry of a marker already written
+        (KAFKA-19999, ``checkProducerEpoch``'s "idempotent marker retry"). Kafka's tests:
+        ``ProducerStateManagerTest.testOldEpochForControlRecord`` (TV0 and TV2)."""
+        if transaction_version < 2:
+            return self.check_epoch(batch, current)
+        epoch, last = batch.producer_epoch, current.producer_epoch
+        if epoch > last or (epoch == last and current.current_txn_first_offset < 0):
+            return None
+        return Rejection(
+            "fenced_epoch_write",
+            f"Epoch of producer {batch.producer_id} at offset {batch.base_offset} in {self.tp} is "
+            f"{epoch}, which is <= the last seen epoch {last} (TV{transaction_version})",
+            {
+                "last_seen_epoch": last,
+                "transaction_version": transaction_version,
+                "broker_rule": "Kafka 4.x: a TV2 marker's epoch must be above the current epoch",
+            },
+        )
 
     def check_txn_state(self, batch: Any, txn_first_offset: int, txn_epoch: int) -> Rejection | None:
         """appendDataBatch with a transaction open since ``txn_first_offset`` under ``txn_epoch``:

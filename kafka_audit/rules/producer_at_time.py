@@ -7,6 +7,7 @@ Read by the rejection matcher (:mod:`.broker_rejection`) and its explanation (:m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from kafka_audit.io.broker_log_lines import BrokerLogLine
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -75,9 +76,9 @@ class Retention:
         that removed it. (None, None, None): only the scanned log start says it is gone now."""
         if self.log_start_offset is not None and offset < self.log_start_offset:
             return True, self.log_start_time, self.log_start_offset
-        covering = [line for line in self.deleted_segments if line.offset <= offset]
+        covering = [line for line in self.deleted_segments if line.offset is not None and line.offset <= offset]
         if covering and offset < self.log_start_now:
-            holder = max(covering, key=lambda line: line.offset)
+            holder = max(covering, key=lambda line: cast(int, line.offset))
             return True, holder.time, None
         if offset < self.log_start_now:
             return None, None, None

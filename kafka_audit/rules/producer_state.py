@@ -55,7 +55,7 @@ Timeline events (:class:`kafka_audit.rules.events.Event`), in log order, on
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
@@ -78,6 +78,7 @@ from kafka_audit.rules.producer_state_manager import ProducerStateManager
 from kafka_audit.rules.replay_output import ReplayOutput
 from kafka_audit.rules.snapshot_compare import SnapshotComparer
 from kafka_audit.rules.transaction_tracker import TransactionTracker
+from kafka_audit.rules.transaction_version import CoordinatorFacts, TransactionVersions
 
 __all__ = ["PartitionLog", "ProducerStateReplay", "ReplayStats", "in_sequence", "replay_partition"]
 
@@ -112,6 +113,10 @@ class PartitionLog:
     producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
     reference_time: int | None = None
     timeline: bool = True
+    # What a scanned __transaction_state says per producer id (transaction version, timeout).
+    producer_facts: Mapping[int, CoordinatorFacts] = field(default_factory=dict)
+    # The transaction.version feature level of __cluster_metadata / bootstrap.checkpoint (None: unknown).
+    transaction_version_feature: int | None = None
 
 
 @dataclass(slots=True)
@@ -138,7 +143,8 @@ class ProducerStateReplay:
         origin = AppendOrigin.COORDINATOR if log.topic in COORDINATOR_TOPICS else AppendOrigin.CLIENT
         self.producers = ProducerStateManager(self.out.tp, origin, log.producer_id_expiration_ms)
         self.transactions = TransactionTracker(self.out, ProducerAppendInfo(self.out.tp))
-        self.bumps = EpochBumps(self.out)
+        self.versions = TransactionVersions(log.producer_facts, log.transaction_version_feature)
+        self.bumps = EpochBumps(self.out, self.versions, log.transaction_timeout_ms)
         self.snapshots = SnapshotComparer(log.snapshots, self.out, self.producers, self.transactions)
         self.stats = ReplayStats()
         self.newest_timestamp = -1
@@ -312,7 +318,7 @@ class ProducerStateReplay:
         producers = self.producers
         resyncing = producers.resyncing(pid)
         previous_epoch = before.producer_epoch if before is not None else NO_PRODUCER_EPOCH
-        rejection = producers.client.append_marker(batch)
+        rejection = producers.client.append_marker(batch, transaction_version=self.versions.version(pid) or 0)
         if rejection is not None:
             producers.written_holds(batch)
             self._reject(rejection, batch)
@@ -321,11 +327,23 @@ class ProducerStateReplay:
             producers.end_as_written(batch)
         producers.settled(pid)
         txn, uncertain = self.transactions.close(pid)
+        self.versions.observe_marker(pid, batch.control_type, batch.producer_epoch, txn.epoch if txn is not None else None)
         if previous_epoch != NO_PRODUCER_EPOCH and batch.producer_epoch > previous_epoch:
             self.bumps.marker_bump(batch, previous_epoch, txn)
         else:
             self.bumps.next_batch(batch)
-        self.transactions.end(batch, txn, judged=not (resyncing or uncertain))
+        self.transactions.end(batch, txn, judged=not (resyncing or uncertain or self._marker_retry(batch, before, txn)))
+
+    def _marker_retry(self, batch: BatchSummary, before: ProducerStateEntry | None, txn: object) -> bool:
+        """A TV2 marker written again at the current epoch with no transaction open: the retry of
+        a marker already written (KAFKA-19999: coordinator recovery or a lost WriteTxnMarkers
+        answer), legal and no orphan."""
+        return (
+            txn is None
+            and before is not None
+            and before.producer_epoch == batch.producer_epoch
+            and self.versions.is_tv2(batch.producer_id)
+        )
 
     # -- end of log -------------------------------------------------------------------------------
 

@@ -99,14 +99,15 @@ class ProducerStates:
             entry.current_txn_first_offset = batch.base_offset  # began a new transaction (TxnMetadata)
         return None
 
-    def append_marker(self, batch: Any, origin: AppendOrigin | None = None) -> Rejection | None:
-        """An end marker (``appendEndTxnMarker``): epoch and coordinator epoch checks, then the
-        transaction ends. Whether it completed a transaction is read from the entry before."""
+    def append_marker(self, batch: Any, origin: AppendOrigin | None = None, transaction_version: int = 0) -> Rejection | None:
+        """An end marker (``appendEndTxnMarker``): epoch and coordinator epoch checks (for the
+        producer's ``transaction_version``), then the transaction ends. Whether it completed a
+        transaction is read from the entry before."""
         origin = origin or self.origin
         pid = batch.producer_id
         current = self.entries.get(pid)
         if origin is not _REPLICATION and current is not None:
-            rejection = self._checks.validate_marker(batch, current)
+            rejection = self._checks.validate_marker(batch, current, transaction_version)
             if rejection is not None:
                 return rejection
         entry = current if current is not None else self.entries.setdefault(pid, ProducerStateEntry(pid))

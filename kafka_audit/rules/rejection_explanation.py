@@ -89,6 +89,7 @@ def _known(state: "StateAtTime", who: str) -> str:
         return f"{who} had no batch before {at} in this log (none in its segments or snapshots)"
     if state.last_batch is None:
         marker = state.last_marker
+        assert marker is not None  # one of the two is known (above)
         return f"{who} was known before {at} only from a transaction marker at offset {marker.base_offset} (epoch {marker.epoch})"
     text = f"{who}'s last batch before {at} was {_batch(state.last_batch, state.time)}"
     if state.epoch is not None and state.epoch != state.last_batch.epoch:
@@ -116,7 +117,7 @@ def _no_state(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
         )
     if state.expired:
         return (
-            f"it had been idle {duration(state.idle_ms)}, past producer.id.expiration.ms {state.expiration_ms}, "
+            f"it had been idle {duration(state.idle_ms or 0)}, past producer.id.expiration.ms {state.expiration_ms}, "
             f"so the broker had expired its state; {answer}"
         )
     return (
@@ -181,7 +182,7 @@ def _duplicate(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
 def _transaction(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     """INVALID_TXN_STATE (ProducerAppendInfo.appendDataBatch): a non-transactional batch while the
     producer's transaction is open."""
-    if state.open_transaction:
+    if state.open_transaction and state.last_batch is not None:
         return (
             f"its transaction was open (transactional batch at offset {state.last_batch.last_offset}, no marker "
             f"after it), so a non-transactional batch was refused with INVALID_TXN_STATE"

@@ -34,6 +34,12 @@ def _usable(snapshot: ProducerSnapshot) -> bool:
     return snapshot.offset is not None and snapshot.valid
 
 
+def _offset(snapshot: ProducerSnapshot) -> int:
+    """The offset in a usable snapshot's name (every snapshot the comparer keeps has one)."""
+    offset = snapshot.offset
+    return offset if offset is not None else -1
+
+
 class SnapshotComparer:
     """Seeds the replay's producer state from a snapshot and compares the later ones with it."""
 
@@ -48,7 +54,7 @@ class SnapshotComparer:
         self._producers = producers
         self._txns = transactions
         self.compared = 0
-        self.snapshots = sorted((s for s in snapshots if _usable(s)), key=lambda s: s.offset)
+        self.snapshots = sorted((s for s in snapshots if _usable(s)), key=_offset)
         self._entries: dict[int, dict[int, ProducerSnapshotEntry]] = {}
         self._pending: list[ProducerSnapshot] = []
         # The offset of the next snapshot to compare, for the replay's per-batch test: inf when
@@ -66,7 +72,7 @@ class SnapshotComparer:
         """The producer's entry in the newest snapshot at or before ``offset`` that knows it."""
         known = None
         for snapshot in self.snapshots:
-            if snapshot.offset > offset:
+            if _offset(snapshot) > offset:
                 break
             known = self.entries(snapshot).get(pid, known)
         return known
@@ -76,28 +82,28 @@ class SnapshotComparer:
         seed = None
         later = []
         for snapshot in self.snapshots:
-            if first_offset is None or snapshot.offset <= first_offset:
+            if first_offset is None or _offset(snapshot) <= first_offset:
                 seed = snapshot
             else:
                 later.append(snapshot)
         self._pending = later[::-1]  # pop() from the end gives the lowest offset
-        self.next_due = self._pending[-1].offset if self._pending else float("inf")
+        self.next_due = _offset(self._pending[-1]) if self._pending else float("inf")
         if seed is not None:
             for entry in self.entries(seed).values():
-                self._adopt(entry, seed.offset)
+                self._adopt(entry, _offset(seed))
 
     def compare_due(self, offset: int | None, log_end_offset: int | None = None) -> None:
         """Compare the snapshots whose offset is at most ``offset`` (all remaining when None, up
         to ``log_end_offset``)."""
         pending = self._pending
-        while pending and (offset is None or pending[-1].offset <= offset):
+        while pending and (offset is None or _offset(pending[-1]) <= offset):
             snapshot = pending.pop()
-            if offset is None and log_end_offset is not None and snapshot.offset > log_end_offset:
+            if offset is None and log_end_offset is not None and _offset(snapshot) > log_end_offset:
                 # Beyond the end of the log (truncated tail): Kafka deletes such snapshots on load
                 # (ProducerStateManager.truncateAndReload); nothing to compare them with.
                 continue
             self._compare(snapshot)
-        self.next_due = pending[-1].offset if pending else float("inf")
+        self.next_due = _offset(pending[-1]) if pending else float("inf")
 
     def _adopt(self, entry: ProducerSnapshotEntry, offset: int) -> None:
         """loadProducerEntry into both maps; an open transaction becomes the replay's too."""
@@ -125,7 +131,7 @@ class SnapshotComparer:
     def _compare(self, snapshot: ProducerSnapshot) -> None:
         producers, out = self._producers, self._out
         self.compared += 1
-        offset = snapshot.offset
+        offset = _offset(snapshot)
         mismatched = 0
         for pid, entry in sorted(self.entries(snapshot).items()):
             written = producers.written_entry(pid)

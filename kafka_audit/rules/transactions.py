@@ -40,6 +40,8 @@ class Anchor(NamedTuple):
     base_sequence: int | None
     segment: str | None = None
     max_timestamp: int = -1
+    # The batch's size on disk: unknown where the state comes from a snapshot.
+    size: int | None = None
 
 
 @dataclass(slots=True)
@@ -290,7 +292,7 @@ def open_transaction_findings(
         known = last >= 0 and reference_time >= 0
         age = reference_time - last if known else None
         hanging = age is not None and age > transaction_timeout_ms
-        details = {
+        details: dict[str, Any] = {
             "first_offset": txn.first_offset,
             "age_ms": age,
             "transaction_timeout_ms": transaction_timeout_ms,

@@ -282,13 +282,14 @@ def test_validation_of_batches_with_non_sequential_inner_offsets(tmp_path):
 @pytest.mark.parametrize("codec", [1, 2, 3])  # the CsvSource's gzip, snappy, lz4
 def test_invalid_checksum(tmp_path, magic, codec):
     # checkInvalidChecksum: a GZIP wrapper whose inner record's CRC was overwritten: record.ensureValid()
-    # in validateRecord -> CorruptRecordException.
+    # in validateRecord -> CorruptRecordException. SPEC section 2: the finding names the inner
+    # message as the culprit (its offset and record_index).
     scene = Scene(tmp_path)
     records = (RecordSpec(key=None, value=b"hello", bad_crc=True),)
     r = scene.batch(BatchSpec(records=records, magic=magic, codec=codec))
     findings = scene.scan()
-    assert [(f.check, f.error_code, f.error_name, f.record_index) for f in findings] == [
-        ("crc_mismatch", *CORRUPT_MESSAGE, None)
+    assert [(f.check, f.error_code, f.error_name, f.offset, f.record_index) for f in findings] == [
+        ("crc_mismatch", *CORRUPT_MESSAGE, r.last_offset, 0)
     ]
     assert findings[0].batch_last_offset == r.last_offset
 

@@ -26,7 +26,15 @@ SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 START_TIMEOUT_S = 90.0
+# A bound for daemons on a machine whose two cores are shared by several test runs at once.
+SLOW_START_S = 240.0
 STOP_TIMEOUT_S = 15.0
+
+
+def authenticated(secret: str) -> dict[str, str]:
+    """The settings of daemons that accept only applications holding ``secret`` over encrypted
+    RPC (Spark's docs/security.md for a standalone cluster)."""
+    return {"spark.authenticate": "true", "spark.authenticate.secret": secret, "spark.network.crypto.enabled": "true"}
 
 
 def free_port() -> int:
@@ -58,6 +66,10 @@ class StandaloneCluster:
     root: Path
     workers: int = 2
     hidden: dict[int, Path] = field(default_factory=dict)
+    # Spark settings of the master and the workers (``--properties-file``, a 0600 file: it may
+    # hold ``spark.authenticate.secret``).
+    properties: dict[str, str] = field(default_factory=dict)
+    start_timeout_s: float = START_TIMEOUT_S
     port: int = 0
     ui_port: int = 0
 
@@ -78,14 +90,26 @@ class StandaloneCluster:
     def start(self) -> "StandaloneCluster":
         self.port, self.ui_port = free_port(), free_port()
         (self.root / "pids").mkdir(parents=True, exist_ok=True)
-        self._daemon(MASTER_CLASS, 1, ["--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.ui_port)])
+        settings = self._properties_file()
+        self._daemon(MASTER_CLASS, 1, ["--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.ui_port), *settings])
         for number in range(1, self.workers + 1):
             work = self.root / f"work-{number}"
             work.mkdir(exist_ok=True)
             args = [self.url, "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", "0", "--work-dir", str(work)]
+            args += settings
             self._daemon(WORKER_CLASS, number, args, hide=self.hidden.get(number))
         self._wait_for_workers()
         return self
+
+    def _properties_file(self) -> list[str]:
+        """``--properties-file FILE`` holding :attr:`properties` (none without any)."""
+        if not self.properties:
+            return []
+        path = self.root / "daemons.properties"
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.writelines(f"{key} {value}\n" for key, value in self.properties.items())
+        return ["--properties-file", str(path)]
 
     def _daemon(self, cls: str, number: int, args: list[str], hide: Path | None = None) -> None:
         command = [str(SPARK_HOME / "sbin" / "spark-daemon.sh"), "start", cls, str(number), *args]
@@ -95,19 +119,21 @@ class StandaloneCluster:
         subprocess.run(command, env=self.env(), check=True, capture_output=True, timeout=60)
 
     def _wait_for_workers(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        alive = 0
+        deadline = time.monotonic() + self.start_timeout_s
+        alive = None
         while time.monotonic() < deadline:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as answer:
                     alive = json.load(answer).get("aliveworkers", 0)
             except (OSError, ValueError):
-                alive = 0
-            if alive >= self.workers:
+                alive = None  # the master is not up yet
+            if alive is not None and alive >= self.workers:
                 return
             time.sleep(0.5)
         self.stop()
-        raise RuntimeError(f"{alive} of {self.workers} workers registered within {START_TIMEOUT_S:.0f} s; logs in {self.root / 'logs'}")
+        raise RuntimeError(
+            f"{alive} of {self.workers} workers registered within {self.start_timeout_s:.0f} s; logs in {self.root / 'logs'}"
+        )
 
     def pids(self) -> list[int]:
         found = []

@@ -979,10 +979,14 @@ class Producer:
         transactional: bool = False,
         coordinator_epoch: int = 0,
         codec: int = 0,
+        transaction_version: int = 0,
     ) -> None:
         self.producer_id = producer_id
         self.epoch = epoch
         self.transactional = transactional
+        # 2: transactions v2 (KIP-890, Kafka 4): the coordinator bumps the epoch before every end
+        # marker (TransactionMetadata.prepareAbortOrCommit) and the producer goes on with it.
+        self.transaction_version = transaction_version
         self.coordinator_epoch = coordinator_epoch
         self.codec = codec
         self.sequences: dict[int, int] = {}
@@ -1052,11 +1056,18 @@ class Producer:
 
     def _end(self, control_type: int, writers, coordinator_epoch, epoch) -> list[AppendResult]:
         targets = list(self.txn_partitions if writers is None else writers)
+        tv2 = self.transaction_version >= 2
+        if tv2 and epoch is None:
+            epoch = self.epoch + 1
         results = [
             w.append(self.marker(control_type, coordinator_epoch=coordinator_epoch, epoch=epoch)) for w in targets
         ]
         self.in_transaction = False
         self.txn_partitions = []
+        if tv2:
+            # The EndTxn answer carries the bumped epoch: the next transaction runs under it,
+            # every partition's sequence from 0 (KIP-890; ProducerStateManagerTest.testControlRecordBumpsProducerEpoch).
+            self.bump_epoch(epoch)
         return results
 
     def commit(self, writers=None, *, coordinator_epoch: int | None = None, epoch: int | None = None):
@@ -1065,11 +1076,81 @@ class Producer:
     def abort(self, writers=None, *, coordinator_epoch: int | None = None, epoch: int | None = None):
         return self._end(ControlRecordType.ABORT, writers, coordinator_epoch, epoch)
 
+    def init_producer_id(self, *, coordinator_epoch: int | None = None) -> list[AppendResult]:
+        """A new instance's InitProducerId (TransactionCoordinator.handleInitProducerId): an open
+        transaction is aborted at epoch + 1 (TransactionMetadata.prepareFenceProducerEpoch), and the
+        new instance gets one more, so +2 over an open transaction, +1 otherwise. Returns the ABORT
+        markers. Keep a copy of this producer first to write as the fenced zombie."""
+        results: list[AppendResult] = []
+        if self.in_transaction:
+            fence = self.epoch + 1
+            results = self.abort(coordinator_epoch=coordinator_epoch, epoch=fence)
+            if self.transaction_version < 2:
+                self.bump_epoch(fence)
+        self.bump_epoch()
+        return results
+
     def bump_epoch(self, epoch: int | None = None) -> int:
         """A new producer instance (InitProducerId): the epoch rises and sequences restart at 0."""
         self.epoch = self.epoch + 1 if epoch is None else epoch
         self.sequences.clear()
         return self.epoch
+
+
+# ---------------------------------------------------------------------------------------------
+# __transaction_state records, as the transaction coordinator writes them
+# ---------------------------------------------------------------------------------------------
+
+# TransactionState ids (TransactionState.java, transaction-coordinator module).
+TXN_STATES = {"Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4, "CompleteAbort": 5}
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def transaction_log_record(
+    transactional_id: str,
+    producer_id: int,
+    epoch: int,
+    state: str,
+    *,
+    timeout_ms: int = 60000,
+    partitions: Sequence[tuple[str, int]] = (),
+    start: int = -1,
+    last_update: int = 0,
+    client_transaction_version: int | None = 2,
+    previous_producer_id: int = -1,
+    next_producer_id: int = -1,
+) -> RecordSpec:
+    """A ``__transaction_state`` record: TransactionLogKey v0 and TransactionLogValue v1 (flexible,
+    tagged PreviousProducerId 0, NextProducerId 1, ClientTransactionVersion 2 written only when
+    they differ from their defaults, as the generated serializer does)."""
+    raw = transactional_id.encode()
+    key = struct.pack(">hh", 0, len(raw)) + raw
+    value = struct.pack(">hqhib", 1, producer_id, epoch, timeout_ms, TXN_STATES[state])
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    value += _uvarint(len(by_topic) + 1)
+    for topic, ids in by_topic.items():
+        value += _uvarint(len(topic) + 1) + topic.encode() + _uvarint(len(ids) + 1)
+        value += b"".join(struct.pack(">i", i) for i in ids) + _uvarint(0)
+    value += struct.pack(">qq", last_update, start)
+    tags = []
+    if previous_producer_id >= 0:
+        tags.append((0, struct.pack(">q", previous_producer_id)))
+    if next_producer_id >= 0:
+        tags.append((1, struct.pack(">q", next_producer_id)))
+    if client_transaction_version:
+        tags.append((2, struct.pack(">h", client_transaction_version)))
+    value += _uvarint(len(tags)) + b"".join(_uvarint(t) + _uvarint(len(v)) + v for t, v in tags)
+    return RecordSpec(key=key, value=value, timestamp=last_update)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,95 @@
+"""The options that shape a scan (SPEC section 1): :class:`ScanOptions`, built by :func:`scan_options`,
+the one place the CLI and ``kafka_audit.scan()`` build them (defaults are the rules' named
+constants), and the check that refuses options a PATH cannot honour (:func:`reference_time_problem`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_audit.io import storage
+from kafka_audit.io.broker_log import BrokerLog
+from kafka_audit.log.feature_levels import WrittenBy
+from kafka_audit.rules.log_validator import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEGMENT_BYTES,
+    ValidationConfig,
+)
+from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+
+# Segments above 1.5x this size are split into byte ranges of about this size.
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class ScanOptions:
+    """The ``scan`` options that shape an audit (SPEC section 1)."""
+
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    reference_time: int | None = None
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    # Collect the replay's timeline events (PartitionTotals.events); only `timeline` needs them.
+    timeline: bool = False
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+    # Spark partitions of the shuffle to the partition step; None: twice the default parallelism.
+    shuffle_partitions: int | None = None
+    # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
+    broker_log: BrokerLog | None = None
+    # The Kafka version the log dirs record (with_log_dir_facts sets it).
+    written_by: WrittenBy = field(default_factory=WrittenBy)
+    # --baseline: the fingerprints of known findings (marked ``baseline``, never failing the gate).
+    baseline: frozenset[str] = frozenset()
+
+
+def scan_options(
+    *,
+    compacted_topics: Iterable[str] = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    timestamp_before_max_ms: int | None = None,
+    timestamp_after_max_ms: int | None = None,
+    reference_time: int | None = None,
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    timeline: bool = False,
+    broker_log: BrokerLog | None = None,
+    baseline: frozenset[str] = frozenset(),
+) -> ScanOptions:
+    """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
+    place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
+    no naming: ``ValidationConfig.is_compacted``); every default is the named constant of the rule
+    it sets."""
+    return ScanOptions(
+        validation=ValidationConfig(
+            compacted_topics=frozenset(compacted_topics),
+            max_message_bytes=max_message_bytes,
+            segment_bytes=segment_bytes,
+            timestamp_before_max_ms=timestamp_before_max_ms,
+            timestamp_after_max_ms=timestamp_after_max_ms,
+        ),
+        reference_time=reference_time,
+        transaction_timeout_ms=transaction_timeout_ms,
+        producer_id_expiration_ms=producer_id_expiration_ms,
+        timeline=timeline,
+        broker_log=broker_log,
+        baseline=baseline,
+    )
+
+
+def reference_time_problem(paths: list[str], options: ScanOptions) -> str | None:
+    """Why these timestamp checks cannot run, or None. Without ``--reference-time`` a segment's
+    checks take its file's modification time as the broker's now (when the broker last appended);
+    an object in a store has no such time (its time is the upload's), so remote inputs with
+    timestamp bounds need an explicit reference time rather than a guess."""
+    bounds = options.validation.timestamp_before_max_ms, options.validation.timestamp_after_max_ms
+    if bounds == (None, None) or options.reference_time is not None:
+        return None
+    remote = [p for p in paths if storage.is_remote(p)]
+    if not remote:
+        return None
+    return (
+        f"--timestamp-before-max-ms/--timestamp-after-max-ms on {remote[0]} need --reference-time: an "
+        "object in a store keeps no broker modification time (its time is the upload's)"
+    )

@@ -1,0 +1,116 @@
+"""One unit of the segment step's work and what it counts: a segment or a byte range of one
+(:class:`SegmentTask`), the tasks in order with each one's first ranged read started early on an
+object store (:func:`with_read_ahead`), and the summary panel's counts (:class:`SegmentStats`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+
+from kafka_audit.io import storage
+from kafka_audit.record.range_buffer import first_read
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentTask:
+    """One unit of parsing work: a segment file, or the batches starting in ``[start, stop)``.
+
+    ``replica`` is the partition folder's display path (with topic and partition, the key of
+    the partition step); ``segment`` is the path shown in findings (relative to the PATH that
+    found it); ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the
+    file's modification time, the default reference time for timestamp checks (for an object
+    in a store: when the store last wrote it, None when it tells none). ``storage_options``
+    are the ``--storage-option`` settings the executor needs to read a URI.
+    """
+
+    topic: str
+    partition: int
+    replica: str
+    path: str
+    segment: str
+    base_offset: int
+    state: str = "live"
+    mtime_ms: int | None = 0
+    size: int = 0
+    start: int = 0
+    stop: int | None = None
+    storage_options: tuple = field(default=(), repr=False, compare=False)  # credentials: not in reprs
+
+    @property
+    def replica_key(self) -> tuple[str, int, str]:
+        return (self.topic, self.partition, self.replica)
+
+    @property
+    def byte_count(self) -> int:
+        return (self.size if self.stop is None else self.stop) - self.start
+
+    def byte_range(self, start: int, stop: int | None) -> "SegmentTask":
+        """The same segment, restricted to the batches starting in ``[start, stop)``."""
+        return replace(self, start=start, stop=stop)
+
+
+def with_read_ahead(tasks: Iterable[SegmentTask]) -> Iterator[SegmentTask]:
+    """The tasks in the same order; the first ranged read of each task on an object store starts
+    while the task before it is audited, so the store's latency overlaps the parsing."""
+    previous: SegmentTask | None = None
+    for task in tasks:
+        if task.size and storage.is_remote(task.path):
+            storage.configure(task.storage_options)
+            storage.prefetch_range(*_first_read(task))
+        if previous is not None:
+            yield previous
+            _forget_first_read(previous)
+        previous = task
+    if previous is not None:
+        yield previous
+        _forget_first_read(previous)
+
+
+def _first_read(task: SegmentTask) -> tuple[str, int, int]:
+    return (task.path, *first_read(task.size, task.start, task.stop))
+
+
+def _forget_first_read(task: SegmentTask) -> None:
+    """A task done without taking its first read (it failed before): the bytes are dropped."""
+    if task.size and storage.is_remote(task.path):
+        storage.discard_prefetched([_first_read(task)])
+
+
+@dataclass(slots=True)
+class SegmentStats:
+    """Counts for the summary panel; merged across tasks with :meth:`merge`.
+
+    ``bytes_read`` holds the bytes read per segment (display path), ``unread`` why a segment
+    could not be read in full: the driver sets them against the bytes discovery found, so a scan
+    never calls clean what it did not read (``audit.plan.finish_result``)."""
+
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    formats: Counter = field(default_factory=Counter)
+    codecs: Counter = field(default_factory=Counter)
+    bytes_read: Counter = field(default_factory=Counter)
+    unread: dict[str, str] = field(default_factory=dict)
+    # Requests to an object store and the bytes fetched, where a Spark task counts them.
+    requests: int = 0
+    bytes_fetched: int = 0
+    # Records of internal topics whose type or version no schema here knows (SPEC section 3).
+    internal_records_unknown: int = 0
+
+    def merge(self, other: "SegmentStats") -> "SegmentStats":
+        self.segments += other.segments
+        self.batches += other.batches
+        self.records += other.records
+        self.bytes += other.bytes
+        self.internal_records_unknown += other.internal_records_unknown
+        self.formats.update(other.formats)
+        self.codecs.update(other.codecs)
+        self.bytes_read.update(other.bytes_read)
+        self.requests += other.requests
+        self.bytes_fetched += other.bytes_fetched
+        for segment, reason in other.unread.items():
+            self.unread.setdefault(segment, reason)
+        return self

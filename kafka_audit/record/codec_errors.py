@@ -1,0 +1,22 @@
+"""The one error of every codec (:class:`DecompressionError`) and its two sentences: a payload that
+does not decompress (:func:`failed`) and one that would pass the size cap (:func:`too_large`).
+"""
+
+from __future__ import annotations
+
+from kafka_audit.record.record_batch import codec_label
+
+
+class DecompressionError(Exception):
+    """A payload that does not decompress, an unknown codec id, or a decompression bomb."""
+
+
+def too_large(codec: int, max_size: int) -> DecompressionError:
+    return DecompressionError(
+        f"{codec_label(codec)} payload inflates past {max_size} bytes, the most this batch may hold "
+        f"(decompression bomb or corrupt length)"
+    )
+
+
+def failed(codec: int, exc: Exception | str) -> DecompressionError:
+    return DecompressionError(f"Failed to decompress the {codec_label(codec)} payload: {exc}")

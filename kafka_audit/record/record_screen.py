@@ -1,0 +1,86 @@
+"""The audit's fast path through a v2 batch's records: may they need no closer look?
+
+A :class:`RecordScreen` holds the conditions under which the record rules
+(:func:`kafka_audit.rules.log_validator.validate_records`, their one home) find nothing to
+report; :func:`kafka_audit.rules.log_validator.record_screen` builds it from the rules' settings.
+The screen only ever decides that there is nothing to report, as Kafka's
+``DefaultRecordBatch.skipKeyValueIterator`` skips what it need not read: where it says False (or
+cannot answer), the caller decodes the records and validates them with the one implementation.
+
+The screening is the compiled ``_record_screen`` (C: ``_record_screen.c``, which reads records
+through ``_record_grammar.h`` and inflates LZ4/zstd payloads through ``_payload_inflate.h``), a
+required part of the package (``setup.py`` builds it; a failed build says so). A pure-Python
+reference of the same screen, which the tests hold the C one to, is in
+``tests/support/record_screen_reference.py``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafka_audit.record.batch_records import max_decompressed_size, v2_records_data
+from kafka_audit.record.compression import DecompressionError
+from kafka_audit.record.default_record import decode_records
+from kafka_audit.record.lz4_frame import LZ4_BLOCK_INTO
+from kafka_audit.record.record_batch import RecordBatch
+from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
+
+try:
+    from kafka_audit.record import _record_screen  # type: ignore[attr-defined]  # compiled: no stub
+except ImportError as exc:  # the package was installed or copied without its C build
+    raise ImportError(
+        f"kafka_audit.record._record_screen, kafka-audit's compiled record screen, cannot be loaded ({exc}): "
+        "install kafka-audit with a C compiler (pip install .), or build it in place with "
+        "`python setup.py build_ext --inplace`"
+    ) from exc
+
+_compiled_records = _record_screen.screen_records
+_compiled_payload = _record_screen.screen_payload
+
+
+@dataclass(frozen=True, slots=True)
+class RecordScreen:
+    """The per-record conditions a batch's records are screened against.
+
+    A record passes when its offset delta equals its index, it has a key if ``require_key``, and
+    its timestamp (the batch's base timestamp plus the record's delta) is at least
+    ``min_timestamp`` and at most ``max_timestamp`` where those are set. The record validator
+    builds the screen so that a record passing it cannot break one of its rules.
+    """
+
+    require_key: bool = False
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+
+
+def screen_records(data, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
+    """True when the v2 records in ``data`` (decompressed) are well-formed and all pass
+    ``screen``: ``record_count`` records read as ``decode_records`` reads them, no byte left
+    over. False means "look closer", never "wrong"."""
+    return _compiled_records(
+        data, base_timestamp, record_count, screen.require_key, screen.min_timestamp, screen.max_timestamp
+    )
+
+
+def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: bool | int = False):
+    """Whether a v2 batch's records, decompressed as :func:`v2_records_data` decompresses them,
+    pass ``screen``: the segment step's quick path, one call per batch. With ``want_record``, a
+    batch of one record that passes answers its ``(key, value)`` instead of True (a control
+    batch's record). Uncompressed, LZ4 and zstd payloads are inflated and screened in one C call;
+    other codecs (and framings the C inflater leaves alone) are decompressed here first."""
+    passed = _compiled_payload(
+        buf, batch, screen, max_decompressed_size(batch), want_record, LZ4_BLOCK_INTO, ZSTD_DECOMPRESSOR
+    )
+    if passed is not None:
+        return passed
+    try:
+        data = v2_records_data(buf, batch)
+    except DecompressionError:
+        return False
+    count = batch.record_count or 0
+    if not screen_records(data, batch.base_timestamp, count, screen):
+        return False
+    if want_record and count == 1:
+        record = decode_records(bytes(data), batch.base_offset, batch.base_timestamp, 1, None).records[0]
+        return record.key, record.value
+    return True

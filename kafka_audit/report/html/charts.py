@@ -1,0 +1,317 @@
+"""The report's per-partition swim-lane charts (Plotly figures, drawn in the page by the embedded
+plotly.js): one lane per producer with its epochs (bars labelled with the epoch's sequence range)
+and transactions (committed, aborted, open), a lane of broker log lines and a lane of the
+partition's own events (log-start moves, snapshots, findings without a producer); epoch bumps,
+findings and the other events are markers on one time axis, each with hover details.
+
+Everything comes from the audit's producer rows and timeline events (:func:`views.timeline`);
+nothing is recomputed here. Past :class:`Limits` a chart aggregates: the producers beyond
+``lanes`` share one lane, transactions are binned in time when there are more than ``points``,
+and markers beyond ``points`` are counted in the chart's title rather than drawn."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import plotly.graph_objects as go
+
+from kafka_audit.rules.catalogue import CHECKS
+from kafka_audit.rules.events import Event, EventKind
+from kafka_audit.rules.findings import iso_time, partition_label
+
+BROKER_LANE = "broker log"
+PARTITION_LANE = "partition"
+_SEVERITY_COLOR = {"error": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
+_TXN_COLOR = {"committed": "#2ca02c", "aborted": "#d62728", "open": "#ff7f0e"}
+_EPOCH_COLORS = ("#c6dbef", "#9ecae1", "#6baed6", "#bcbddc", "#9e9ac8")
+_MARKERS = {  # event kind -> (legend name, symbol, color); findings are coloured by severity
+    EventKind.EPOCH_BUMP: ("epoch bump", "star", "#7b4173"),
+    EventKind.LOG_START_MOVED: ("log start moved", "triangle-down", "#393b79"),
+    EventKind.SNAPSHOT: ("snapshot", "circle-open", "#637939"),
+    EventKind.PRODUCER_EXPIRED: ("producer expired", "hourglass", "#8c6d31"),
+    EventKind.BROKER_LOG: ("broker log line", "square", "#843c39"),
+}
+# Transaction bars run in the lower part of their lane, below the epoch's label in its middle.
+_TXN_WIDTH, _TXN_OFFSET = 0.22, 0.1
+# Time bins per lane at least, when transactions are binned.
+_MIN_BINS = 8
+_TXN_KINDS = {EventKind.TRANSACTION_BEGIN, EventKind.TRANSACTION_COMMIT, EventKind.TRANSACTION_ABORT}
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Where the report stops drawing one by one and aggregates (each a shown limit)."""
+
+    findings_rows: int = 5_000
+    producer_rows: int = 2_000
+    charts: int = 40
+    lanes: int = 25
+    points: int = 1_500
+
+    def halved(self) -> "Limits":
+        return Limits(*(max(1, value // 2) for value in (self.findings_rows, self.producer_rows,
+                                                         self.charts, self.lanes, self.points)))
+
+
+@dataclass(slots=True)
+class Chart:
+    """One partition's chart: its label, the Plotly figure as JSON-ready dict, what was left out."""
+
+    label: str
+    figure: dict[str, Any]
+    traces: int
+    not_drawn: int = 0
+
+
+@dataclass(slots=True)
+class _Lanes:
+    """Lane names of one partition: a producer id -> its lane; the rest share ``others``."""
+
+    names: dict[int, str] = field(default_factory=dict)
+    others: str | None = None
+
+    def of(self, producer_id: int | None) -> str | None:
+        if producer_id is None or producer_id < 0:
+            return None
+        return self.names.get(producer_id, self.others)
+
+
+def partition_charts(producers: list[dict[str, Any]], events: list[Event], limits: Limits) -> tuple[list[Chart], list[str]]:
+    """The charts of the partitions with the most findings first (then by name), at most
+    ``limits.charts``, and the labels of the partitions left uncharted."""
+    rows_by: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for row in producers:
+        rows_by[(row["topic"], row["partition"])].append(row)
+    events_by: dict[tuple[str, int], list[Event]] = defaultdict(list)
+    for event in events:
+        events_by[(event.topic, event.partition)].append(event)
+    keys = sorted(set(rows_by) | set(events_by), key=lambda k: (-_weight(events_by[k]), k))
+    charts = [_chart(k, rows_by[k], events_by[k], limits) for k in keys[: limits.charts]]
+    return [c for c in charts if c.traces], [partition_label(*k) for k in keys[limits.charts:]]
+
+
+def _weight(events: list[Event]) -> int:
+    return sum(1 for e in events if e.kind == EventKind.FINDING or e.check)
+
+
+def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event], limits: Limits) -> Chart:
+    lanes, rest = _lanes(rows, events, limits.lanes)
+    traces = [*_epoch_traces(rows, lanes, events), *_transaction_traces(rows, events, lanes, limits.points)]
+    markers, not_drawn = _marker_traces(events, lanes, limits.points)
+    traces.extend(markers)
+    label = partition_label(*key)
+    title = label + (f" - {not_drawn:,} events not drawn (in the tables)" if not_drawn else "")
+    title += f" - {rest:,} more producers share the last lane" if rest else ""
+    order = [BROKER_LANE, PARTITION_LANE, *lanes.names.values(), *([lanes.others] if lanes.others else [])]
+    shown = [lane for lane in order if any(lane in (t.y or ()) for t in traces)]
+    figure = go.Figure(traces)
+    figure.update_layout(
+        title={"text": title, "x": 0, "font": {"size": 14}},
+        barmode="overlay",
+        height=max(280, 150 + 44 * len(shown)),
+        margin={"l": 10, "r": 10, "t": 40, "b": 10},
+        hovermode="closest",
+        legend={"orientation": "h", "y": -0.1, "yanchor": "top"},
+        xaxis={"type": "date", "title": None, "automargin": True},
+        yaxis={"categoryorder": "array", "categoryarray": shown[::-1], "automargin": True, "type": "category"},
+        plot_bgcolor="#fafafa",
+    )
+    return Chart(label, figure.to_plotly_json(), len(traces), not_drawn)
+
+
+def _lanes(rows: list[dict[str, Any]], events: list[Event], limit: int) -> tuple[_Lanes, int]:
+    """Producers with findings first, then the busiest, one lane each up to ``limit``."""
+    found: dict[int, int] = defaultdict(int)
+    for event in events:
+        if event.check and event.producer_id is not None:
+            found[event.producer_id] += 1
+    ranked = sorted(rows, key=lambda r: (-found[r["producer_id"]], -r["batches"], r["producer_id"]))
+    lanes = _Lanes()
+    for row in ranked[:limit]:
+        name = f"pid {row['producer_id']}"
+        lanes.names[row["producer_id"]] = name + (f"<br>{row['transactional_id']}" if row["transactional_id"] else "")
+    rest = len(ranked) - len(lanes.names)
+    if rest:
+        lanes.others = f"{rest:,} other producers"
+    return lanes, rest
+
+
+def _span(start: int, end: int, whole: tuple[int, int]) -> int:
+    """A bar's length in ms, at least 1/400 of the chart's span so a short one stays visible."""
+    return max(end - start, (whole[1] - whole[0]) // 400, 1)
+
+
+def _whole(rows: list[dict[str, Any]], events: list[Event]) -> tuple[int, int]:
+    times = [t for r in rows for t in (r["first_timestamp"], r["last_timestamp"]) if t is not None]
+    times += [e.timestamp for e in events if e.timestamp is not None]
+    return (min(times), max(times)) if times else (0, 0)
+
+
+def _epoch_traces(rows: list[dict[str, Any]], lanes: _Lanes, events: list[Event]) -> list[go.Bar]:
+    """One bar per (producer, epoch): from the epoch's first batch (its bump event; the first
+    epoch from the producer's first batch) to the next epoch's start or the producer's last batch."""
+    whole = _whole(rows, events)
+    bumps = {(e.producer_id, e.producer_epoch): e.timestamp for e in events
+             if e.kind == EventKind.EPOCH_BUMP and e.timestamp is not None}
+    bars: dict[str, list] = defaultdict(list)
+    for row in rows:
+        lane = lanes.names.get(row["producer_id"])
+        if lane is None or row["first_timestamp"] is None or row["last_timestamp"] is None:
+            continue
+        epochs = row["epochs"]
+        starts = [row["first_timestamp"]] + [bumps.get((row["producer_id"], e), row["first_timestamp"]) for e in epochs[1:]]
+        for i, epoch in enumerate(epochs):
+            start = starts[i]
+            end = starts[i + 1] if i + 1 < len(epochs) else row["last_timestamp"]
+            seq = row["sequences"].get(str(epoch))
+            seq_text = f"seq {seq[0]}-{seq[1]}" if seq else "no sequences"
+            bars["lane"].append(lane)
+            bars["base"].append(iso_time(start))
+            bars["x"].append(_span(start, max(end, start), whole))
+            bars["text"].append(f"e{epoch} {seq_text}")
+            bars["color"].append(_EPOCH_COLORS[i % len(_EPOCH_COLORS)])
+            bars["hover"].append(
+                f"producer {row['producer_id']} epoch {epoch}<br>{seq_text}<br>"
+                f"offsets {row['first_offset']}-{row['last_offset']} (producer)<br>"
+                f"{iso_time(start)} - {iso_time(end)}"
+            )
+    traces = _others_bar(rows, lanes, whole)
+    if not bars:
+        return traces
+    return traces + [go.Bar(name="epochs (sequence range)", orientation="h", y=bars["lane"], base=bars["base"], x=bars["x"],
+                   width=0.7, text=bars["text"], textposition="inside", insidetextanchor="middle",
+                   marker={"color": bars["color"], "line": {"width": 0.5, "color": "#555"}},
+                   hovertext=bars["hover"], hoverinfo="text")]
+
+
+def _others_bar(rows: list[dict[str, Any]], lanes: _Lanes, whole: tuple[int, int]) -> list[go.Bar]:
+    """The shared lane of the producers beyond the limit: one bar over their active time."""
+    others = [r for r in rows if r["producer_id"] not in lanes.names and r["first_timestamp"] is not None]
+    if lanes.others is None or not others:
+        return []
+    start = min(r["first_timestamp"] for r in others)
+    end = max(r["last_timestamp"] for r in others)
+    hover = (f"{len(others):,} producers<br>{sum(r['batches'] for r in others):,} batches, "
+             f"{sum(r['records'] for r in others):,} records<br>{iso_time(start)} - {iso_time(end)}")
+    return [go.Bar(name="other producers", orientation="h", y=[lanes.others], base=[iso_time(start)],
+                   x=[_span(start, end, whole)], width=0.7, marker={"color": "#d9d9d9"},
+                   hovertext=[hover], hoverinfo="text")]
+
+
+def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: _Lanes, points: int) -> list[go.Bar]:
+    """Transactions from their begin to their commit or abort marker (open ones to the producer's
+    last batch), a bar each; more than ``points`` are binned in time per lane."""
+    last = {r["producer_id"]: r["last_timestamp"] for r in rows}
+    began: dict[int, int] = {}
+    spans: list[tuple[str, int, int, str]] = []  # lane, start, end, outcome
+    for event in events:
+        if event.kind not in _TXN_KINDS or event.timestamp is None or event.producer_id is None:
+            continue
+        lane = lanes.of(event.producer_id)
+        if lane is None:
+            continue
+        if event.kind == EventKind.TRANSACTION_BEGIN:
+            began.setdefault(event.producer_id, event.timestamp)
+            continue
+        start = began.pop(event.producer_id, event.timestamp)
+        spans.append((lane, start, event.timestamp, "committed" if event.kind == EventKind.TRANSACTION_COMMIT else "aborted"))
+    for pid, start in began.items():
+        spans.append((lanes.of(pid) or "", start, max(start, last.get(pid) or start), "open"))
+    if not spans:
+        return []
+    whole = _whole(rows, events)
+    if len(spans) > points:
+        return _binned_transactions(spans, whole, max(_MIN_BINS, points // (len(lanes.names) + 1)))
+    traces = []
+    for outcome in ("committed", "aborted", "open"):
+        chosen = [s for s in spans if s[3] == outcome]
+        if chosen:
+            traces.append(go.Bar(
+                name=f"transactions {outcome}", orientation="h", y=[s[0] for s in chosen],
+                base=[iso_time(s[1]) for s in chosen], x=[_span(s[1], s[2], whole) for s in chosen],
+                width=_TXN_WIDTH, offset=_TXN_OFFSET, marker={"color": _TXN_COLOR[outcome]}, hoverinfo="text",
+                hovertext=[f"transaction {outcome}<br>{iso_time(s[1])} - {iso_time(s[2])}" for s in chosen]))
+    return traces
+
+
+def _binned_transactions(spans: list[tuple[str, int, int, str]], whole: tuple[int, int], bins: int) -> list[go.Bar]:
+    """Transactions counted per lane in ``bins`` equal time bins (by start): a bar per non-empty
+    bin, orange when one is open, else red when at least half aborted, else green; the counts on
+    hover."""
+    width = max(1, (whole[1] - whole[0]) // bins + 1)
+    counts: dict[tuple[str, int], dict[str, int]] = defaultdict(lambda: {"committed": 0, "aborted": 0, "open": 0})
+    for lane, start, _end, outcome in spans:
+        counts[(lane, (start - whole[0]) // width)][outcome] += 1
+    lanes, bases, colors, hovers = [], [], [], []
+    for (lane, n), c in sorted(counts.items()):
+        start = whole[0] + n * width
+        lanes.append(lane)
+        bases.append(iso_time(start))
+        colors.append(_TXN_COLOR["open" if c["open"] else "aborted" if 2 * c["aborted"] >= sum(c.values()) else "committed"])
+        hovers.append(f"{sum(c.values()):,} transactions from {iso_time(start)} to {iso_time(start + width)}<br>"
+                      f"{c['committed']:,} committed, {c['aborted']:,} aborted, {c['open']:,} open")
+    return [go.Bar(name=f"transactions ({len(spans):,}, binned)", orientation="h", y=lanes, base=bases,
+                   x=[width] * len(lanes), width=_TXN_WIDTH, offset=_TXN_OFFSET, marker={"color": colors}, hovertext=hovers, hoverinfo="text")]
+
+
+def _marker_lane(event: Event, lanes: _Lanes) -> str:
+    if event.kind == EventKind.BROKER_LOG:
+        return BROKER_LANE
+    if event.kind in (EventKind.LOG_START_MOVED, EventKind.SNAPSHOT):
+        return PARTITION_LANE
+    return lanes.of(event.producer_id) or PARTITION_LANE
+
+
+def _priority(event: Event) -> int:
+    if event.check:
+        return -CHECKS[event.check].severity.rank if event.check in CHECKS else 0
+    return 1
+
+
+def _marker_traces(events: list[Event], lanes: _Lanes, points: int) -> tuple[list[go.Scatter], int]:
+    """Markers for findings (by severity) and the point events, the most severe first up to
+    ``points``; returns the traces and how many were not drawn."""
+    marks = [e for e in events if e.timestamp is not None and (e.kind not in _TXN_KINDS or e.check)]
+    marks.sort(key=_priority)
+    drawn = marks[:points]
+    groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
+    for event in drawn:
+        if event.kind == EventKind.FINDING:
+            severity = str(CHECKS[event.check].severity) if event.check in CHECKS else "info"
+            groups[(f"finding: {severity}", "x", _SEVERITY_COLOR[severity])].append(event)
+        else:
+            groups[_MARKERS.get(event.kind, (str(event.kind), "circle", "#444"))].append(event)
+    traces = []
+    for (name, symbol, color), group in groups.items():
+        traces.append(go.Scatter(
+            name=name, mode="markers", x=[iso_time(e.timestamp) for e in group],
+            y=[_marker_lane(e, lanes) for e in group],
+            marker={"symbol": symbol, "size": 12, "color": color, "line": {"width": 1, "color": "#222"}},
+            hovertext=[_hover(e) for e in group], hoverinfo="text"))
+    return traces, len(marks) - len(drawn)
+
+
+def _hover(event: Event) -> str:
+    head = f"{event.check} ({event.kind})" if event.check and event.kind != EventKind.FINDING else (event.check or str(event.kind))
+    where = f"offset {event.offset}" if event.offset is not None else "no offset"
+    if event.producer_id is not None and event.producer_id >= 0:
+        where += f", producer {event.producer_id}" + (f" epoch {event.producer_epoch}" if event.producer_epoch is not None else "")
+    return f"<b>{_escape(head)}</b><br>{iso_time(event.timestamp)}<br>{where}<br>{_wrap(_escape(event.message))}"
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _wrap(text: str, width: int = 90) -> str:
+    """Plotly hover labels do not wrap: break the message into lines of about ``width`` chars."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "<br>".join([*lines, line])

@@ -1,0 +1,278 @@
+"""``kafka-audit report``: the HTML postmortem document opened in a real browser (headless
+Chromium, network cut off), its DOM checked against what ``scan``, ``producers`` and ``timeline``
+print for the same input, its exit codes, and its limits on a large log."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from kafka_audit.cli.app import app
+from kafka_audit.report.html.tables import finding_key
+from tests.conftest import FIXTURES
+from tests.support.browser import find_chromium, open_page
+
+BROWSER = find_chromium()
+needs_browser = pytest.mark.skipif(
+    BROWSER is None, reason="no Chromium on PATH (chromium, chromium-browser, google-chrome): CI installs Debian's in .ci/run"
+)
+# The screenshots are also kept here for a look after the run (not committed).
+ARTIFACTS = Path(__file__).parent / "artifacts"
+INCIDENT = ["--broker-log", str(FIXTURES / "broker-logs" / "producer-errors.server.log")]
+_TXN_KINDS = {"transaction_begin", "transaction_commit", "transaction_abort"}
+
+
+def _cli(*args) -> object:
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def _json(command: str, path: Path, *args) -> dict:
+    done = _cli(command, path, "--engine", "local", "--quiet", "--format", "json", "--fail-on", "never", *args)
+    assert done.exit_code == 0, done.output
+    return json.loads(done.stdout)
+
+
+def _report(path: Path, out: Path, *args) -> Path:
+    done = _cli("report", path, "--engine", "local", "--quiet", "--output", out, *args)
+    assert done.exit_code in (0, 1), done.output
+    return out
+
+
+def _chart_data(html: str) -> list[dict]:
+    found = re.search(r'<script type="application/json" id="chart-data">(.*?)</script>', html, re.S)
+    assert found, "no chart data in the document"
+    return json.loads(found.group(1))
+
+
+def _chart_doms(dom: str, count: int) -> list[str]:
+    """The DOM of each chart's div, in page order (each ends where the next begins)."""
+    starts = [dom.index(f'id="chart-{i}"') for i in range(count)]
+    ends = starts[1:] + [dom.index('id="producers-section"')]
+    return [dom[s:e] for s, e in zip(starts, ends)]
+
+
+def _table_rows(dom: str, table_id: str) -> list[str]:
+    body = re.search(rf'<table class="data" id="{table_id}">.*?<tbody>(.*?)</tbody>', dom, re.S)
+    assert body, f"no table {table_id}"
+    return re.findall(r"<tr[^>]*>", body.group(1))
+
+
+def _open(name: str, path: Path, tmp: Path, *args) -> tuple[str, object]:
+    page = _report(path, tmp / f"{name}.html", *args)
+    run = open_page(BROWSER, page, tmp)
+    ARTIFACTS.mkdir(exist_ok=True)
+    shutil.copy(run.screenshot, ARTIFACTS / run.screenshot.name)
+    return page.read_text(encoding="utf-8"), run
+
+
+def _expected_marks(path: Path, *args) -> tuple[int, int]:
+    """Markers and bars the charts must draw, from ``timeline`` and ``producers``: a marker per
+    event with a time that is not a transaction boundary (or is a finding), a bar per epoch of
+    every producer with times, a bar per transaction (committed, aborted or open)."""
+    events = _json("timeline", path, *args)["events"]
+    producers = _json("producers", path, *args)["producers"]
+    marks = sum(1 for e in events if e["timestamp"] is not None and (e["kind"] not in _TXN_KINDS or e["check"]))
+    timed = [p for p in producers if p["first_timestamp"] is not None]
+    bars = sum(len(p["epochs"]) + sum(p["transactions"].values()) for p in timed)
+    return marks, bars
+
+
+@needs_browser
+def test_incident_document_opens_offline_with_its_chart_and_findings(tmp_path):
+    path = FIXTURES / "producer-errors"
+    html, run = _open("producer-errors", path, tmp_path, *INCIDENT)
+    assert run.page_requests == [], "the page asked the network for something"
+    assert run.screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    charts = _chart_data(html)
+    assert len(charts) == 1 and charts[0]["label"] == "test-8"
+    (chart,) = _chart_doms(run.dom, 1)
+    assert 'class="main-svg"' in chart, "Plotly drew no chart"
+    assert len(re.findall(r'<g class="trace[ "]', chart)) == len(charts[0]["figure"]["data"])
+    marks, bars = _expected_marks(path, *INCIDENT)
+    assert (marks, bars) == (4, 2)  # the broker log line, the bump, two findings; epochs 2 and 3
+    assert len(re.findall(r'<path class="point"', chart)) == marks
+    assert len(re.findall(r'<g class="point"', chart)) == bars
+    scanned = _json("scan", path, *INCIDENT)["findings"]
+    rows = _table_rows(run.dom, "findings")
+    keys = sorted(re.search(r'data-finding="([^"]*)"', row).group(1) for row in rows)
+    assert keys == sorted(finding_key(f) for f in scanned)
+    assert len(_table_rows(run.dom, "producers")) == len(_json("producers", path, *INCIDENT)["producers"])
+    assert f"{len(rows)} of {len(rows)} rows shown" in run.dom, "the table script did not run"
+
+
+@needs_browser
+def test_transactions_and_every_partition_are_drawn(tmp_path):
+    """``healthy``: transactional producers with commits and aborts over several partitions."""
+    path = FIXTURES / "healthy"
+    html, run = _open("healthy", path, tmp_path)
+    assert run.page_requests == []
+    charts = _chart_data(html)
+    doms = _chart_doms(run.dom, len(charts))
+    marks, bars = _expected_marks(path)
+    assert sum(len(re.findall(r'<path class="point"', d)) for d in doms) == marks
+    assert sum(len(re.findall(r'<g class="point"', d)) for d in doms) == bars
+    for dom, chart in zip(doms, charts):
+        assert len(re.findall(r'<g class="trace[ "]', dom)) == len(chart["figure"]["data"]), chart["label"]
+    names = {t["name"] for c in charts for t in c["figure"]["data"]}
+    assert {"transactions committed", "transactions aborted"} <= names
+
+
+def test_browser_check_sees_a_page_that_asks_the_network(tmp_path):
+    """The offline check can fail: a page loading a script from a CDN is caught."""
+    if BROWSER is None:
+        pytest.skip("no Chromium on PATH: CI installs Debian's in .ci/run")
+    page = tmp_path / "online.html"
+    page.write_text('<html><body><script src="https://cdn.plot.ly/plotly.min.js"></script></body></html>')
+    assert open_page(BROWSER, page, tmp_path, screenshot=False).page_requests == ["https://cdn.plot.ly/plotly.min.js"]
+
+
+# -- a large log: the limits aggregate, the cap holds (no browser) ------------------------------
+
+def _busy_log(root: Path) -> Path:
+    """Two partitions: ``busy-0`` with 12 transactional producers committing and aborting in turn,
+    producer 5000 skipping a sequence every 4th batch (out_of_order_sequence errors); ``quiet-0``
+    with one idempotent producer."""
+    from tests.support.writer import LogDirWriter, Producer, records
+
+    with LogDirWriter(root) as out:
+        busy = out.partition("busy", 0)
+        producers = [Producer(5000 + n, transactional=True) for n in range(12)]
+        for turn in range(96):
+            producer = producers[turn % len(producers)]
+            producer.begin()
+            skip = producer.producer_id == 5000 and turn % 4 == 0 and turn > 0
+            sequence = producer.next_sequence(busy) + 1 if skip else None
+            producer.send(busy, records([f"v{turn}-{i}" for i in range(3)]), sequence=sequence)
+            if skip:
+                producer.sequences[id(busy)] += 1
+            (producer.abort if turn % 5 == 0 else producer.commit)()
+        quiet = out.partition("quiet", 0)
+        single = Producer(7000)
+        for turn in range(4):
+            single.send(quiet, records([f"q{turn}"]))
+    return root
+
+
+def _render(root: Path, limits):
+    from kafka_audit.audit.plan import audit_in_process
+    from kafka_audit.audit.scan_options import scan_options
+    from kafka_audit.log.log_dir import discover
+    from kafka_audit.report.html import render_report
+    from kafka_audit.report.views import ReportFilter
+
+    result = audit_in_process(discover([str(root)]), scan_options(timeline=True))
+    return render_report(result, ReportFilter(), limits=limits)
+
+
+def test_a_large_log_is_aggregated_past_the_shown_limits(tmp_path):
+    from kafka_audit.report.html.charts import Limits
+
+    root = _busy_log(tmp_path / "busy")
+    findings = _json("scan", root)["findings"]
+    producers = _json("producers", root)["producers"]
+    busy = [p for p in producers if p["topic"] == "busy"]
+    assert len(findings) > 2 and len(busy) == 12
+    page, stats = _render(root, Limits(findings_rows=2, producer_rows=4, charts=1, lanes=3, points=5))
+    assert len(_table_rows(page, "findings")) == 2
+    assert f"{len(findings) - 2:,} more findings not shown (of {len(findings):,}" in page
+    assert len(_table_rows(page, "producers")) == 4
+    assert f"{len(producers) - 4:,} more producers not shown" in page
+    (chart,) = _chart_data(page)
+    assert chart["label"] == "busy-0" and "1 not charted: quiet-0" in page
+    traces = {t["name"]: t for t in chart["figure"]["data"]}
+    lanes = {y for t in traces.values() for y in t["y"]}
+    assert f"{len(busy) - 3} other producers" in lanes
+    assert len([lane for lane in lanes if lane.startswith("pid ")]) == 3
+    (binned,) = [t for name, t in traces.items() if "binned" in name]
+    counted = sum(int(re.match(r"([\d,]+) transactions", h).group(1).replace(",", "")) for h in binned["hovertext"])
+    assert counted == sum(sum(p["transactions"].values()) for p in busy)
+    drawn = sum(len(t["x"]) for t in traces.values() if t["type"] == "scatter")
+    marks, _ = _expected_marks(root, "--topic", "busy")
+    assert drawn == 5 and f"{marks - 5:,} events not drawn" in chart["figure"]["layout"]["title"]["text"]
+
+
+def test_the_document_stays_under_its_cap(tmp_path, monkeypatch):
+    """Past the cap the document is written again with every limit halved until it fits."""
+    import kafka_audit.report.html as html_report
+    from kafka_audit.report.html.charts import Limits
+
+    root = _busy_log(tmp_path / "busy")
+    _, full = _render(root, Limits())
+    _, small = _render(root, Limits(findings_rows=3, producer_rows=3, charts=1, lanes=1, points=10))
+    cap = small.bytes + 100
+    monkeypatch.setattr(html_report, "MAX_REPORT_BYTES", cap)
+    page, stats = _render(root, Limits())
+    assert stats.bytes == len(page.encode()) <= cap < full.bytes
+    assert stats.limits != Limits()
+
+
+def test_report_exit_codes_are_scans(tmp_path, monkeypatch):
+    path = FIXTURES / "producer-errors"
+    monkeypatch.chdir(tmp_path)
+    assert _cli("report", path, "--engine", "local", "--quiet").exit_code == 1
+    assert (tmp_path / "kafka-audit-report.html").is_file()
+    assert _cli("report", path, "--engine", "local", "--quiet", "--fail-on", "never").exit_code == 0
+    missing = _cli("report", tmp_path / "nowhere", "--engine", "local")
+    assert missing.exit_code == 2 and "no such file or directory" in missing.output
+    no_folder = _cli("report", path, "--engine", "local", "--output", tmp_path / "no" / "r.html")
+    assert no_folder.exit_code == 2 and "does not exist" in no_folder.output
+    assert _cli("report", path, "--engine", "local", "--redact-key", "k").exit_code == 2
+    assert _cli("report", path, "--format", "json").exit_code == 2  # no --format: the document is HTML
+    baseline = tmp_path / "baseline.json"
+    assert _cli("scan", path, "--engine", "local", "--quiet", "--write-baseline", baseline).exit_code == 1
+    known = _cli("report", path, "--engine", "local", "--quiet", "--baseline", baseline, "--output", tmp_path / "k.html")
+    assert known.exit_code == 0, known.output  # every finding is known: none fails the gate
+    rows = _table_rows((tmp_path / "k.html").read_text(encoding="utf-8"), "findings")
+    marked = (tmp_path / "k.html").read_text(encoding="utf-8").count("(known: baseline)")
+    assert marked == len(rows) == len(_json("scan", path)["findings"])
+
+
+def test_the_document_refers_to_nothing_outside_itself(tmp_path):
+    page = _report(FIXTURES / "healthy", tmp_path / "r.html").read_text(encoding="utf-8")
+    assert not re.search(r"<(script|img|link|iframe)[^>]+(src|href)=", page, re.I)
+    assert not re.search(r"url\(\s*['\"]?https?:", page, re.I)
+
+
+# What a reader does: sort by offset (twice: descending), then keep the errors only.
+_READER = """<script>
+(function () {
+  var table = document.getElementById("findings");
+  var heads = Array.prototype.slice.call(table.tHead.rows[0].cells);
+  var col = heads.findIndex(function (th) { return th.textContent === "offset"; });
+  heads[col].click(); heads[col].click();
+  var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+  var order = rows.map(function (r) { return r.cells[col].textContent; });
+  var severity = document.querySelector('.filters[data-table="findings"] .severity-filter');
+  severity.value = "error";
+  severity.dispatchEvent(new Event("change"));
+  var shown = rows.filter(function (r) { return r.style.display !== "none"; })
+    .map(function (r) { return r.getAttribute("data-severity"); });
+  document.body.setAttribute("data-reader", JSON.stringify({order: order, shown: shown}));
+})();
+</script></body>"""
+
+
+@needs_browser
+def test_the_findings_sort_and_filter_in_the_browser(tmp_path):
+    path = FIXTURES / "faulty"
+    args = _faulty_args()
+    page = _report(path, tmp_path / "faulty.html", *args)
+    page.write_text(page.read_text(encoding="utf-8").replace("</body>", _READER, 1), encoding="utf-8")
+    run = open_page(BROWSER, page, tmp_path, screenshot=False)
+    found = re.search(r'data-reader="([^"]*)"', run.dom)
+    assert found, "the reader's script did not run"
+    seen = json.loads(found.group(1).replace("&quot;", '"'))
+    findings = _json("scan", path, *args)["findings"]
+    offsets = sorted((f["offset"] for f in findings), key=lambda o: -1 if o is None else o, reverse=True)
+    assert seen["order"] == ["" if o is None else str(o) for o in offsets]
+    assert seen["shown"] == ["error"] * sum(1 for f in findings if f["severity"] == "error")
+
+
+def _faulty_args() -> list[str]:
+    """The scan options ``fixtures/faulty/EXPECTED.json`` names."""
+    return json.loads((FIXTURES / "faulty" / "EXPECTED.json").read_text())["scan_args"]
