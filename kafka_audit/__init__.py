@@ -4,11 +4,11 @@
 """
 
 __version__ = "0.1.0"
-__all__ = ["AuditResult", "scan"]
+__all__ = ["AuditResult", "ExecutorEnvironmentError", "scan"]
 
 
 def __getattr__(name: str):
-    """``scan`` and ``AuditResult`` imported on first use: ``kafka-audit --version`` stays light."""
+    """``scan``, ``AuditResult`` and ``ExecutorEnvironmentError`` imported on first use: ``kafka-audit --version`` stays light."""
     if name in __all__:
         from kafka_audit import api
 

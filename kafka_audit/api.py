@@ -16,9 +16,12 @@ from datetime import datetime, timezone
 from typing import Any
 
 from kafka_audit.audit.scan_options import reference_time_problem, scan_options
+from kafka_audit.engines.preflight import ExecutorEnvironmentError
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+
+__all__ = ["AuditResult", "ExecutorEnvironmentError", "scan"]
 
 
 @dataclass(slots=True)
@@ -69,8 +72,10 @@ def scan(
 ) -> AuditResult:
     """Audit the segments under ``paths`` (the ``scan`` command's PATHs and options, SPEC
     section 1) and return an :class:`AuditResult`. Raises ``ValueError`` when no segment is found
-    or an option is invalid. ``baseline``: a ``--write-baseline`` file, whose findings come back
-    with ``"baseline": True``. ``rsm_key_file``: the ``--rsm-key-file`` private key (PEM) of
+    or an option is invalid, and :class:`ExecutorEnvironmentError` (one line: the executor and
+    what it lacks) when the executors of the Spark session cannot run the audit: the same check
+    as the CLI's, made before the job (SPEC section 5). ``baseline``: a ``--write-baseline``
+    file, whose findings come back with ``"baseline": True``. ``rsm_key_file``: the ``--rsm-key-file`` private key (PEM) of
     encrypted tiered-storage segments."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -110,10 +115,14 @@ def scan(
 
         return _result(run_audit(discovery, options, Engine(engine), master, conf, None, remote, target))
     from kafka_audit.engines import spark_job as pipeline
+    from kafka_audit.engines.preflight import check_executors
+    from kafka_audit.engines.run import paths_executors_read
 
+    preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
     result, frames = pipeline.run_job(spark, discovery, options, keep=True)
     assert frames is not None  # keep=True keeps them
     result.summary["engine"] = "spark"
+    result.notes.extend(f"warning: {warning}" for warning in preflight.warnings)
     if target is not None:
         frames.write_parquet(spark, result, target)
     findings = [f.to_dict() for f in result.findings]

@@ -33,10 +33,21 @@ def spark(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def connect_url(tmp_path_factory):
-    """The URL of a local Spark Connect server (``local[2]``), started once for the session."""
+    """The URL of a local Spark Connect server (``local[2]``) with Spark's default settings, as a
+    managed endpoint has them (no ``spark.default.parallelism``), started once for the session."""
     from tests.support.connect_server import connect_server
 
     with connect_server(tmp_path_factory.mktemp("connect")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def configured_connect_url(tmp_path_factory):
+    """A second local server (``local[2]``) started with ``spark.default.parallelism=3``, for the
+    few tests that check a configured server's setting is used."""
+    from tests.support.connect_server import connect_server
+
+    with connect_server(tmp_path_factory.mktemp("connect-configured"), conf={"spark.default.parallelism": "3"}) as url:
         yield url
 
 
@@ -63,6 +74,6 @@ def pytest_collection_modifyitems(items):
 
     def on_connect(item) -> bool:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        return params.get("any_spark") == "connect" or bool({"connect", "connect_url"} & set(item.fixturenames))
+        return params.get("any_spark") == "connect" or bool({"connect", "connect_url", "configured_connect_url"} & set(item.fixturenames))
 
     items[:] = [i for i in items if not on_connect(i)] + [i for i in items if on_connect(i)]

@@ -452,9 +452,12 @@ def test_the_command_in_a_subprocess_keeps_spark_noise_off_stderr(tmp_path):
 
 
 @pytest.mark.spark
-def test_scan_on_a_spark_connect_server_equals_the_in_process_audit(connect_url, tmp_path):
-    """``scan --remote sc://127.0.0.1:PORT`` (the command in a subprocess, a local Connect server)
-    gives the findings of the in-process audit, and its executors write the Parquet datasets."""
+@pytest.mark.parametrize("server", ["connect_url", "configured_connect_url"])
+def test_scan_on_a_spark_connect_server_equals_the_in_process_audit(request, server, tmp_path):
+    """``scan --remote sc://127.0.0.1:PORT`` (the command in a subprocess, a local Connect server
+    with Spark's default settings and one with ``spark.default.parallelism`` set) gives the
+    findings of the in-process audit, and its executors write the Parquet datasets."""
+    connect_url = request.getfixturevalue(server)
     from kafka_audit.audit.plan import audit_in_process
     from kafka_audit.log.log_dir import discover
     from tests.test_pipeline import options_of

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from kafka_audit.audit.plan import ScanOptions, audit_in_process
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES
 from tests.support.spark_cluster import StandaloneCluster, can_hide_folders
+from tests.support.venvs import python_lacking
 from tests.test_remote import BUCKET, CASES, s3  # noqa: F401  (s3: the moto server fixture)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
@@ -85,20 +85,8 @@ def test_executors_that_cannot_see_the_data_stop_the_scan(cluster, tmp_path):
 
 @pytest.fixture(scope="module")
 def venv_without_kafka_audit(tmp_path_factory) -> Path:
-    """A virtual environment of the same Python that has PySpark (this one's site-packages,
-    whose .pth files are not run there) but not kafka_audit."""
-    root = tmp_path_factory.mktemp("venv")
-    base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-    subprocess.run([str(base), "-m", "venv", "--without-pip", str(root)], check=True, timeout=120)
-    python = root / "bin" / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True, timeout=60,
-    ).stdout.strip()
-    Path(site, "spark-only.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    check = subprocess.run([str(python), "-c", "import pyspark, kafka_audit"], cwd=root, capture_output=True, text=True, timeout=60)
-    assert "No module named 'kafka_audit'" in check.stderr
-    return python
+    """A virtual environment of the same Python that has PySpark but not kafka_audit."""
+    return python_lacking(tmp_path_factory.mktemp("venv"), "kafka_audit")
 
 
 def test_executors_without_kafka_audit_are_named_with_the_cause(cluster, tmp_path, venv_without_kafka_audit):

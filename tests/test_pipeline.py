@@ -211,3 +211,18 @@ def test_progress_counts_the_segment_stage_and_the_stages_after_it():
     assert (progress.segments_done, progress.bytes_done, progress.partitions_done) == (20, 2000, 0)
     _count_done(progress, {3: (2, 2), 4: (10, 10), 6: (1, 4)}, 10)
     assert (progress.segments_done, progress.bytes_done, progress.partitions_done) == (40, 4000, 1)
+
+
+@pytest.mark.parametrize("server, expected", [("connect_url", 2), ("configured_connect_url", 3)])
+def test_default_parallelism_on_a_default_and_on_a_configured_connect_server(request, server, expected):
+    """A Connect server started with Spark's defaults (``local[2]``, as managed endpoints run) has
+    no ``spark.default.parallelism`` to read: the job counts a range's partitions, in a query that
+    Spark 4's analyzer accepts; a configured server's setting (3) is read as given."""
+    from kafka_audit.engines.spark_job import default_parallelism
+    from kafka_audit.engines.spark_session import create_connect_session
+
+    session = create_connect_session(request.getfixturevalue(server))
+    try:
+        assert default_parallelism(session) == expected
+    finally:
+        session.stop()

@@ -13,8 +13,10 @@ import sys
 import pytest
 
 import kafka_audit
-from kafka_audit.engines.preflight import PreflightFailure, check_executors, probe
+from kafka_audit.engines.preflight import ExecutorEnvironmentError, check_executors, probe
+from tests.conftest import FIXTURES
 from tests.support.spark_cluster import ConnectServer
+from tests.support.venvs import python_lacking
 
 
 def test_the_probe_reports_each_difference_from_the_driver(tmp_path):
@@ -45,7 +47,7 @@ def test_the_probe_fails_without_the_compiled_screen(tmp_path, monkeypatch):
 def test_a_classic_session_passes_and_names_a_path_it_cannot_see(spark, tmp_path):
     found = check_executors(spark, [str(tmp_path)])
     assert len(found.executors) == 1
-    with pytest.raises(PreflightFailure) as failure:
+    with pytest.raises(ExecutorEnvironmentError) as failure:
         check_executors(spark, [str(tmp_path / "gone")])
     # A local session's executor is the driver's host; its Python worker (the pid named) may differ.
     assert str(failure.value).endswith(f" cannot run the audit: cannot see {tmp_path / 'gone'} (No such file or directory)")
@@ -62,7 +64,7 @@ def test_a_local_session_on_this_python_is_probed_here_without_a_job(spark, tmp_
     found = check_executors(spark, [str(tmp_path)])
     assert set(tracker.getJobIdsForGroup()) == before
     assert found.executors == [f"{socket.gethostname()} (pid {os.getpid()})"]
-    with pytest.raises(PreflightFailure, match="cannot see"):
+    with pytest.raises(ExecutorEnvironmentError, match="cannot see"):
         check_executors(spark, [str(tmp_path / "gone")])
     folder = os.path.dirname(sys.executable)
     other = next((os.path.join(folder, name) for name in ("python3", "python", f"python3.{sys.version_info[1]}")
@@ -72,6 +74,32 @@ def test_a_local_session_on_this_python_is_probed_here_without_a_job(spark, tmp_
     monkeypatch.setattr(spark.sparkContext, "pythonExec", other)
     check_executors(spark, [str(tmp_path)])
     assert set(tracker.getJobIdsForGroup()) > before
+
+
+@pytest.fixture(scope="module")
+def python_without_crc32c(tmp_path_factory):
+    return python_lacking(tmp_path_factory.mktemp("venv"), "crc32c")
+
+
+@pytest.mark.spark
+def test_the_api_checks_a_given_sessions_executors_and_names_what_they_lack(spark, python_without_crc32c, monkeypatch):
+    """``kafka_audit.scan`` on a user's classic session whose Python workers run an environment
+    without crc32c: one ``ExecutorEnvironmentError`` line naming the executor and the module, raised
+    before the job (which would fail inside a task with a Python traceback)."""
+    monkeypatch.setattr(spark.sparkContext, "pythonExec", str(python_without_crc32c))
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    with pytest.raises(kafka_audit.ExecutorEnvironmentError) as failure:
+        kafka_audit.scan(FIXTURES / "healthy", spark=spark)
+    (line,) = str(failure.value).splitlines()
+    assert line.endswith(
+        f" cannot run the audit: lacks crc32c ({python_without_crc32c}: ModuleNotFoundError: No module named 'crc32c')"
+    )
+    assert len(set(tracker.getJobIdsForGroup()) - before) <= 3  # the probe's rounds, no scan job
+    monkeypatch.undo()
+    result = kafka_audit.scan(FIXTURES / "healthy", spark=spark)
+    result.unpersist()
+    assert result.summary["segments"] > 0
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +123,7 @@ def test_a_spark_connect_session_runs_the_probe_as_a_dataframe_job(connect, tmp_
     try:
         found = check_executors(session, [str(tmp_path)])
         assert len(found.executors) == 1 and found.warnings == []
-        with pytest.raises(PreflightFailure) as failure:
+        with pytest.raises(ExecutorEnvironmentError) as failure:
             check_executors(session, [str(tmp_path / "gone")])
         assert str(failure.value).endswith(f"cannot run the audit: cannot see {tmp_path / 'gone'} (No such file or directory)")
     finally:

@@ -84,7 +84,9 @@ def s3(tmp_path_factory):
 def _comparable(result) -> tuple:
     """Findings, counts and notes: everything but the paths as typed and the timings."""
     # Also the counts keyed by path (``segment_bytes``): the paths differ by their prefix.
-    skipped = ("paths", "wall_time_s", "mb_per_s", "segment_bytes")
+    # The store's request counts are a URI scan's alone (test_the_summary_counts_the_requests_...).
+    skipped = ("paths", "wall_time_s", "mb_per_s", "segment_bytes", "requests", "bytes_fetched", "requests_per_s",
+               "fetched_mb_per_s")
     summary = {k: v for k, v in result.summary.items() if k not in skipped}
     return [f.to_dict() for f in result.findings], summary, sorted(result.notes)
 
@@ -102,6 +104,25 @@ def test_s3_scan_equals_the_local_scan(s3, case):
     assert remote.summary["segments"] == local.summary["segments"] > 0
     assert remote.summary["batches"] == local.summary["batches"] > 0
     assert _comparable(remote) == _comparable(local)
+
+
+def test_the_summary_counts_the_requests_the_store_answered(s3):
+    """For URI inputs the summary's ``requests`` and ``bytes_fetched`` (SPEC section 3) are the
+    requests the server logged and the bytes of the objects they read; sidecars the listing
+    showed empty cost no request; a local scan has no such counts."""
+    case = "fixtures/faulty"
+    before = len(s3.requests_logged())
+    result = _scan([f"s3://{BUCKET}/{case}"], _options_of(CASES[case]), s3.storage_options())
+    logged = s3.requests_logged()[before:]
+    assert result.summary["requests"] == len(logged) > 0
+    prefix = f"GET /{BUCKET}/{case}/"
+    reads = [line[len(prefix):] for line in logged if line.startswith(prefix)]
+    sizes = [(CASES[case] / key).stat().st_size for key in reads]
+    assert len(reads) == len(logged) - 1  # and one listing request
+    assert result.summary["bytes_fetched"] == sum(sizes) and min(sizes) > 0
+    assert any(p.is_file() and p.stat().st_size == 0 for p in CASES[case].rglob("*.index"))  # none of them read
+    assert result.summary["requests_per_s"] > 0
+    assert "requests" not in _scan([str(CASES[case])], _options_of(CASES[case])).summary
 
 
 def test_s3a_and_a_single_segment_uri(s3):

@@ -75,6 +75,8 @@ class PartitionMeta:
     # whose batches at or above the local log's first offset are the local ones and not replayed.
     remote_segments: frozenset[str] = frozenset()
     local_log_start: int | None = None
+    # Remote sidecars the listing showed empty: read as no bytes without a request.
+    empty_objects: frozenset[str] = frozenset()
     # A scanned __transaction_state's facts per producer id (the replay's transaction versions).
     producer_facts: dict[int, CoordinatorFacts] = field(default_factory=dict)
     # The transaction.version feature level the log dir records (None: none recorded).
@@ -119,6 +121,7 @@ class PartitionMeta:
             unscanned_segments=list(found.unscanned_segments),
             remote_segments=frozenset(s.display_path for s in live if s.remote_id),
             local_log_start=cutoff,
+            empty_objects=frozenset(found.empty_objects),
         )
 
 
@@ -132,6 +135,9 @@ class PartitionTotals:
     open: int = 0
     producer_rows: list[dict] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # Requests to an object store and the bytes fetched, where a Spark task counts them.
+    requests: int = 0
+    bytes_fetched: int = 0
 
     def merge(self, other: "PartitionTotals") -> "PartitionTotals":
         self.producers |= other.producers
@@ -140,6 +146,8 @@ class PartitionTotals:
         self.open += other.open
         self.producer_rows.extend(other.producer_rows)
         self.events.extend(other.events)
+        self.requests += other.requests
+        self.bytes_fetched += other.bytes_fetched
         return self
 
 
@@ -147,7 +155,7 @@ def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> t
     """All partition-level findings for one partition, and its totals (its sidecars in a store
     read a few at once, ahead of the checks that read them)."""
     storage.configure(meta.storage_options)
-    with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1):
+    with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1, meta.empty_objects):
         return _audit_partition(meta, summaries)
 
 

@@ -212,7 +212,7 @@ def audit_in_process(
     """The whole audit in this process (``scan --engine local``): the reference the Spark job
     must agree with. ``on_progress`` is called after each segment task and partition replica;
     ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
-    started = time.monotonic()
+    started, sent = time.monotonic(), storage.requests_sent()
     options = with_log_dir_facts(options, discovery)
     metas = partition_metas(discovery, options)
     tasks = plan_tasks(discovery, options.split_bytes)
@@ -246,7 +246,7 @@ def audit_in_process(
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options)
+    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options, sent)
 
 
 def finish_result(
@@ -256,11 +256,14 @@ def finish_result(
     findings: list[Finding],
     wall: float,
     options: ScanOptions,
+    sent: tuple[int, int] = (0, 0),
 ) -> ScanResult:
     """Account for every byte found, order the findings (SPEC section 3), give them their
     fingerprints (``--baseline``: marked known) and build the summary (with ``--broker-log``: its
     counts, lines about partitions outside the scan among them; the feature levels the log dirs
-    record, null where none)."""
+    record, null where none). ``sent`` is this process's :func:`storage.requests_sent` when the
+    audit started: for URI inputs the summary counts the requests of discovery, of this process
+    since then, and of the Spark tasks (``stats`` and ``totals``)."""
     broker_log = options.broker_log
     findings.extend(file_findings(discovery, stats))
     findings.extend(remote_log_view(discovery))
@@ -305,6 +308,11 @@ def finish_result(
     coordinator = read_coordinator_view(discovery)
     join_coordinator_view(coordinator, findings, producers, summary)
     count_findings(producers, findings)
+    if any(storage.is_remote(path) for path in discovery.paths):
+        here = storage.fetched_since(sent)
+        summary["requests"] = discovery.fetched[0] + here[0] + stats.requests + totals.requests
+        summary["bytes_fetched"] = discovery.fetched[1] + here[1] + stats.bytes_fetched + totals.bytes_fetched
+        set_wall_time(summary, wall)
     scanned = sorted({(p.topic, p.partition) for p in discovery.partitions})
     return ScanResult(findings, summary, list(discovery.notes) + coordinator.notes, totals.events, producers, scanned)
 
@@ -366,3 +374,6 @@ def set_wall_time(summary: dict[str, Any], wall: float) -> None:
     """The summary's wall time and the MB/s it gives; the CLI sets the whole command's."""
     summary["wall_time_s"] = round(wall, 3)
     summary["mb_per_s"] = round(summary["bytes"] / 1e6 / wall, 3) if wall > 0 else 0.0
+    if "requests" in summary:  # URI inputs: the store's request and fetch rates
+        summary["requests_per_s"] = round(summary["requests"] / wall, 1) if wall > 0 else 0.0
+        summary["fetched_mb_per_s"] = round(summary["bytes_fetched"] / 1e6 / wall, 3) if wall > 0 else 0.0

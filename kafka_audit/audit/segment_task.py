@@ -101,6 +101,9 @@ class SegmentStats:
     codecs: Counter = field(default_factory=Counter)
     bytes_read: Counter = field(default_factory=Counter)
     unread: dict[str, str] = field(default_factory=dict)
+    # Requests to an object store and the bytes fetched, where a Spark task counts them.
+    requests: int = 0
+    bytes_fetched: int = 0
     # Records of internal topics whose type or version no schema here knows (SPEC section 3).
     internal_records_unknown: int = 0
 
@@ -113,6 +116,8 @@ class SegmentStats:
         self.formats.update(other.formats)
         self.codecs.update(other.codecs)
         self.bytes_read.update(other.bytes_read)
+        self.requests += other.requests
+        self.bytes_fetched += other.bytes_fetched
         for segment, reason in other.unread.items():
             self.unread.setdefault(segment, reason)
         return self

@@ -30,6 +30,8 @@ from typing import Any
 import kafka_audit
 from kafka_audit.engines.spark_errors import SparkFailure, exception_text, executor_of, root_cause
 
+# The module whose code the job's tasks run (imports everything they need).
+JOB_MODULE = "kafka_audit.engines.spark_job"
 # How long executors may take to register with a cluster manager before the preflight runs: the
 # setting Spark's own scheduler waits for its executors by (CoarseGrainedSchedulerBackend), 30 s
 # by default, so that ``--conf`` can lengthen it for executors that are slow to start.
@@ -41,8 +43,10 @@ _ROUNDS = 3
 _TASK_SECONDS = 0.3
 
 
-class PreflightFailure(SparkFailure):
-    """An executor cannot run the audit: the message names it and the cause."""
+class ExecutorEnvironmentError(SparkFailure):
+    """An executor cannot run the audit: the message (one line) names it and what it lacks.
+    ``kafka_audit.ExecutorEnvironmentError`` (SPEC section 5), raised by the CLI's Spark engine
+    (exit 2) and by ``kafka_audit.scan`` on a given session alike."""
 
 
 @dataclass(slots=True)
@@ -53,8 +57,12 @@ class Preflight:
     warnings: list[str] = field(default_factory=list)
 
 
-def probe(paths: list[str], driver_version: str, driver_python: list[int], linger: float) -> str:
-    """Executor side (standard library only until kafka_audit is known to import): one JSON report."""
+def probe(
+    paths: list[str], driver_version: str, driver_python: list[int], linger: float, job_module: str = JOB_MODULE
+) -> str:
+    """Executor side (standard library only until kafka_audit is known to import): one JSON report.
+    ``job_module`` is imported as the job's tasks import it, so that a missing dependency of the
+    audit (not only of the package's top level) is found here rather than inside a task."""
     import importlib
     import os
     import socket
@@ -81,6 +89,11 @@ def probe(paths: list[str], driver_version: str, driver_python: list[int], linge
         version = getattr(module, "__version__", None)
         if version != driver_version:
             report["errors"].append(f"has kafka_audit {version}, the driver {driver_version}")
+        try:  # what the job's tasks run, with its dependencies (crc32c, pyarrow, the codecs)
+            importlib.import_module(job_module)
+        except Exception as exc:  # noqa: BLE001 - any import failure is the report
+            lacks = f"lacks {exc.name}" if isinstance(exc, ModuleNotFoundError) and exc.name else "cannot import the job"
+            report["errors"].append(f"{lacks} ({sys.executable}: {type(exc).__name__}: {exc})")
         try:
             importlib.import_module("kafka_audit.record._record_screen")
         except Exception as exc:  # noqa: BLE001 - missing, or built for another platform
@@ -101,7 +114,7 @@ def probe(paths: list[str], driver_version: str, driver_python: list[int], linge
 
 
 def check_executors(spark, paths: list[str]) -> Preflight:
-    """Run :func:`probe` on every executor of ``spark``; raise :class:`PreflightFailure` on the
+    """Run :func:`probe` on every executor of ``spark``; raise :class:`ExecutorEnvironmentError` on the
     first executor that cannot run the audit. ``paths`` are absolute."""
     from pyspark import cloudpickle
 
@@ -121,7 +134,7 @@ def check_executors(spark, paths: list[str]) -> Preflight:
         try:
             reports = run_round()
         except Exception as exc:  # the worker could not even start: another Python, no pyspark
-            raise PreflightFailure(_job_failure(exc)) from None
+            raise ExecutorEnvironmentError(_job_failure(exc)) from None
         for text in reports:
             report = json.loads(text)
             seen.setdefault(report["where"], report)
@@ -129,7 +142,7 @@ def check_executors(spark, paths: list[str]) -> Preflight:
             break
     for where, report in sorted(seen.items()):
         if report["errors"]:
-            raise PreflightFailure(f"{where} cannot run the audit: {'; '.join(report['errors'])}")
+            raise ExecutorEnvironmentError(f"{where} cannot run the audit: {'; '.join(report['errors'])}")
         result.warnings.extend(f"{where} {warning}" for warning in report["warnings"])
     result.executors = sorted(seen)
     return result
@@ -181,7 +194,7 @@ def _executors(spark) -> tuple[int, int]:
     deadline = time.monotonic() + wait_s
     while status().size() < 2:  # the driver's block manager is one of them
         if time.monotonic() > deadline:
-            raise PreflightFailure(
+            raise ExecutorEnvironmentError(
                 f"no executor registered with {context.master} within {wait_s} s "
                 f"(no worker, or none with the cores and memory asked for)"
             )

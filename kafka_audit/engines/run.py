@@ -106,7 +106,7 @@ def _run_on_spark(
         with session as spark:
             if display is not None:
                 display.spark_started()
-            for warning in check_executors(spark, _paths_executors_read(discovery)).warnings:
+            for warning in check_executors(spark, paths_executors_read(discovery)).warnings:
                 print(f"kafka-audit: warning: {warning}", file=sys.stderr)
             return pipeline.run_scan(
                 spark, discovery, options, on_progress=display.update if display else None, output_parquet=output_parquet
@@ -117,7 +117,7 @@ def _run_on_spark(
         raise SparkFailure(describe(exc, None)) from exc
 
 
-def _paths_executors_read(discovery: "Discovery") -> list[str]:
+def paths_executors_read(discovery: "Discovery") -> list[str]:
     """The absolute PATHs and partition folders every executor must see (the preflight); objects
     in a store are read through its library, not a mount, and are left out."""
     from kafka_audit.io import storage

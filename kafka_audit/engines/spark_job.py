@@ -151,7 +151,7 @@ def run_job(
 ) -> tuple[ScanResult, ScanFrames | None]:
     """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
     Frames are None when there is nothing to audit."""
-    started = time.monotonic()
+    started, sent = time.monotonic(), storage.requests_sent()
     options = with_log_dir_facts(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
@@ -171,7 +171,8 @@ def run_job(
                 stats.merge(value)
             elif kind == schemas.TOTALS:
                 totals.merge(value)
-    return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options), frames
+    elapsed = time.monotonic() - started
+    return finish_result(discovery, stats, totals, findings, elapsed, options, sent), frames
 
 
 def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
@@ -230,17 +231,27 @@ def segment_slots(total: int, parallelism: int) -> int:
 
 
 def default_parallelism(spark) -> int:
-    """The session's default parallelism: the SparkContext's on a classic session; on Spark Connect
-    (no SparkContext) ``spark.default.parallelism`` when set, else the number of partitions Spark
-    gives a range by default, which is the same figure."""
+    """The session's default parallelism: the SparkContext's on a classic session. On Spark Connect
+    (no SparkContext) ``spark.default.parallelism`` when the server lets it be read and it is set
+    (a managed endpoint may refuse to show a setting), else the number of partitions Spark gives a
+    range by default (``SparkContext.defaultParallelism`` via ``leafNodeDefaultParallelism``),
+    counted by a job of built-in functions only, which any Connect endpoint runs.
+
+    The partition id is projected before it is aggregated: Spark 4's analyzer refuses a
+    non-deterministic expression inside an aggregate function (``max(spark_partition_id())``,
+    AGGREGATE_FUNCTION_WITH_NONDETERMINISTIC_EXPRESSION), not a column a projection computed."""
     if not is_connect(spark):
         return spark.sparkContext.defaultParallelism
-    configured = spark.conf.get("spark.default.parallelism", None)
+    try:
+        configured = spark.conf.get("spark.default.parallelism", None)
+    except Exception:  # noqa: BLE001 - a managed endpoint may not expose the setting
+        configured = None
     if configured:
         return max(1, int(configured))
     from pyspark.sql import functions as F
 
-    probe = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id()).alias("last")).collect()
+    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("id"))
+    probe = ids.agg(F.max("id").alias("last")).collect()
     return max(1, probe[0]["last"] + 1)
 
 
@@ -268,6 +279,7 @@ def _segment_step_of(
 
         rows: list[tuple] = []
         pending = 0
+        sent = storage.requests_sent()  # a store's requests, counted with each task's stats
         for task in with_read_ahead(tasks()):
             place = places.pop(task)
             auditor = SegmentAuditor(task, validation, reference_time)
@@ -278,6 +290,8 @@ def _segment_step_of(
                 else:
                     payload = schemas.finding_json(item.to_dict())
                     rows.append(rare_row(schemas.FINDING, place, payload, pickle.dumps(item)))
+            auditor.stats.requests, auditor.stats.bytes_fetched = storage.fetched_since(sent)
+            sent = storage.requests_sent()
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
             rows.extend(value_rows(place, summaries))
             pending += len(summaries)
@@ -312,7 +326,9 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             break
     if meta is None:
         raise RuntimeError("a replica's rows reached the partition step without its metadata row")
+    sent = storage.requests_sent()
     findings, totals = audit_partition(meta, batch_summaries(chain(first, rest)))
+    totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
     for finding in findings:
         out.append((schemas.FINDING, schemas.finding_json(finding.to_dict()), pickle.dumps(finding)))
     out.append((schemas.TOTALS, None, pickle.dumps(totals)))

@@ -10,7 +10,10 @@ import posixpath
 import stat
 from dataclasses import dataclass
 
-from kafka_audit.io.storage import filesystem, is_remote, os_error
+from kafka_audit.io.storage import count_on, filesystem, is_remote, os_error
+
+# Keys per page of a store's listing (S3's ListObjectsV2, GCS's objects.list): requests counted.
+LIST_PAGE_KEYS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +118,9 @@ class RemoteTree:
             except FileNotFoundError:
                 found = {}
             except Exception as exc:  # noqa: BLE001
+                count_on(self.fs)
                 raise os_error(self.uri_root, exc) from None
+            count_on(self.fs, requests=max(1, -(-len(found) // LIST_PAGE_KEYS)))
             infos = {key.rstrip("/"): info for key, info in found.items()}
             for key in list(infos):  # folders that only exist as key prefixes
                 parent = posixpath.dirname(key)
@@ -142,6 +147,7 @@ class RemoteTree:
                 return {"type": "directory", "size": 0}
             raise FileNotFoundError(errno.ENOENT, "No such file or directory")
         try:
+            count_on(self.fs)
             return self.fs.info(key)
         except Exception as exc:  # noqa: BLE001
             raise os_error(self._uri(key), exc) from None
@@ -177,6 +183,7 @@ class RemoteTree:
 
     def _scandir_outside(self, key: str) -> _Listing:
         try:
+            count_on(self.fs)
             found = self.fs.ls(key, detail=True)
         except Exception as exc:  # noqa: BLE001
             raise os_error(self._uri(key), exc) from None

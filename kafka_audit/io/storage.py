@@ -21,6 +21,7 @@ import errno
 import json
 import os
 import re
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -50,6 +51,54 @@ _rsm_key: Any = None
 _generation = 0
 # Marks the sidecar path of an index inside a tiered-storage ``.indexes`` object (rsm_objects).
 INDEX_REF_MARK = ".indexes#"
+# Requests this process sent to object stores and the bytes they returned (the summary's
+# ``requests`` and ``bytes_fetched``, SPEC section 3); the read-ahead threads count too.
+_sent = [0, 0]
+_sent_lock = threading.Lock()
+
+
+def count_request(fetched: int = 0, requests: int = 1) -> None:
+    """Count ``requests`` sent to a store that returned ``fetched`` bytes of object data."""
+    with _sent_lock:
+        _sent[0] += requests
+        _sent[1] += fetched
+
+
+def count_on(fs, fetched: int = 0, requests: int = 1) -> None:
+    """Count a call on ``fs`` (``requests`` as the library is expected to send them) that returned
+    ``fetched`` bytes; on a filesystem whose client counts its own requests (s3fs: each HTTP
+    request botocore sends, retries included, none for what its listing cache answers) only the
+    bytes are counted here."""
+    count_request(fetched, 0 if getattr(fs, "_kafka_audit_counted", False) else requests)
+
+
+def _count_sends(fs) -> None:
+    """s3fs: count every HTTP request its botocore client sends (``before-send`` event)."""
+    if getattr(fs, "_kafka_audit_counted", False):
+        return
+    try:
+        events = fs.s3.meta.events
+    except Exception:  # noqa: BLE001 - no client yet or not s3fs: calls are counted instead
+        return
+    events.register("before-send.s3", _on_send)
+    fs._kafka_audit_counted = True
+
+
+def _on_send(**_: Any) -> None:
+    count_request()
+
+
+def requests_sent() -> tuple[int, int]:
+    """(requests, bytes fetched) by this process so far: a step counts what it sent with
+    :func:`fetched_since` a reading taken as it started."""
+    with _sent_lock:
+        return _sent[0], _sent[1]
+
+
+def fetched_since(reading: tuple[int, int]) -> tuple[int, int]:
+    """(requests, bytes fetched) since ``reading`` (a :func:`requests_sent`)."""
+    now = requests_sent()
+    return now[0] - reading[0], now[1] - reading[1]
 
 
 def scheme(path: str) -> str | None:
@@ -135,6 +184,8 @@ def filesystem(uri: str):
         fs = cls(**kwargs)
     except Exception as exc:  # noqa: BLE001 - the library's own failure, told in one line
         raise OSError(errno.EIO, _one_line(f"cannot open {found}:// filesystem", exc)) from None
+    if protocol == "s3":
+        _count_sends(fs)
     key = cls._strip_protocol(uri).rstrip("/") or "/"
     bare = uri.rstrip("/")
     prefix = bare[: len(bare) - len(key)] if bare.endswith(key) else f"{found}://"
@@ -164,6 +215,8 @@ def os_error(uri: str, exc: BaseException) -> OSError:
 def read_bytes(path: str, limit: int) -> bytes:
     """At most ``limit`` bytes from the start of a small file (a sidecar), local or remote; one
     request for a remote one (answered by :func:`prefetch` when it asked for it first)."""
+    if path in _empty:
+        return b""
     if not is_remote(path):
         with open(local_path(path), "rb") as handle:
             # read(limit) allocates the whole limit (256 MiB for a sidecar) before reading; the
@@ -179,20 +232,27 @@ _PREFETCH_DEPTH = 16
 _prefetched: dict[tuple[str, int, int], Future] = {}
 _to_prefetch: deque[tuple[str, int, int]] = deque()
 _pool: ThreadPoolExecutor | None = None
+# Remote objects a listing showed empty (:func:`prefetching`): read as no bytes, with no request
+# (a ranged GET of an empty object is refused, 416, and then asked about: two requests).
+_empty: frozenset[str] = frozenset()
 
 
 @contextmanager
-def prefetching(paths: Iterable[str | None], limit: int) -> Iterator[None]:
+def prefetching(paths: Iterable[str | None], limit: int, empty: frozenset[str] = frozenset()) -> Iterator[None]:
     """Within the block, the first ``limit`` bytes of these small remote files are read a few at
     a time ahead of :func:`read_bytes` asking for them, so that the requests of a partition's
-    sidecars overlap instead of following one another. Local paths are left alone; reads nobody
-    took are dropped at the end."""
-    items = [(p, 0, limit) for p in paths if p and is_remote(p) and INDEX_REF_MARK not in p]
+    sidecars overlap instead of following one another, and those in ``empty`` (listed with no
+    bytes) are not requested at all. Local paths are left alone; reads nobody took are dropped at
+    the end."""
+    global _empty
+    items = [(p, 0, limit) for p in paths if p and is_remote(p) and INDEX_REF_MARK not in p and p not in empty]
+    _empty = empty
     for item in items:
         prefetch_range(*item)
     try:
         yield
     finally:
+        _empty = frozenset()
         discard_prefetched(items)
 
 
@@ -235,15 +295,19 @@ def _prefetch_more() -> None:
 def _read_range(path: str, start: int, stop: int) -> bytes:
     fs, key, _ = filesystem(path)
     try:
-        return fs.cat_file(key, start=start, end=stop)
+        data = fs.cat_file(key, start=start, end=stop)
     except Exception as exc:  # noqa: BLE001
+        count_on(fs)
         if start == 0 and isinstance(exc, OSError) and exc.errno == errno.EINVAL:  # an empty object
             try:
+                count_on(fs)
                 if int(fs.info(key).get("size") or 0) == 0:
                     return b""
             except Exception:  # noqa: BLE001 - the first failure is the one to tell
                 pass
         raise os_error(path, exc) from None
+    count_on(fs, len(data))
+    return data
 
 
 class RangeReader:
@@ -258,6 +322,7 @@ class RangeReader:
             return
         try:
             self.fs.invalidate_cache(self.key)  # the object as it is now, not as listed
+            count_on(self.fs)
             info = self.fs.info(self.key)
         except Exception as exc:  # noqa: BLE001
             raise os_error(uri, exc) from None
@@ -271,9 +336,12 @@ class RangeReader:
         if data is not None:
             return data
         try:
-            return self.fs.cat_file(self.key, start=start, end=stop)
+            data = self.fs.cat_file(self.key, start=start, end=stop)
         except Exception as exc:  # noqa: BLE001
+            count_on(self.fs)
             raise os_error(self.uri, exc) from None
+        count_on(self.fs, len(data))
+        return data
 
 
 class LocalRanges:
@@ -304,6 +372,7 @@ def check_path(path: str) -> None:
         return
     fs, key, _ = filesystem(path)
     try:
+        count_on(fs)
         fs.info(key)
     except Exception as exc:  # noqa: BLE001
         raise os_error(path, exc) from None

@@ -90,6 +90,8 @@ class PartitionDir:
     # batches from there on are the local ones again and are not replayed twice.
     remote: bool = False
     local_log_start: int | None = None
+    # Sidecar objects in a store that its listing showed empty: read as no bytes, with no request.
+    empty_objects: set[str] = field(default_factory=set)
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -117,6 +119,8 @@ class Discovery:
     storage_options: dict = field(default_factory=dict, repr=False)
     # What ``__remote_log_metadata`` says of the remote segments, when it is among the paths.
     remote_log: RemoteLogState | None = None
+    # (requests, bytes fetched) that listing an object store cost (SPEC section 3).
+    fetched: tuple[int, int] = (0, 0)
 
     @property
     def segment_count(self) -> int:

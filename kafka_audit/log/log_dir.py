@@ -74,6 +74,7 @@ def discover(
     """Find every partition folder and segment under ``paths`` (local paths or URIs), restricted
     to ``topics`` / ``partitions`` when given."""
     storage.configure(storage_options)
+    sent = storage.requests_sent()
     walker = _Walker(set(topics) if topics else None, set(partitions) if partitions is not None else None)
     discovery = Discovery(paths=[str(p) for p in paths], storage_options=dict(storage_options or {}))
     for path in discovery.paths:
@@ -90,6 +91,7 @@ def discover(
         partition.snapshots.sort(key=lambda s: s.offset)
         _note_unscanned_segments(partition, walker.trees[partition.path], discovery.notes)
     join_histories(discovery)
+    discovery.fetched = storage.fetched_since(sent)
     return discovery
 
 
@@ -336,6 +338,8 @@ class _Walker:
             seg_state = DELETED
         stem = self.fs.join(self.fs.dirname(path), name[: name.index(".log")])
         sidecars = [self._sidecar(stem, ext, suffix) for ext in SIDECAR_SUFFIXES]
+        if storage.is_remote(path):
+            partition.empty_objects.update(p for p in sidecars if p is not None and self.fs.stat(p).st_size == 0)
         partition.segments.append(
             SegmentFile(
                 path, display, base_offset, seg_state, info.st_size, _mtime_ms(info),

@@ -35,8 +35,10 @@ def _listening(port: int) -> bool:
 
 
 @contextmanager
-def connect_server(scratch: Path, master: str = "local[2]") -> Iterator[str]:
-    """Run a server on a free loopback port; yield its ``sc://127.0.0.1:PORT`` URL."""
+def connect_server(scratch: Path, master: str = "local[2]", conf: dict[str, str] | None = None) -> Iterator[str]:
+    """Run a server on a free loopback port; yield its ``sc://127.0.0.1:PORT`` URL. Spark settings
+    are its defaults, as a managed endpoint's are, except ``conf`` and what keeps it on loopback
+    and in ``scratch``."""
     import pyspark
 
     home = Path(pyspark.__file__).parent
@@ -56,11 +58,12 @@ def connect_server(scratch: Path, master: str = "local[2]") -> Iterator[str]:
         "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
         "--conf", f"spark.connect.grpc.binding.port={port}",
         "--conf", "spark.ui.enabled=false",
-        "--conf", "spark.default.parallelism=2",
         "--conf", f"spark.local.dir={scratch}",
         "--conf", f"spark.sql.warehouse.dir={scratch / 'warehouse'}",
         "--conf", "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1",
     ]
+    for key, value in (conf or {}).items():
+        command += ["--conf", f"{key}={value}"]
     with open(scratch / "connect-server.log", "ab") as log:
         server = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:

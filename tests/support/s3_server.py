@@ -7,6 +7,7 @@ it through ``endpoint_url`` with dummy credentials (moto accepts any).
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -19,6 +20,8 @@ HOST = "127.0.0.1"
 # Dummy credentials for the local server; they must never reach a real store.
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
 _START_TIMEOUT_S = 60.0
+# A request line of the server's log: '127.0.0.1 - - [date] "GET /bucket/key HTTP/1.1" 206 -'.
+_REQUEST = re.compile(r'"(?:\x1b\[[0-9;]*m)*([A-Z]+ \S+) HTTP/1\.1')
 _STOP_TIMEOUT_S = 10.0
 
 
@@ -39,7 +42,7 @@ class S3Server:
 
     def start(self) -> "S3Server":
         log = open(self.log_path, "wb")
-        env = {**os.environ, **CREDENTIALS}
+        env = {**os.environ, **CREDENTIALS, "PYTHONUNBUFFERED": "1"}  # its request log written as it goes
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)],
             stdout=log,
@@ -68,6 +71,11 @@ class S3Server:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait(timeout=_STOP_TIMEOUT_S)
+
+    def requests_logged(self) -> list[str]:
+        """The requests the server has logged so far (method and path), in order."""
+        lines = self.log_path.read_text(errors="replace").splitlines()
+        return [match.group(1) for line in lines if (match := _REQUEST.search(line))]
 
     def filesystem(self):
         """An s3fs filesystem on this server (no instance cache: tests change the settings)."""
