@@ -24,7 +24,6 @@ from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.log.time_index import read_time_index
 from kafka_audit.log.transaction_index import read_transaction_index
 from kafka_audit.record.file_records import FileRecords
-from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.events import Event
@@ -241,11 +240,6 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
             if summary.producer_id >= 0:
                 producers.add(summary.producer_id)
                 observe_activity(summary)
-            if summary.is_control:  # an end marker is a transaction's end
-                if summary.control_type == ControlRecordType.COMMIT:
-                    totals.committed += 1
-                elif summary.control_type == ControlRecordType.ABORT:
-                    totals.aborted += 1
         if gap_before(summary):
             replay.untrusted()
         append(summary)
@@ -261,10 +255,15 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         replay.untrusted()
     replayed = replay.finish()
     findings.extend(_not_scanned(meta, f) for f in replayed)
-    totals.open = replay.stats.transactions_open
+    # One count of transactions, the replay's (TransactionTracker, Kafka's CompletedTxn): completed
+    # by a marker that closed an open one, or judged open at the end; an orphan marker completes none.
+    stats = replay.stats
+    totals.committed, totals.aborted, totals.open = (
+        stats.transactions_committed, stats.transactions_aborted, stats.transactions_open
+    )
     if meta.timeline:
         totals.events = replay.events
-    totals.producer_rows = activity.rows()
+    totals.producer_rows = activity.rows(stats.transactions_by_producer)
     if rejections is not None:
         findings.extend(rejections.findings())
         if meta.timeline:

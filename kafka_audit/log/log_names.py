@@ -23,6 +23,8 @@ CLUSTER_METADATA = "__cluster_metadata"
 REMOTE_LOG_METADATA = "__remote_log_metadata"
 # Topics a broker always creates with cleanup.policy=compact (GroupCoordinator, TransactionLog).
 ALWAYS_COMPACTED_TOPICS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE})
+# Topics the group / transaction / share coordinators write (AppendOrigin.COORDINATOR).
+COORDINATOR_TOPICS = frozenset({CONSUMER_OFFSETS, TRANSACTION_STATE, SHARE_GROUP_STATE})
 
 LIVE, DELETED, CLEANED, SWAP = "live", "deleted", "cleaned", "swap"
 STATE_SUFFIXES = {".deleted": DELETED, ".cleaned": CLEANED, ".swap": SWAP}

@@ -9,9 +9,10 @@ and batches without a producer id (magic < 2, producer id -1) are not counted.
 Per (topic, partition, producer id): the epochs seen (data batches and markers, in order of first
 appearance), the first and last offset and the oldest and newest batch timestamp of its batches
 (markers included: a coordinator writes them for the producer), each epoch's first base sequence
-and last sequence in log order, the data batches and records, and its transactions: COMMIT and
-ABORT markers, and whether a transaction is open at the end of the log (a transactional data
-batch after its last marker, as ``ProducerStateManager`` keeps ``currentTxnFirstOffset``).
+and last sequence in log order, the data batches and records, and its transactions as the replay
+counts them (``TransactionTracker``: completed by a marker that closed one the replay saw open,
+or judged open at the end of the log; a marker with none open is an ``orphan_marker``), the one
+count the summary shows too.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding
 
@@ -41,9 +41,10 @@ class ProducerActivity:
     sequences: dict[int, list[int]] = field(default_factory=dict)
     batches: int = 0
     records: int = 0
+    # Set from the replay's one count of transactions (rows()).
     committed: int = 0
     aborted: int = 0
-    in_transaction: bool = False
+    open: int = 0
 
     def to_row(self) -> dict[str, Any]:
         """The SPEC section 3 ``producers`` row; ``transactional_id`` and ``findings`` are filled by
@@ -61,7 +62,7 @@ class ProducerActivity:
             "sequences": {str(epoch): list(span) for epoch, span in self.sequences.items()},
             "batches": self.batches,
             "records": self.records,
-            "transactions": {"committed": self.committed, "aborted": self.aborted, "open": int(self.in_transaction)},
+            "transactions": {"committed": self.committed, "aborted": self.aborted, "open": self.open},
             "findings": {"error": 0, "warning": 0, "info": 0},
         }
 
@@ -93,12 +94,6 @@ class ProducerActivityLog:
             if activity.last_timestamp is None or timestamp > activity.last_timestamp:
                 activity.last_timestamp = timestamp
         if batch.is_control:
-            if batch.control_type == ControlRecordType.COMMIT:
-                activity.committed += 1
-                activity.in_transaction = False
-            elif batch.control_type == ControlRecordType.ABORT:
-                activity.aborted += 1
-                activity.in_transaction = False
             return
         activity.batches += 1
         activity.records += batch.record_count
@@ -108,11 +103,16 @@ class ProducerActivityLog:
                 activity.sequences[epoch] = [batch.base_sequence, batch.last_sequence]
             else:
                 span[1] = batch.last_sequence
-        if batch.is_transactional:
-            activity.in_transaction = True
 
-    def rows(self) -> list[dict[str, Any]]:
-        return [self.producers[pid].to_row() for pid in sorted(self.producers)]
+    def rows(self, transactions: dict[int, tuple[int, int, int]]) -> list[dict[str, Any]]:
+        """The rows, with each producer's transactions as the replay counted them
+        (``ReplayStats.transactions_by_producer``: committed, aborted, open)."""
+        rows = []
+        for pid in sorted(self.producers):
+            activity = self.producers[pid]
+            activity.committed, activity.aborted, activity.open = transactions.get(pid, (0, 0, 0))
+            rows.append(activity.to_row())
+        return rows
 
 
 def count_findings(rows: list[dict[str, Any]], findings: list[Finding]) -> None:

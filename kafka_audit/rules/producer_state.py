@@ -58,6 +58,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kafka_audit.log.log_names import COORDINATOR_TOPICS
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.record.record_batch import ControlRecordType
@@ -87,9 +88,6 @@ COMMIT = ControlRecordType.COMMIT
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900000
 # Broker producer.id.expiration.ms default (1 day).
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86400000
-
-# Topics the group / transaction / share coordinators write with AppendOrigin.COORDINATOR.
-COORDINATOR_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 @dataclass
 class PartitionLog:
@@ -127,6 +125,8 @@ class ReplayStats:
     transactions_committed: int = 0
     transactions_aborted: int = 0
     transactions_open: int = 0
+    # producer id -> (committed, aborted, open): the same transactions per producer.
+    transactions_by_producer: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     batches_replayed: int = 0
     snapshots_compared: int = 0
 
@@ -369,6 +369,7 @@ class ProducerStateReplay:
         stats.transactions_committed = self.transactions.committed
         stats.transactions_aborted = self.transactions.aborted
         stats.transactions_open = judged
+        stats.transactions_by_producer = self.transactions.counts_by_producer()
         stats.snapshots_compared = self.snapshots.compared
         return self.findings
 

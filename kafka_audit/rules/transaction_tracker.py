@@ -34,8 +34,24 @@ class TransactionTracker:
         self._aborted: list[DerivedAbortedTxn] = []
         self._empty_aborts: set[tuple[str, int, int]] = set()
         self._uncertain: set[int] = set()
+        # The producer ids whose transaction is open at the end, judged (open_findings sets it).
+        self.open_judged: set[int] = set()
         self.committed = 0
         self.aborted = 0
+        # producer id -> [committed, aborted]: the one count of ended transactions, Kafka's
+        # CompletedTxn: a marker that closed a transaction this replay saw open. A marker with
+        # none open (its data cleaned away or below the log start) completes nothing
+        # (ProducerStateManagerTest.testSkipEmptyTransactions) and is an orphan_marker.
+        self.ended: dict[int, list[int]] = {}
+
+    def counts_by_producer(self) -> dict[int, tuple[int, int, int]]:
+        """(committed, aborted, open) per producer id: the transactions it completed, and whether
+        a judged transaction of it is open at the end (after :meth:`open_findings`)."""
+        pids = set(self.ended) | self.open_judged
+        return {
+            pid: (*self.ended.get(pid, (0, 0)), int(pid in self.open_judged))
+            for pid in pids
+        }
 
     def open_transactions(self) -> dict[int, OpenTxn]:
         """The transactions open now, by producer id (a copy)."""
@@ -105,12 +121,15 @@ class TransactionTracker:
             if batch.control_type == _ABORT:
                 self._empty_aborts.add((batch.segment, pid, batch.base_offset))
             return
+        counts = self.ended.setdefault(pid, [0, 0])
         if batch.control_type == _ABORT:
             self.aborted += 1
+            counts[1] += 1
             self._aborted.append(DerivedAbortedTxn(pid, txn.first_offset, batch.base_offset, batch.segment, batch))
             verb, kind_event = "aborted", EventKind.TRANSACTION_ABORT
         else:
             self.committed += 1
+            counts[0] += 1
             verb, kind_event = "committed", EventKind.TRANSACTION_COMMIT
         if out.timeline:
             out.event(
@@ -139,6 +158,7 @@ class TransactionTracker:
         transactions were judged. ``last_timestamp``: the producer's last batch's timestamp
         (``ProducerStateEntry.lastTimestamp``), by which a transaction ages."""
         judged = [txn for pid, txn in self._open.items() if pid not in self._uncertain]
+        self.open_judged = {txn.producer_id for txn in judged}
         for txn in judged:
             last = last_timestamp(txn.producer_id)
             if last is not None and last > txn.last_timestamp:
