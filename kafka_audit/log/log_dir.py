@@ -28,7 +28,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import replace
 
 from kafka_audit.io import rsm_objects, storage
 from kafka_audit.io.listing import LocalTree, Tree, tree
@@ -39,6 +38,7 @@ from kafka_audit.log.checkpoints import (
     read_offset_checkpoint,
 )
 from kafka_audit.log.discovery import Discovery, PartitionDir, SegmentFile, SkippedFile, SnapshotFile, UnreadableSegment
+from kafka_audit.log.found_partitions import keep_replicas_apart, note_unscanned_segments
 from kafka_audit.log.log_names import (
     DELETED,
     KNOWN_OTHER_FILES,
@@ -57,7 +57,7 @@ from kafka_audit.log.log_names import (
     parse_rsm_partition_dir,
     segment_state,
 )
-from kafka_audit.log.tiered_history import join_histories
+from kafka_audit.log.tiered_history import join_histories, rsm_segment_file
 
 _OVERFLOW_REASON = (
     "its 20-digit name is above Long.MAX_VALUE: a broker cannot load it "
@@ -79,7 +79,7 @@ def discover(
     discovery = Discovery(paths=[str(p) for p in paths], storage_options=dict(storage_options or {}))
     for path in discovery.paths:
         walker.walk_root(path)
-    _keep_replicas_apart(list(walker.partitions.values()))
+    keep_replicas_apart(list(walker.partitions.values()))
     discovery.partitions = sorted(walker.partitions.values(), key=lambda p: (p.topic, p.partition, p.display_path))
     discovery.notes = walker.notes
     discovery.skipped = walker.skipped
@@ -89,42 +89,10 @@ def discover(
     for partition in discovery.partitions:
         partition.segments.sort(key=lambda s: (s.base_offset, s.state != LIVE, s.display_path))
         partition.snapshots.sort(key=lambda s: s.offset)
-        _note_unscanned_segments(partition, walker.trees[partition.path], discovery.notes)
+        note_unscanned_segments(partition, walker.trees[partition.path], discovery.notes)
     join_histories(discovery)
     discovery.fetched = storage.fetched_since(sent)
     return discovery
-
-
-def _note_unscanned_segments(partition: PartitionDir, fs: Tree, notes: list[str]) -> None:
-    """For a partition of which only some segment files were given, the folder's live segments
-    below the first one scanned (not scanned: not deleted), and the folder's first base offset,
-    where the log starts when no checkpoint says otherwise (``LocalLog``: the first segment).
-    The folder is listed through ``fs``, the tree that found it (a local folder or an object
-    store's prefix); a folder that cannot be listed is said so in ``notes``."""
-    try:
-        with fs.scandir(partition.path) as entries:
-            names = [entry.name for entry in entries]
-    except OSError as exc:
-        notes.append(
-            f"{partition.display_path}: the folder could not be listed ({exc.strerror or exc}); "
-            "segments below the first one scanned are not known"
-        )
-        return
-    offsets = {
-        name: offset
-        for name in names
-        if segment_state(name) == (LIVE, "") and (offset := parse_base_offset(name)) is not None
-    }
-    if not offsets:
-        return
-    scanned = {fs.basename(fs.realpath(s.path)) for s in partition.segments}
-    first_scanned = min((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
-    partition.folder_first_offset = min(offsets.values())
-    partition.unscanned_segments = sorted(
-        name
-        for name, offset in offsets.items()
-        if name not in scanned and (first_scanned is None or offset < first_scanned)
-    )
 
 
 class _Walker:
@@ -323,7 +291,7 @@ class _Walker:
             return
         if rsm_objects.is_segment_log(path):
             try:
-                partition.segments.append(_rsm_segment_file(path, display, base_offset))
+                partition.segments.append(rsm_segment_file(path, display, base_offset))
             except OSError as exc:
                 self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
             return
@@ -421,45 +389,5 @@ class _Walker:
         return offsets
 
 
-def _rsm_segment_file(path: str, display: str, base_offset: int) -> SegmentFile:
-    """A ``.log`` object of the Aiven plugin's layout: its size is the original segment's (the
-    manifest's ``originalFileSize``), its indexes lie in its ``.indexes`` object."""
-    stem = rsm_objects.stem_of(path)
-    assert stem is not None
-    manifest = rsm_objects.load_manifest(stem)
-    place = rsm_objects.place_of(path)
-    has_txn = manifest.indexes.get("transaction") is not None
-    # A local copy's modification time, as for any local segment file; none in a store.
-    mtime = None if storage.is_remote(path) else os.stat(storage.local_path(path)).st_mtime_ns // 1_000_000
-    return SegmentFile(
-        path, display, base_offset, LIVE, manifest.original_size, mtime,
-        rsm_objects.index_ref(stem, "offset"), rsm_objects.index_ref(stem, "timestamp"),
-        rsm_objects.index_ref(stem, "transaction") if has_txn else None,
-        remote_id=place[4] if place else None, remote_txn_index=has_txn,
-    )
-
-
 def _mtime_ms(info) -> int | None:
     return None if info.st_mtime_ns is None else info.st_mtime_ns // 1_000_000
-
-
-def _keep_replicas_apart(partitions: list[PartitionDir]) -> None:
-    """Replicas are keyed by their display path (``PartitionDir.key``). Two PATHs can each find a
-    replica of one partition at the same path relative to themselves (``scan broker1/data
-    broker2/data``: ``t-0`` twice); those replicas, and their files, are shown joined to the PATH
-    that found them instead, so that they stay two replicas."""
-    by_key: dict[tuple[str, int, str], list[PartitionDir]] = {}
-    for partition in partitions:
-        by_key.setdefault(partition.key, []).append(partition)
-    for group in by_key.values():
-        if len(group) < 2:
-            continue
-        for partition in group:
-            root = partition.root or ""
-
-            def joined(display: str, root: str = root) -> str:
-                return display if display == root or os.path.isabs(display) else os.path.join(root, display)
-
-            partition.display_path = joined(partition.display_path)
-            partition.segments = [replace(s, display_path=joined(s.display_path)) for s in partition.segments]
-            partition.snapshots = [replace(s, display_path=joined(s.display_path)) for s in partition.snapshots]

@@ -12,14 +12,17 @@ not replayed again (``PartitionDir.local_log_start``).
 ``__remote_log_metadata`` (when among the paths) is read here on the driver: a remote segment
 whose latest state is not COPY_SEGMENT_FINISHED is not part of the history
 (``RemoteLogMetadataCache`` serves only finished copies): it is audited as a deleted file is,
-record by record, and not replayed.
+record by record, and not replayed. A ``.log`` object of the Aiven plugin's layout becomes a
+segment file here too (``rsm_segment_file``: its manifest's size and index references).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
-from kafka_audit.log.discovery import Discovery, PartitionDir
+from kafka_audit.io import rsm_objects, storage
+from kafka_audit.log.discovery import Discovery, PartitionDir, SegmentFile
 from kafka_audit.log.log_names import DELETED, LIVE, REMOTE_LOG_METADATA
 from kafka_audit.log.remote_log_metadata import COPY_FINISHED, read_remote_log_metadata
 
@@ -76,3 +79,21 @@ def _not_finished_out(discovery: Discovery) -> None:
                 segment = replace(segment, state=DELETED)
             kept.append(segment)
         partition.segments = kept
+
+
+def rsm_segment_file(path: str, display: str, base_offset: int) -> SegmentFile:
+    """A ``.log`` object of the Aiven plugin's layout: its size is the original segment's (the
+    manifest's ``originalFileSize``), its indexes lie in its ``.indexes`` object."""
+    stem = rsm_objects.stem_of(path)
+    assert stem is not None
+    manifest = rsm_objects.load_manifest(stem)
+    place = rsm_objects.place_of(path)
+    has_txn = manifest.indexes.get("transaction") is not None
+    # A local copy's modification time, as for any local segment file; none in a store.
+    mtime = None if storage.is_remote(path) else os.stat(storage.local_path(path)).st_mtime_ns // 1_000_000
+    return SegmentFile(
+        path, display, base_offset, LIVE, manifest.original_size, mtime,
+        rsm_objects.index_ref(stem, "offset"), rsm_objects.index_ref(stem, "timestamp"),
+        rsm_objects.index_ref(stem, "transaction") if has_txn else None,
+        remote_id=place[4] if place else None, remote_txn_index=has_txn,
+    )
