@@ -15,20 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from kafka_audit.audit.segment_indexes import sidecar_display, sidecar_problem_findings, verify_indexes
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log_lines import BrokerLogLine
 from kafka_audit.io.rsm_objects import is_segment_log
-from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.log.producer_snapshot import read_producer_snapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
-from kafka_audit.log.time_index import read_time_index
 from kafka_audit.log.transaction_index import read_transaction_index
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.events import Event
-from kafka_audit.rules.findings import Finding, make_finding, partition_label
-from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
+from kafka_audit.rules.findings import Finding, partition_label
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
@@ -172,7 +170,9 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
 
     def verify(segment: str, batches: list[BatchSummary]) -> None:
         verified.add(segment)
-        findings.extend(_verify_indexes(meta, segment, batches))
+        files = meta.segments[segment]
+        where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
+        findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches))
 
     unreadable = {
         files.segment
@@ -187,10 +187,10 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     }
     where = dict(topic=meta.topic, partition=meta.partition)
     for snapshot, (_, display) in zip(snapshots, meta.snapshots):
-        findings.extend(_sidecar_problem_findings(snapshot.problems, {**where, "segment": None}, display))
+        findings.extend(sidecar_problem_findings(snapshot.problems, {**where, "segment": None}, display))
     for segment, parsed in txn_indexes.items():
         findings.extend(
-            _sidecar_problem_findings(parsed.problems, {**where, "segment": segment}, sidecar_display(segment, ".txnindex"))
+            sidecar_problem_findings(parsed.problems, {**where, "segment": segment}, sidecar_display(segment, ".txnindex"))
         )
     log = PartitionLog(
         topic=meta.topic,
@@ -376,38 +376,3 @@ def _can_open(path: str | None, remote_too: bool = False) -> bool:
             return True
     except (OSError, ValueError):
         return False
-
-
-def _verify_indexes(meta: PartitionMeta, segment: str, batches: list[BatchSummary]) -> list[Finding]:
-    files = meta.segments[segment]
-    log = SegmentBatches.of(batches)
-    where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
-    found: list[Finding] = []
-    for path, extension, reader, verify in (
-        (files.index, ".index", read_offset_index, verify_offset_index),
-        (files.time_index, ".timeindex", read_time_index, verify_time_index),
-    ):
-        if not path:
-            continue
-        # An entry per batch at most (the time index has one more, written when the segment
-        # closes: LogSegment.onBecomeInactiveSegment).
-        parsed = reader(path, files.base_offset, len(batches) + 1)
-        display = sidecar_display(segment, extension)
-        found.extend(verify(parsed.entries, log, where, display))
-        found.extend(_sidecar_problem_findings(parsed.problems, where, display))
-    return found
-
-
-def sidecar_display(segment: str, extension: str) -> str:
-    """The display path of a live segment's sidecar: ``t-0/0000.log`` -> ``t-0/0000.index``."""
-    return segment.removesuffix(".log") + extension
-
-
-def _sidecar_problem_findings(problems, where: dict, display: str) -> list[Finding]:
-    """A sidecar file that cannot be read as its format says: a finding of that sidecar's check
-    (``index_mismatch``, ``snapshot_mismatch``, ``txn_index_mismatch``), ``position`` being the
-    byte position in the sidecar file named in ``details.index_file``."""
-    return [
-        make_finding(p.check, p.message, **where, position=p.position, details={"index_file": display, **p.details})
-        for p in problems
-    ]
