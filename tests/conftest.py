@@ -72,8 +72,13 @@ def pytest_collection_modifyitems(items):
     process as a Connect client (``SPARK_CONNECT_MODE_ENABLED``), and a classic session's
     DataFrame calls would take the Connect code paths."""
 
+    servers = {"connect", "connect_url", "configured_connect_url"}
+
     def on_connect(item) -> bool:
+        # A Connect fixture named in the signature, or as a parameter's value that the test asks
+        # for with request.getfixturevalue.
         params = getattr(getattr(item, "callspec", None), "params", {})
-        return params.get("any_spark") == "connect" or bool({"connect", "connect_url", "configured_connect_url"} & set(item.fixturenames))
+        named = {value for value in params.values() if isinstance(value, str)}
+        return params.get("any_spark") == "connect" or bool(servers & (set(item.fixturenames) | named))
 
     items[:] = [i for i in items if not on_connect(i)] + [i for i in items if on_connect(i)]
