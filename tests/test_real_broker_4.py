@@ -103,3 +103,15 @@ def test_tv2_transactions_on_spark(cli):  # noqa: F811
 def test_consumer_group_848_is_clean():
     result = scan(_data("consumer-group-848"))
     assert _by_check(result) == {}
+
+
+def test_log_dirs_of_two_clusters_scanned_together_keep_their_own_coordinators():
+    """Producer ids are a cluster's own: scanned in one run, a Kafka 3.6 cluster's log dir and a
+    Kafka 4 cluster's (each with its __transaction_state and a different meta.properties
+    cluster.id) give each the findings it gives alone; the 4.x coordinator's transaction versions
+    are not applied to the 3.6 producers that share its producer ids."""
+    dirs = [shared_corpus("real-broker") / "transactions" / "data", _data("tv2-transactions")]
+    alone = sorted(f.sort_key for d in dirs for f in scan(d).findings)
+    together = audit_in_process(discover([str(d) for d in dirs]), ScanOptions())
+    assert sorted(f.sort_key for f in together.findings) == alone
+    assert not [f for f in together.findings if f.severity in ("error", "warning")]

@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_audit.io.listing import tree
+from kafka_audit.log.checkpoints import META_PROPERTIES, read_properties
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.internal_topics import read_transaction_log
 from kafka_audit.log.log_names import TRANSACTION_STATE
@@ -72,23 +74,39 @@ def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
     return view
 
 
-def read_producer_facts(discovery: Discovery) -> dict[int, CoordinatorFacts]:
-    """What every scanned ``__transaction_state`` record says per producer id, for the replay: the
-    highest ``ClientTransactionVersion`` recorded (the tagged field is absent from the ``Empty``
-    record ``InitProducerId`` writes), and the latest timeout and ``NextProducerId``. Problems of
-    the segments are the scan's to report; here a segment that cannot be read gives no facts."""
-    facts: dict[int, CoordinatorFacts] = {}
+def read_producer_facts(discovery: Discovery) -> dict[str, dict[int, CoordinatorFacts]]:
+    """What every scanned ``__transaction_state`` record says per producer id, for the replay, by
+    cluster (:func:`cluster_of`: producer ids are a cluster's own, so a scan of several clusters'
+    log dirs joins each partition only to its own cluster's coordinator): the highest
+    ``ClientTransactionVersion`` recorded (the tagged field is absent from the ``Empty`` record
+    ``InitProducerId`` writes), and the latest timeout and ``NextProducerId``. Problems of the
+    segments are the scan's to report; here a segment that cannot be read gives no facts."""
+    facts: dict[str, dict[int, CoordinatorFacts]] = {}
+    clusters: dict[str, str] = {}
     for partition in discovery.partitions:
         if partition.topic != TRANSACTION_STATE:
             continue
+        mine = facts.setdefault(cluster_of(partition.path, clusters), {})
         for segment in sorted((s for s in partition.segments if s.state == "live"), key=lambda s: s.base_offset):
             try:
                 for item in read_transaction_log(segment.path):
                     if not isinstance(item, Problem) and "error" not in item and not item.get("tombstone"):
-                        _merge_facts(facts, item)
+                        _merge_facts(mine, item)
             except (OSError, ValueError):
                 continue  # read_coordinator_view notes it
     return facts
+
+
+def cluster_of(partition_path: str, known: dict[str, str]) -> str:
+    """The cluster a partition folder belongs to: the ``cluster.id`` of its log dir's
+    ``meta.properties`` (``MetaProperties``), or "" where the log dir records none. ``known``
+    caches the answer per log dir."""
+    fs = tree(partition_path)
+    log_dir = fs.dirname(partition_path)
+    if log_dir not in known:
+        properties = read_properties(fs.join(log_dir, META_PROPERTIES)).entries
+        known[log_dir] = next((p.value for p in properties if p.key == "cluster.id"), "")
+    return known[log_dir]
 
 
 def _merge_facts(facts: dict[int, CoordinatorFacts], record: dict[str, Any]) -> None:

@@ -19,7 +19,12 @@ from dataclasses import dataclass, field, replace
 from itertools import chain
 from typing import Any
 
-from kafka_audit.audit.coordinator_view import join_coordinator_view, read_coordinator_view, read_producer_facts
+from kafka_audit.audit.coordinator_view import (
+    cluster_of,
+    join_coordinator_view,
+    read_coordinator_view,
+    read_producer_facts,
+)
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.audit.remote_log_view import remote_log_view
 from kafka_audit.audit.scan_options import DEFAULT_SPLIT_BYTES, ScanOptions
@@ -192,8 +197,9 @@ def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, P
     metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
     facts = read_producer_facts(discovery)
     if facts:
-        for meta in metas.values():
-            meta.producer_facts = facts
+        clusters: dict[str, str] = {}
+        for partition in discovery.partitions:
+            metas[partition.key].producer_facts = facts.get(cluster_of(partition.path, clusters), {})
     return metas
 
 
