@@ -115,3 +115,6 @@ def test_log_dirs_of_two_clusters_scanned_together_keep_their_own_coordinators()
     together = audit_in_process(discover([str(d) for d in dirs]), ScanOptions())
     assert sorted(f.sort_key for f in together.findings) == alone
     assert not [f for f in together.findings if f.severity in ("error", "warning")]
+    # The transactional ids too: each producer row named by its own cluster's coordinator.
+    names = lambda result: {(r["topic"], r["partition"], r["producer_id"], r["transactional_id"]) for r in result.producers}  # noqa: E731
+    assert names(together) == set().union(*(names(scan(d)) for d in dirs))

@@ -28,20 +28,42 @@ _OPEN_CHECKS = ("hanging_transaction", "open_transaction")
 
 @dataclass(slots=True)
 class CoordinatorView:
-    """Producer id -> the coordinator's latest record for it; notes on what could not be read."""
+    """(cluster, producer id) -> the coordinator's latest record for it (producer ids are a
+    cluster's own: :func:`cluster_of`); where each scanned partition's cluster is; notes on what
+    could not be read."""
 
-    by_producer: dict[int, dict[str, Any]] = field(default_factory=dict)
+    by_producer: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     partitions_read: int = 0
+    # partition display path -> cluster, and (topic, partition) -> the clusters holding it.
+    cluster_by_folder: dict[str, str] = field(default_factory=dict)
+    clusters_by_partition: dict[tuple[str, int], set[str]] = field(default_factory=dict)
 
-    def transactional_id(self, producer_id: int | None) -> str | None:
-        record = self.by_producer.get(producer_id) if producer_id is not None else None
+    def cluster(self, topic: str | None, partition: int | None, segment: str | None) -> str | None:
+        """The cluster of a finding or row: by its segment's folder, else by its topic and
+        partition when only one cluster holds them (None: unknown, nothing is joined)."""
+        if segment is not None:
+            folder = segment.rsplit("/", 1)[0] if "/" in segment else ""
+            if folder in self.cluster_by_folder:
+                return self.cluster_by_folder[folder]
+        if topic is None or partition is None:
+            return None
+        clusters = self.clusters_by_partition.get((topic, partition), set())
+        return next(iter(clusters)) if len(clusters) == 1 else None
+
+    def record(self, cluster: str | None, producer_id: int | None) -> dict[str, Any] | None:
+        if cluster is None or producer_id is None:
+            return None
+        return self.by_producer.get((cluster, producer_id))
+
+    def transactional_id(self, cluster: str | None, producer_id: int | None) -> str | None:
+        record = self.record(cluster, producer_id)
         return record["transactional_id"] if record else None
 
-    def coordinator_state(self, producer_id: int) -> dict[str, Any] | None:
+    def coordinator_state(self, cluster: str | None, producer_id: int) -> dict[str, Any] | None:
         """The fields of the coordinator's latest record for ``producer_id`` that say where its
         transaction stands (TransactionMetadata: state, epoch, partitions, timeout, times)."""
-        record = self.by_producer.get(producer_id)
+        record = self.record(cluster, producer_id)
         if record is None or record.get("tombstone"):
             return None
         return {
@@ -57,9 +79,16 @@ class CoordinatorView:
 
 
 def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
-    """Read the live segments of every scanned ``__transaction_state`` partition."""
+    """Read the live segments of every scanned ``__transaction_state`` partition, each under its
+    cluster."""
     view = CoordinatorView()
+    if not any(p.topic == TRANSACTION_STATE for p in discovery.partitions):
+        return view
+    clusters: dict[str, str] = {}
     for partition in discovery.partitions:
+        cluster = cluster_of(partition.path, clusters)
+        view.cluster_by_folder[partition.display_path] = cluster
+        view.clusters_by_partition.setdefault((partition.topic, partition.partition), set()).add(cluster)
         if partition.topic != TRANSACTION_STATE:
             continue
         view.partitions_read += 1
@@ -68,7 +97,7 @@ def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
                 for item in read_transaction_log(segment.path):
                     if isinstance(item, Problem) or "error" in item or item.get("tombstone"):
                         continue  # the scan reports the segment's problems itself
-                    view.by_producer[item["producer_id"]] = item
+                    view.by_producer[(cluster, item["producer_id"])] = item
             except (OSError, ValueError) as exc:
                 view.notes.append(f"transactional ids: cannot read {segment.display_path} ({exc})")
     return view
@@ -138,14 +167,16 @@ def join_coordinator_view(
     """Fill ``transactional_id`` into the findings and producer rows, ``coordinator_state`` into
     the details of open and hanging transactions, and count the transactional ids in the summary
     (in place)."""
-    summary["transactional_ids"] = len({r["transactional_id"] for r in view.by_producer.values()})
+    summary["transactional_ids"] = len({(c, r["transactional_id"]) for (c, _), r in view.by_producer.items()})
     if not view.by_producer:
         return
     for finding in findings:
-        finding.transactional_id = view.transactional_id(finding.producer_id)
+        cluster = view.cluster(finding.topic, finding.partition, finding.segment)
+        finding.transactional_id = view.transactional_id(cluster, finding.producer_id)
         if finding.check in _OPEN_CHECKS and finding.producer_id is not None:
-            state = view.coordinator_state(finding.producer_id)
+            state = view.coordinator_state(cluster, finding.producer_id)
             if state is not None:
                 finding.details["coordinator_state"] = state
     for row in producers:
-        row["transactional_id"] = view.transactional_id(row["producer_id"])
+        cluster = view.cluster(row["topic"], row["partition"], None)
+        row["transactional_id"] = view.transactional_id(cluster, row["producer_id"])
