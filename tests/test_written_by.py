@@ -62,9 +62,9 @@ def test_the_timestamp_bound_defaults_to_the_writing_versions_broker_default():
     assert given.validation.timestamp_after_max_ms == 5
 
 
-def _log_dir_with_a_future_record(root: Path, bootstrap: Path | None) -> Path:
+def _log_dir_with_a_future_record(root: Path, bootstrap: Path | None, cluster_id: str = "a3Jhd2xlZC1maXh0dXJl") -> Path:
     """A log dir (with ``bootstrap`` copied in) whose one record is 2 h ahead of TS_BASE."""
-    with LogDirWriter(root) as writer:
+    with LogDirWriter(root, cluster_id=cluster_id) as writer:
         w = writer.partition("late")
         w.append(BatchSpec(records=records(["on time"]), base_timestamp=TS_BASE))
         w.append(BatchSpec(records=records(["early bird"]), base_timestamp=TS_BASE + 2 * HOUR))
@@ -84,6 +84,44 @@ def test_a_kafka_4_log_dir_gets_the_one_hour_future_bound_a_kafka_3_log_dir_does
     three = shared_corpus("real-broker") / "transactions" / "data" / "bootstrap.checkpoint"
     assert scan(_log_dir_with_a_future_record(tmp_path / "three", three), reference).findings == []
     assert scan(_log_dir_with_a_future_record(tmp_path / "unknown", None), reference).findings == []
+
+
+def _two_clusters(root: Path) -> list[str]:
+    """A Kafka 4.2 cluster's log dir and a Kafka 3.6 cluster's (their own ``cluster.id``), each
+    with a record 2 h ahead of TS_BASE."""
+    four = shared_corpus("real-broker-4") / "tv2-transactions" / "data" / "bootstrap.checkpoint"
+    three = shared_corpus("real-broker") / "transactions" / "data" / "bootstrap.checkpoint"
+    return [
+        str(_log_dir_with_a_future_record(root / "four", four, cluster_id="Zm91ci1jbHVzdGVyLTQy")),
+        str(_log_dir_with_a_future_record(root / "three", three, cluster_id="dGhyZWUtY2x1c3Rlci0z")),
+    ]
+
+
+def _findings_by_log_dir(result) -> list[tuple[str, str, int]]:
+    return [(Path(f.segment).parent.parent.name, f.check, f.offset) for f in result.findings]
+
+
+def test_clusters_of_two_kafka_versions_scanned_together_each_keep_their_brokers_defaults(tmp_path):
+    """Feature levels are a cluster's own (FeaturesImage): the 3.6 log dir keeps the 3.x default
+    (no future bound) beside the 4.2 one, as when each is scanned alone."""
+    paths = _two_clusters(tmp_path)
+    together = audit_in_process(discover(paths), scan_options(["--reference-time", str(TS_BASE)]))
+    assert _findings_by_log_dir(together) == [("four", "timestamp_out_of_range", 1)]
+    summary = together.summary
+    assert (summary["metadata_version"], summary["transaction_version"]) == (29, 2)
+    assert {Path(d).name: v for d, v in summary["feature_levels_by_log_dir"].items()} == {
+        "four": {"metadata_version": 29, "transaction_version": 2},
+        "three": {"metadata_version": 14, "transaction_version": None},
+    }
+
+
+@pytest.mark.spark
+def test_the_spark_job_gives_each_cluster_its_own_defaults(tmp_path, spark):
+    from kafka_audit.engines.spark_job import run_scan
+
+    paths = _two_clusters(tmp_path)
+    options = scan_options(["--reference-time", str(TS_BASE)])
+    assert _findings_by_log_dir(run_scan(spark, discover(paths), options)) == [("four", "timestamp_out_of_range", 1)]
 
 
 def test_healthy_kafka_4_logs_stay_free_of_timestamp_findings():

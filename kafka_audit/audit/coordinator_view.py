@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_audit.io.listing import tree
-from kafka_audit.log.checkpoints import META_PROPERTIES, read_properties
+from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.internal_topics import read_transaction_log
 from kafka_audit.log.log_names import TRANSACTION_STATE
@@ -124,18 +123,6 @@ def read_producer_facts(discovery: Discovery) -> dict[str, dict[int, Coordinator
             except (OSError, ValueError):
                 continue  # read_coordinator_view notes it
     return facts
-
-
-def cluster_of(partition_path: str, known: dict[str, str]) -> str:
-    """The cluster a partition folder belongs to: the ``cluster.id`` of its log dir's
-    ``meta.properties`` (``MetaProperties``), or "" where the log dir records none. ``known``
-    caches the answer per log dir."""
-    fs = tree(partition_path)
-    log_dir = fs.dirname(partition_path)
-    if log_dir not in known:
-        properties = read_properties(fs.join(log_dir, META_PROPERTIES)).entries
-        known[log_dir] = next((p.value for p in properties if p.key == "cluster.id"), "")
-    return known[log_dir]
 
 
 def _merge_facts(facts: dict[int, CoordinatorFacts], record: dict[str, Any]) -> None:

@@ -20,7 +20,6 @@ from itertools import chain
 from typing import Any
 
 from kafka_audit.audit.coordinator_view import (
-    cluster_of,
     join_coordinator_view,
     read_coordinator_view,
     read_producer_facts,
@@ -32,8 +31,9 @@ from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.io import storage
 from kafka_audit.io.rsm_objects import ENCRYPTED
+from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.log.feature_levels import read_written_by
+from kafka_audit.log.feature_levels import WrittenBy, newest, read_written_by
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords, split_points
 from kafka_audit.record.record_batch import RecordBatch
@@ -41,6 +41,7 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
+from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.rules.producer_activity import count_findings
 
 # What an encrypted tiered-storage segment without --rsm-key-file needs (its finding's message).
@@ -170,25 +171,47 @@ def with_inferred_compaction(options: ScanOptions, discovery: Discovery) -> Scan
 
 def with_log_dir_facts(options: ScanOptions, discovery: Discovery) -> ScanOptions:
     """What the log dirs say about auditing them, decided once for every step of the scan: the
-    compacted topics (:func:`with_inferred_compaction`) and the Kafka version that wrote them
-    (:func:`read_written_by`), whose broker defaults apply where no option is given (SPEC section
-    1): ``log.message.timestamp.after.max.ms`` is 3600000 on Kafka 4.x
+    compacted topics (:func:`with_inferred_compaction`) and the Kafka version that wrote each log
+    dir's cluster (:func:`read_written_by`), whose broker defaults apply where no option is given
+    (SPEC section 1): ``log.message.timestamp.after.max.ms`` is 3600000 on Kafka 4.x
     (``ServerLogConfigs.LOG_MESSAGE_TIMESTAMP_AFTER_MAX_MS_DEFAULT``), off (Long.MAX_VALUE) on 3.x
     and when the version is unknown; ``...before.max.ms`` is off on both. The default bound is
-    checked against each segment's modification time, at or after the broker's last append."""
+    checked against each segment's modification time, at or after the broker's last append.
+    Clusters of different versions scanned together each keep their own defaults."""
     options = with_inferred_compaction(options, discovery)
     written_by = read_written_by(discovery)
-    validation = options.validation
-    if written_by.kafka_4 and validation.timestamp_after_max_ms is None:
-        validation = replace(
-            validation,
-            timestamp_after_max_ms=KAFKA_4_TIMESTAMP_AFTER_MAX_MS,
-            timestamp_rule=(
-                f"Kafka 4.x broker default log.message.timestamp.after.max.ms={KAFKA_4_TIMESTAMP_AFTER_MAX_MS} "
-                f"(the log dir's metadata.version is {written_by.metadata_version})"
-            ),
-        )
-    return replace(options, validation=validation, written_by=written_by)
+    by_log_dir = {log_dir: _broker_defaults(options.validation, w) for log_dir, w in written_by.items()}
+    if len(set(by_log_dir.values())) == 1:
+        return replace(options, validation=next(iter(by_log_dir.values())), written_by=written_by)
+    return replace(options, written_by=written_by, validation_by_log_dir=by_log_dir)
+
+
+def _broker_defaults(validation: ValidationConfig, written_by: WrittenBy) -> ValidationConfig:
+    """``validation`` with the unset timestamp bound at the broker default of that version."""
+    if not written_by.kafka_4 or validation.timestamp_after_max_ms is not None:
+        return validation
+    return replace(
+        validation,
+        timestamp_after_max_ms=KAFKA_4_TIMESTAMP_AFTER_MAX_MS,
+        timestamp_rule=(
+            f"Kafka 4.x broker default log.message.timestamp.after.max.ms={KAFKA_4_TIMESTAMP_AFTER_MAX_MS} "
+            f"(the log dir's metadata.version is {written_by.metadata_version})"
+        ),
+    )
+
+
+def _feature_levels(written_by: dict[str, WrittenBy]) -> dict[str, Any]:
+    """The summary's ``metadata_version`` / ``transaction_version`` (SPEC section 3): the log
+    dirs' own, or the newest cluster's where clusters of several versions were scanned, then
+    with each log dir's in ``feature_levels_by_log_dir``."""
+    top = newest(written_by.values())
+    levels: dict[str, Any] = {"metadata_version": top.metadata_version, "transaction_version": top.transaction_version}
+    if len({(w.metadata_version, w.transaction_version) for w in written_by.values()}) > 1:
+        levels["feature_levels_by_log_dir"] = {
+            log_dir: {"metadata_version": w.metadata_version, "transaction_version": w.transaction_version}
+            for log_dir, w in sorted(written_by.items())
+        }
+    return levels
 
 
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
@@ -228,8 +251,9 @@ def audit_in_process(
     findings: list[Finding] = []
     # Per replica, each task's batch summaries with where the task stands in the log.
     summaries: dict[tuple, list[tuple[tuple, list[BatchSummary]]]] = {key: [] for key in metas}
+    validations = options.validations
     for task in with_read_ahead(tasks):
-        auditor = SegmentAuditor(task, options.validation, options.reference_time)
+        auditor = SegmentAuditor(task, validations.of(task.replica), options.reference_time)
         batches: list[BatchSummary] = []
         for item in auditor.run():
             if isinstance(item, BatchSummary):
@@ -293,8 +317,7 @@ def finish_result(
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
         "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
-        "metadata_version": options.written_by.metadata_version,
-        "transaction_version": options.written_by.transaction_version,
+        **_feature_levels(options.written_by),
         "internal_records_unknown": stats.internal_records_unknown,
         "findings_baseline": sum(f.baseline for f in findings),
         "bytes_found": sum(s.size for p in discovery.partitions for s in p.segments),

@@ -258,7 +258,7 @@ def default_parallelism(spark) -> int:
 def _segment_step_of(
     options: ScanOptions, storage_options: tuple = ()
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    validation, reference_time = options.validation, options.reference_time
+    validations, reference_time = options.validations, options.reference_time
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
@@ -282,7 +282,7 @@ def _segment_step_of(
         sent = storage.requests_sent()  # a store's requests, counted with each task's stats
         for task in with_read_ahead(tasks()):
             place = places.pop(task)
-            auditor = SegmentAuditor(task, validation, reference_time)
+            auditor = SegmentAuditor(task, validations.of(task.replica), reference_time)
             summaries: list[BatchSummary] = []
             for item in auditor.run():
                 if isinstance(item, BatchSummary):

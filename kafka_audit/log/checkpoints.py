@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_audit.io.listing import tree
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
 CHECKPOINT_VERSION = 0
@@ -176,3 +177,15 @@ def read_leader_epoch_checkpoint(path: str) -> SidecarEntries:
 
 def read_properties(path: str) -> SidecarEntries:
     return read_sidecar(path, lambda data: parse_properties(data, path))
+
+
+def cluster_of(partition_path: str, known: dict[str, str]) -> str:
+    """The cluster a partition folder belongs to: the ``cluster.id`` of its log dir's
+    ``meta.properties`` (``MetaProperties``), or "" where the log dir records none. ``known``
+    caches the answer per log dir."""
+    fs = tree(partition_path)
+    log_dir = fs.dirname(partition_path)
+    if log_dir not in known:
+        properties = read_properties(fs.join(log_dir, META_PROPERTIES)).entries
+        known[log_dir] = next((p.value for p in properties if p.key == "cluster.id"), "")
+    return known[log_dir]

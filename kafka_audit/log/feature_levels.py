@@ -13,6 +13,7 @@ nothing here: a log dir without metadata gets the 3.x rules either way.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 
 from kafka_audit.io import storage
 from kafka_audit.io.listing import LocalTree, Tree, tree
+from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery, PartitionDir
 from kafka_audit.log.log_names import CLUSTER_METADATA, KRAFT_SNAPSHOT, LIVE
 from kafka_audit.log.metadata_records import FRAME_VERSION, MetadataRecordDecoder
@@ -57,22 +59,49 @@ class WrittenBy:
         return self.metadata_version is not None and self.metadata_version >= FIRST_KAFKA_4_METADATA_VERSION
 
 
-def read_written_by(discovery: Discovery) -> WrittenBy:
-    """The levels in effect at the end of the scanned log dirs' metadata (one answer for the
-    scan: the last log dir read wins where several disagree). Local paths and URIs alike."""
+def read_written_by(discovery: Discovery) -> dict[str, WrittenBy]:
+    """The levels in effect at the end of each scanned cluster's metadata, by log dir
+    (:func:`log_dir_key` of a partition's display path). Feature levels are a cluster's own
+    (``FeaturesImage``): a log dir's cluster is the ``cluster.id`` of its ``meta.properties``, and a
+    log dir that records none is a cluster of its own, so a Kafka 3.x log dir scanned beside a
+    Kafka 4.x one keeps the 3.x rules. Local paths and URIs alike."""
     storage.configure(discovery.storage_options)
-    levels: dict[str, int] = {}
-    source = None
-    for log_dir in sorted({_tree_of(p.path).dirname(p.path) for p in discovery.partitions}):
+    known: dict[str, str] = {}
+    cluster_by_dir: dict[str, str] = {}
+    for partition in discovery.partitions:
+        log_dir = _tree_of(partition.path).dirname(partition.path)
+        cluster_by_dir[log_dir] = cluster_of(partition.path, known) or f"log dir {log_dir}"
+    levels: dict[str, dict[str, int]] = {cluster: {} for cluster in cluster_by_dir.values()}
+    sources: dict[str, str | None] = dict.fromkeys(levels)
+    for log_dir in sorted(cluster_by_dir):
+        cluster = cluster_by_dir[log_dir]
         bootstrap = _tree_of(log_dir).join(log_dir, BOOTSTRAP_CHECKPOINT)
-        if BOOTSTRAP_CHECKPOINT in _names(log_dir) and _apply(levels, [bootstrap], 0):
-            source = bootstrap
+        if BOOTSTRAP_CHECKPOINT in _names(log_dir) and _apply(levels[cluster], [bootstrap], 0):
+            sources[cluster] = bootstrap
     for partition in discovery.partitions:
         if partition.topic == CLUSTER_METADATA:
-            source = _metadata_partition(partition, levels) or source
-    if not levels:
-        return WrittenBy()
-    return WrittenBy(levels.get(METADATA_VERSION), levels.get(TRANSACTION_VERSION), source)
+            cluster = cluster_by_dir[_tree_of(partition.path).dirname(partition.path)]
+            sources[cluster] = _metadata_partition(partition, levels[cluster]) or sources[cluster]
+    written_by = {
+        cluster: WrittenBy(found.get(METADATA_VERSION), found.get(TRANSACTION_VERSION), sources[cluster])
+        if found
+        else WrittenBy()
+        for cluster, found in levels.items()
+    }
+    return {
+        log_dir_key(partition.display_path): written_by[cluster_by_dir[_tree_of(partition.path).dirname(partition.path)]]
+        for partition in discovery.partitions
+    }
+
+
+def log_dir_key(replica: str) -> str:
+    """The log dir of a partition folder's display path, the key of :func:`read_written_by`."""
+    return posixpath.dirname(replica.rstrip("/"))
+
+
+def newest(written_by: Iterable[WrittenBy]) -> WrittenBy:
+    """The levels of the newest Kafka among several clusters' (the summary's one answer)."""
+    return max(written_by, key=lambda w: (w.metadata_version or -1, w.transaction_version or -1), default=WrittenBy())
 
 
 def _tree_of(path: str) -> Tree:

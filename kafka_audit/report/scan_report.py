@@ -76,7 +76,9 @@ def _written_by(summary: dict[str, Any]) -> str:
     levels = [f"{name} {summary[key]}" for key, name in (("metadata_version", "metadata.version"),
                                                         ("transaction_version", "transaction.version"))
               if summary.get(key) is not None]
-    return ", ".join(levels) or "unknown (no KRaft metadata scanned)"
+    text = ", ".join(levels) or "unknown (no KRaft metadata scanned)"
+    by_log_dir = summary.get("feature_levels_by_log_dir") or {}
+    return f"{text} (the newest of {len(by_log_dir)} log dirs' clusters)" if by_log_dir else text
 
 
 def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> Panel:
