@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, pack_tasks, plan_tasks
+from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks
 from kafka_audit.audit.scan_options import scan_options
 from kafka_audit.audit.segment_task import SegmentTask
+from kafka_audit.audit.task_packing import batch_bytes_by_replica, pack_tasks
 from kafka_audit.engines.spark_job import run_scan
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES, SHARED
@@ -123,13 +124,56 @@ def test_pack_tasks_deals_every_task_once_into_balanced_groups():
         SegmentTask("t", 0, "t-0", f"/x/{i}", f"t-0/{i}.log", i, size=size)
         for i, size in enumerate([900, 500, 400, 300, 300, 200, 100, 100, 50, 50])
     ]
-    groups = pack_tasks(tasks, 3)
+    density = {("t", 0, "t-0"): 100.0}
+    groups = pack_tasks(tasks, 3, density).groups
     assert len(groups) == 3
     assert sorted(t.path for g in groups for t in g) == sorted(t.path for t in tasks)
     loads = [sum(t.byte_count for t in g) for g in groups]
     assert max(loads) - min(loads) <= 100
-    assert pack_tasks(tasks[:2], 8) == [[tasks[0]], [tasks[1]]]
-    assert pack_tasks([], 4) == []
+    assert pack_tasks(tasks[:2], 8, density).groups == [[tasks[0]], [tasks[1]]]
+    assert pack_tasks([], 4, {}).groups == []
+
+
+def test_tasks_are_dealt_by_expected_cpu_not_bytes():
+    """Two replicas of equal bytes, one cut into batches ten times smaller: by CPU per batch the
+    dense one is nine tenths of the work, so each slot gets one of its tasks (bytes alone could
+    give one slot both), and the light replica goes whole beside one of them."""
+    def replica(topic: str) -> list[SegmentTask]:
+        return [SegmentTask(topic, 0, f"{topic}-0", f"/x/{topic}/{i}", f"{topic}-0/{i}.log", i, size=10_000)
+                for i in range(2)]
+
+    dense, sparse = replica("zstd"), replica("plain")
+    density = {("zstd", 0, "zstd-0"): 1_000.0, ("plain", 0, "plain-0"): 10_000.0}
+    for order in (dense + sparse, sparse + dense):
+        packing = pack_tasks(order, 2, density)
+        assert packing.whole == {sparse[0].replica_key}
+        assert sorted(sum(t.topic == "zstd" for t in g) for g in packing.groups) == [1, 1]
+        assert sorted(sum(t.topic == "plain" for t in g) for g in packing.groups) == [0, 2]
+
+
+def test_small_replicas_go_whole_to_one_slot_and_large_ones_are_spread():
+    big = [SegmentTask("big", 0, "big-0", f"/x/big/{i}", f"big-0/{i}.log", i, size=1000) for i in range(8)]
+    small = [SegmentTask(f"s{n}", 0, f"s{n}-0", f"/x/s{n}/{i}", f"s{n}-0/{i}.log", i, size=100)
+             for n in range(6) for i in range(2)]
+    density = {t.replica_key: 100.0 for t in big + small}
+    packing = pack_tasks(big + small, 4, density)
+    assert packing.whole == {t.replica_key for t in small}
+    for key in packing.whole:
+        assert sum(any(t.replica_key == key for t in g) for g in packing.groups) == 1
+    assert sum(any(t.topic == "big" for t in g) for g in packing.groups) == 4
+    assert pack_tasks(big, 1, density).whole == {big[0].replica_key}  # one slot: everything together
+
+
+def test_the_batch_density_is_read_from_the_first_batch_headers(tmp_path):
+    """The writer's own batch positions are the oracle for the mean batch size."""
+    with LogDirWriter(tmp_path) as d:
+        w = d.partition("dense", 0)
+        written = [w.append(BatchSpec(records=records([b"x" * n]))) for n in (10, 2000, 300)]
+    found = discover([str(tmp_path)])
+    (task,) = plan_tasks(found)
+    size = task.size
+    assert [b.position for b in written] == [0, written[1].position, written[2].position]
+    assert batch_bytes_by_replica([task]) == {task.replica_key: size / 3}
 
 
 def test_replicas_are_spread_over_the_shuffle_partitions_by_bytes():

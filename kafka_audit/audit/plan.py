@@ -11,7 +11,6 @@ partition scanned together are audited apart.
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -103,18 +102,6 @@ def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
                 tasks.extend(_split(task, split_bytes, segment.index))
     tasks.sort(key=lambda t: -t.byte_count)
     return tasks
-
-
-def pack_tasks(tasks: list[SegmentTask], slots: int) -> list[list[SegmentTask]]:
-    """Deal ``tasks`` into at most ``slots`` groups of about equal bytes (largest task first, each
-    to the lightest group), so that thousands of small segments do not cost a Spark task each."""
-    groups: list[tuple[int, int, list[SegmentTask]]] = [(0, i, []) for i in range(max(1, min(slots, len(tasks))))]
-    heapq.heapify(groups)
-    for task in sorted(tasks, key=lambda t: -t.byte_count):
-        load, number, members = heapq.heappop(groups)
-        members.append(task)
-        heapq.heappush(groups, (load + task.byte_count, number, members))
-    return [members for _, _, members in sorted(groups, key=lambda g: -g[0]) if members]
 
 
 def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[SegmentTask]:

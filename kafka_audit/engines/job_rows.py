@@ -20,7 +20,9 @@ ROWS_PER_BATCH = 10_000
 SUMMARIES_PER_VALUE = 4_096
 
 
-def value_rows(place: int, summaries: list[BatchSummary], per_value: int = SUMMARIES_PER_VALUE) -> Iterator[tuple]:
+def value_rows(
+    place: int, summaries: list[BatchSummary], per_value: int = SUMMARIES_PER_VALUE, kind: int = schemas.BATCH
+) -> Iterator[tuple]:
     """Batch rows of one segment task's summaries (in log order): each holds up to
     ``per_value`` of them as one value, a pickled list of plain tuples, keyed by
     its first summary's segment and position. Spark sorts and moves a few rows per task and never
@@ -29,7 +31,7 @@ def value_rows(place: int, summaries: list[BatchSummary], per_value: int = SUMMA
         chunk = summaries[start : start + per_value]
         first = chunk[0]
         value = pickle.dumps(list(map(tuple, chunk)), pickle.HIGHEST_PROTOCOL)
-        yield (schemas.BATCH, place, first.segment_base_offset, schemas.name_bytes(first.segment), first.position,
+        yield (kind, place, first.segment_base_offset, schemas.name_bytes(first.segment), first.position,
                None, value)
 
 

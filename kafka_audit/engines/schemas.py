@@ -102,11 +102,14 @@ DATASETS = {"findings": FINDINGS, "batches": BATCHES, "producers": PRODUCERS}
 # Row kinds, in the order a replica's rows reach the partition step: its metadata first, then the
 # segment step's counts and findings, then its batches in log order.
 META, STATS, FINDING, BATCH = 0, 1, 2, 3
-# The kind only the partition step emits.
-TOTALS = 4
+# A partition step's totals (the partition step's, or the segment step's for a replica it audited
+# whole: ``task_packing``), and a whole replica's batch values kept for the ``batches`` dataset
+# only (never sent to the partition step).
+TOTALS, KEPT_BATCH = 4, 5
 
 # The segment tasks, one row each (names and paths as bytes, see SUMMARY_FIELDS). ``slot`` picks the Spark task that audits it, ``place`` the
-# partition step's group (one per replica).
+# partition step's group (one per replica); ``meta``, on one task of a replica audited whole in its
+# slot, is its pickled PartitionMeta.
 TASKS = pa.schema(
     [
         ("slot", pa.int32()),
@@ -122,6 +125,7 @@ TASKS = pa.schema(
         ("size", pa.int64()),
         ("start", pa.int64()),
         ("stop", pa.int64()),
+        ("meta", pa.binary()),
     ]
 )
 

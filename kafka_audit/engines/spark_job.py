@@ -2,25 +2,29 @@
 
 1. The driver discovers the files and plans one task per segment (:func:`plan_tasks`); a segment
    much larger than the split size is cut into byte ranges at batch boundaries, so one huge file
-   is not one straggler. Tasks are dealt into slots of about equal bytes (:func:`pack_tasks`) and
-   travel as a small DataFrame (``schemas.TASKS``: paths and settings only), hash-partitioned so
-   that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
+   is not one straggler. Tasks are dealt into slots of about equal expected CPU (:func:`pack_tasks`:
+   a replica small beside a slot's share goes whole to one slot) and travel as a small DataFrame
+   (``schemas.TASKS``: paths and settings only, and a whole replica's PartitionMeta),
+   hash-partitioned so that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
 2. ``mapInArrow`` (:func:`_segment_step_of`): each Spark task audits its segments and emits Arrow
-   batches of ``schemas.SEGMENT_ROWS``: per segment task, its batch summaries as a few values
-   (pickled runs of up to 4,096 summaries, about 70 bytes each) under their sort keys, a row per
-   finding and one with the task's counts. Spark moves and sorts a few rows per segment task and
-   never looks inside a value (a typed row per record batch cost its JVM more CPU than the audit).
-3. Those rows and one metadata row per replica (topic, partition, folder) are repartitioned by
-   ``place``, a key per replica chosen so that replicas are dealt out over the partitions by bytes
-   (:func:`place_replicas`), and sorted within partitions by (place, kind, segment base offset,
-   segment, position): a replica's rows arrive together at one task, metadata first, then the
-   segment step's findings and counts, then its batch values in log order.
+   batches of ``schemas.SEGMENT_ROWS``: a row per finding and one with each task's counts; a
+   whole replica's partition step runs right there, on the summaries it holds, and only its
+   findings and totals leave. The other tasks' batch summaries leave as a few values (pickled runs
+   of up to 4,096 summaries, about 70 bytes each) under their sort keys: Spark moves and sorts a
+   few rows per segment task and never looks inside a value (a typed row per record batch cost
+   its JVM more CPU than the audit).
+3. Those rows and one metadata row per replica not audited whole (topic, partition, folder) are
+   repartitioned by ``place``, a key per replica chosen so that replicas are dealt out over the
+   partitions by bytes (:func:`place_replicas`), and sorted within partitions by (place, kind,
+   segment base offset, segment, position): a replica's rows arrive together at one task,
+   metadata first, then the segment step's findings and counts, then its batch values in log order.
 4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
    summaries, a value at a time, into the partition step (offsets, indexes, producer-state
-   replay). The grouping needs no shuffle or sort of its own: the plan's exchange and sort above
-   already give it.
+   replay); a whole replica's rows are passed on. The grouping needs no shuffle or sort of its
+   own: the plan's exchange and sort above already give it.
 5. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver. The ``batches`` dataset
-   expands the values into typed rows (:meth:`ScanFrames.batches`), only when it is asked for.
+   expands the values into typed rows (:meth:`ScanFrames.batches`), only when it is asked for
+   (whole replicas' values are then kept aside for it, never shuffled).
 
 Memory per replica in the partition step: Spark sorts the rows with its external sorter (spilling
 to disk), and the Python worker holds one Arrow batch (at most ``spark.sql.execution.arrow.
@@ -28,7 +32,9 @@ maxRecordsPerBatch`` rows, 10,000 by default, and ``maxBytesPerBatch``, 64 MiB),
 replayed (at most 4,096 summaries, under 2 MB) plus what ``audit_partition`` keeps: the replay's
 per-producer state and the batch summaries of the segment being index-verified. One replica of
 10 M batches therefore costs what its largest segment's summaries cost (about 0.4 KB a batch: 1 GiB
-segments of 16 KiB batches, 65 K summaries, about 27 MB), not 10 M summaries.
+segments of 16 KiB batches, 65 K summaries, about 27 MB), not 10 M summaries. A replica audited
+whole in the segment step holds all its summaries, at most half a slot's expected CPU (a slot is
+about 256 MiB: some 64 MB of summaries for 256 MiB of the smallest batches seen, 2.6 KB each).
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ from __future__ import annotations
 import pickle
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from typing import Any
@@ -49,13 +56,14 @@ from kafka_audit.audit.plan import (
     ScanOptions,
     ScanResult,
     finish_result,
-    pack_tasks,
+    log_order,
     partition_metas,
     plan_tasks,
     with_log_dir_facts,
 )
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
+from kafka_audit.audit.task_packing import pack_tasks
 from kafka_audit.engines import schemas
 from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
@@ -96,7 +104,7 @@ class ScanFrames:
         """The ``batches`` dataset: one typed row per record batch."""
         from pyspark.sql import functions as F
 
-        values = self.segment_rows.where(F.col("kind") == schemas.BATCH).select("blob")
+        values = self.segment_rows.where(F.col("kind").isin(schemas.BATCH, schemas.KEPT_BATCH)).select("blob")
         rows = values.mapInArrow(expand_batches, schemas.spark_schema(schemas.SUMMARIES))
         source = {"codec": F.col("compression"), "topic": F.decode("topic", "UTF-8"), "segment": F.decode("segment", "UTF-8")}
         return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
@@ -158,7 +166,7 @@ def run_job(
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
     frames = None
     if tasks:
-        frames = build_frames(spark, discovery, options, tasks)
+        frames = build_frames(spark, discovery, options, tasks, keep)
         if keep:
             frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist(), frames.segment_tasks)
         with watch(spark, progress, frames.segment_tasks, on_progress):
@@ -175,46 +183,62 @@ def run_job(
     return finish_result(discovery, stats, totals, findings, elapsed, options, sent), frames
 
 
-def build_frames(spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask]) -> ScanFrames:
-    """The job's plan (nothing runs yet): tasks -> segment step -> replicas -> partition step."""
+def build_frames(
+    spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask], keep: bool = False
+) -> ScanFrames:
+    """The job's plan (nothing runs yet): tasks -> segment step -> replicas -> partition step. A
+    replica audited whole in its slot (:mod:`~kafka_audit.audit.task_packing`) travels with its
+    first task; the others' metadata joins their batch rows at the partition step. With ``keep``,
+    whole replicas' batch values are kept for the ``batches`` dataset."""
     parallelism = default_parallelism(spark)
     total = sum(t.byte_count for t in tasks)
     small = -(-total // min(_SMALL_TASK_BYTES, options.split_bytes))
-    groups = pack_tasks(tasks, min(segment_slots(total, parallelism), small))
+    packing = pack_tasks(tasks, min(segment_slots(total, parallelism), small))
+    groups = packing.groups
     metas = partition_metas(discovery, options)
     count = max(1, min(len(metas), options.shuffle_partitions or min(parallelism * 2, small)))
     replicas = sorted(metas)
     buckets = place_replicas(tasks, count)
     places = dict(zip(replicas, keys_for_buckets([buckets.get(key, 0) for key in replicas], count)))
     slot_keys = keys_for_buckets(range(len(groups)), len(groups))
-
-    name = schemas.name_bytes
-    task_rows = [
-        (slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
-         name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size, task.start,
-         task.stop)
-        for slot, group in enumerate(groups)
-        for task in group
-    ]
-    task_table = pa.Table.from_arrays(
-        [pa.array(column, type=f.type) for column, f in zip(zip(*task_rows), schemas.TASKS)], schema=schemas.TASKS
+    task_table = _task_table(groups, slot_keys, places, {key: metas[key] for key in packing.whole})
+    meta_table = segment_row_batch(
+        [rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas if key not in packing.whole]
     )
-    meta_table = segment_row_batch([rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas])
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
-    segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options))
+    segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options), keep)
     segment_rows = (
         spark.createDataFrame(task_table)
         .repartition(len(groups), "slot")
         .mapInArrow(segment_step, segment_schema)
     )
+    to_replicas = segment_rows.where(segment_rows.kind != schemas.KEPT_BATCH) if keep else segment_rows
     replica_rows = (
-        segment_rows.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
+        to_replicas.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
         .repartition(count, "place")
         .sortWithinPartitions(*_REPLICA_ORDER)
         .groupBy("place")
         .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
     )
     return ScanFrames(segment_rows, replica_rows, len(groups))
+
+
+def _task_table(
+    groups: list[list[SegmentTask]], slot_keys: list[int], places: dict[tuple, int], whole: dict[tuple, Any]
+) -> pa.Table:
+    """The tasks as rows of ``schemas.TASKS``: a whole replica's PartitionMeta on its first task."""
+    name = schemas.name_bytes
+    rows = []
+    for slot, group in enumerate(groups):
+        for task in group:
+            meta = whole.pop(task.replica_key, None)
+            rows.append((
+                slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
+                name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size,
+                task.start, task.stop, None if meta is None else pickle.dumps(meta),
+            ))
+    columns = zip(*rows) if rows else [()] * len(schemas.TASKS)
+    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schemas.TASKS)], schema=schemas.TASKS)
 
 
 def segment_slots(total: int, parallelism: int) -> int:
@@ -256,32 +280,24 @@ def default_parallelism(spark) -> int:
 
 
 def _segment_step_of(
-    options: ScanOptions, storage_options: tuple = ()
+    options: ScanOptions, storage_options: tuple = (), keep: bool = False
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     validations, reference_time = options.validations, options.reference_time
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
-        batch summaries leave as values of up to :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`);
-        rows are sent in Arrow batches holding about :data:`ROWS_PER_BATCH` summaries."""
-        places: dict[SegmentTask, int] = {}
-
-        def tasks() -> Iterator[SegmentTask]:
-            for batch in batches:
-                for row in batch.to_pylist():
-                    place = row.pop("place")
-                    del row["slot"]
-                    for key in _NAME_COLUMNS:
-                        row[key] = row[key].decode("utf-8", "surrogateescape")
-                    task = SegmentTask(**row, storage_options=storage_options)
-                    places[task] = place
-                    yield task
-
+        batch summaries leave as values of up to :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`),
+        except a whole replica's: its tasks run together in log order and its partition step runs
+        here, on the summaries kept in memory. Rows are sent in Arrow batches holding about
+        :data:`ROWS_PER_BATCH` summaries."""
+        tasks, places, metas = _read_tasks(batches, storage_options)
+        left = Counter(task.replica_key for task in tasks if task.replica_key in metas)
+        held: dict[tuple, list[BatchSummary]] = {key: [] for key in left}
         rows: list[tuple] = []
         pending = 0
         sent = storage.requests_sent()  # a store's requests, counted with each task's stats
-        for task in with_read_ahead(tasks()):
-            place = places.pop(task)
+        for task in with_read_ahead(tasks):
+            place, key = places.pop(task), task.replica_key
             auditor = SegmentAuditor(task, validations.of(task.replica), reference_time)
             summaries: list[BatchSummary] = []
             for item in auditor.run():
@@ -291,9 +307,18 @@ def _segment_step_of(
                     payload = schemas.finding_json(item.to_dict())
                     rows.append(rare_row(schemas.FINDING, place, payload, pickle.dumps(item)))
             auditor.stats.requests, auditor.stats.bytes_fetched = storage.fetched_since(sent)
-            sent = storage.requests_sent()
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
-            rows.extend(value_rows(place, summaries))
+            if key not in metas:
+                rows.extend(value_rows(place, summaries))
+            else:
+                held[key].extend(summaries)
+                if keep:
+                    rows.extend(value_rows(place, summaries, kind=schemas.KEPT_BATCH))
+                left[key] -= 1
+                if not left[key]:
+                    rows.extend(rare_row(kind, place, payload, blob) for kind, payload, blob in
+                                _partition_rows(metas.pop(key), held.pop(key)))
+            sent = storage.requests_sent()
             pending += len(summaries)
             if pending >= ROWS_PER_BATCH:
                 yield segment_row_batch(rows)
@@ -304,10 +329,46 @@ def _segment_step_of(
     return segment_step
 
 
+def _read_tasks(
+    batches: Iterator[pa.RecordBatch], storage_options: tuple
+) -> tuple[list[SegmentTask], dict[SegmentTask, int], dict[tuple, Any]]:
+    """A Spark task's segment tasks (a whole replica's together, in log order), where each one's
+    rows go, and the PartitionMeta of each replica it audits whole."""
+    tasks: list[SegmentTask] = []
+    places: dict[SegmentTask, int] = {}
+    metas: dict[tuple, Any] = {}
+    for batch in batches:
+        for row in batch.to_pylist():
+            place, meta = row.pop("place"), row.pop("meta")
+            del row["slot"]
+            for key in _NAME_COLUMNS:
+                row[key] = row[key].decode("utf-8", "surrogateescape")
+            task = SegmentTask(**row, storage_options=storage_options)
+            places[task] = place
+            if meta is not None:
+                metas[task.replica_key] = pickle.loads(meta)
+            tasks.append(task)
+    whole = sorted((t for t in tasks if t.replica_key in metas), key=lambda t: (t.replica_key, log_order(t)))
+    return whole + [t for t in tasks if t.replica_key not in metas], places, metas
+
+
+def _partition_rows(meta: Any, summaries: Iterable[BatchSummary]) -> list[tuple[int, str | None, bytes]]:
+    """(kind, payload, blob) of a replica's partition step: its findings, then its totals."""
+    sent = storage.requests_sent()
+    findings, totals = audit_partition(meta, summaries)
+    totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
+    rows: list[tuple[int, str | None, bytes]] = [
+        (schemas.FINDING, schemas.finding_json(f.to_dict()), pickle.dumps(f)) for f in findings
+    ]
+    rows.append((schemas.TOTALS, None, pickle.dumps(totals)))
+    return rows
+
+
 def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: one replica's rows (``applyInArrow``, iterator form), in the order of
     ``_REPLICA_ORDER``: its metadata, the segment step's counts and findings (passed on), then its
-    batch rows in log order, whose summaries stream into the partition step."""
+    batch rows in log order, whose summaries stream into the partition step. A replica the
+    segment step audited whole has no metadata or batch rows here: its rows are passed on."""
     meta = None
     out: list[tuple] = []
     rest = iter(batches)
@@ -324,18 +385,13 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
         if head < len(kinds):
             first.append(batch.slice(head))
             break
-    if meta is None:
-        raise RuntimeError("a replica's rows reached the partition step without its metadata row")
-    sent = storage.requests_sent()
-    findings, totals = audit_partition(meta, batch_summaries(chain(first, rest)))
-    totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
-    for finding in findings:
-        out.append((schemas.FINDING, schemas.finding_json(finding.to_dict()), pickle.dumps(finding)))
-    out.append((schemas.TOTALS, None, pickle.dumps(totals)))
-    kinds, payloads, blobs = zip(*out)
-    yield pa.RecordBatch.from_arrays(
-        [pa.array(kinds, pa.int8()), pa.array(payloads, pa.string()), pa.array(blobs, pa.binary())],
-        schema=schemas.REPLICA_ROWS,
-    )
-
-
+    if meta is not None:
+        out.extend(_partition_rows(meta, batch_summaries(chain(first, rest))))
+    elif first:
+        raise RuntimeError("a replica's batch rows reached the partition step without its metadata row")
+    if out:
+        kinds, payloads, blobs = zip(*out)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(kinds, pa.int8()), pa.array(payloads, pa.string()), pa.array(blobs, pa.binary())],
+            schema=schemas.REPLICA_ROWS,
+        )
