@@ -98,6 +98,20 @@ def _records(rng: random.Random, pool: bytes, count: int, serial: int, header: b
     )
 
 
+def send(producer: Producer, writer, recs: tuple[RecordSpec, ...], codec: int, abort: bool) -> None:
+    """One batch of ``producer``'s; a transactional producer's is a transaction of its own, ended
+    by its marker (ABORT when ``abort``)."""
+    if producer.transactional:
+        producer.begin()
+        producer.send(writer, recs, codec=codec)
+        if abort:
+            producer.abort()
+        else:
+            producer.commit()
+    else:
+        producer.send(writer, recs, codec=codec)
+
+
 def _partition_size(writer) -> int:
     return sum(segment.size for segment in writer.segments)
 
@@ -135,17 +149,8 @@ def generate(root: Path, size_mb: int, log=print) -> dict:
                 recs = _records(rng, pool, count, serial, plan.header)
                 serial += count
                 codec = producer.codec if plan.codec is not None else (NONE, LZ4, ZSTD)[turn % 3]
-                if producer.transactional:
-                    producer.begin()
-                    producer.send(writer, recs, codec=codec)
-                    stats["batches"] += 1
-                    if turn % 8 == 0:
-                        producer.abort()
-                    else:
-                        producer.commit()
-                else:
-                    producer.send(writer, recs, codec=codec)
-                stats["batches"] += 1
+                send(producer, writer, recs, codec, abort=turn % 8 == 0)
+                stats["batches"] += 2 if producer.transactional else 1
                 stats["data_records"] += count
                 if _partition_size(writer) >= quota:
                     open_writers.remove(writer)
