@@ -250,7 +250,7 @@ def segment_slots(total: int, parallelism: int) -> int:
 
     A Spark task costs its Python worker and the JVM about 40 ms of CPU besides its audit
     (1 GiB on ``local[2]``: 20 tasks of 54 MB took 3.3 s, 4-8 tasks 2.95 s), so tasks are large;
-    the plan's byte ranges (``split_bytes``) still let them be balanced by bytes."""
+    the plan's byte ranges (``split_bytes``) still let them be balanced (by expected CPU: :func:`pack_tasks`)."""
     return max(1, -(-total // (parallelism * _TASK_BYTES))) * parallelism
 
 
