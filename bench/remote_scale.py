@@ -11,6 +11,8 @@
    partition's objects under ``--partitions`` names (``t<NN>-<P>``, 500 partitions a topic), put
    into its store directly (no upload requests: the benchmark is the scan's requests).
 3. Measures, in this process, fastest of ``--repeat``:
+   (l) the listing of the root as one chain of pages (s3fs ``find``) against page chains side by
+       side (:mod:`kafka_audit.io.s3_listing`, what discovery uses): wall time, requests;
    (p) discovery and planning of all partitions (``discover`` + ``plan_tasks`` +
        ``partition_metas``): wall time, requests, and the Python heap they allocate (tracemalloc
        peak, a separate run) and the process's resident set after them;
@@ -40,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from kafka_audit.audit.plan import ScanOptions, audit_in_process, partition_metas, plan_tasks  # noqa: E402
-from kafka_audit.io import storage  # noqa: E402
+from kafka_audit.io import s3_listing, storage  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 from tests.support.s3_server import CREDENTIALS, HOST, _free_port  # noqa: E402
 from tests.support.writer import LogDirWriter, Producer, records  # noqa: E402
@@ -194,6 +196,8 @@ def main() -> None:
         print(f"server ready with {args.partitions} partitions in {time.monotonic() - started:.1f} s", file=sys.stderr)
         try:
             root = f"s3://{BUCKET}/logs"
+            storage.configure(server.options())
+            listing_figures(figures, root, server, args)
             rss_before = _rss_mb()
             best = None
             storage.configure(server.options())
@@ -220,6 +224,25 @@ def main() -> None:
         finally:
             server.stop()
     print(json.dumps(figures))
+
+
+def listing_figures(figures: dict, root: str, server: Server, args) -> None:
+    """The root listed as one chain of pages (s3fs ``find``) and as page chains side by side
+    (``io/s3_listing.find``, what discovery uses), alternating, fastest of ``--repeat``: wall
+    time and the requests the server logged."""
+    fs, key, _ = storage.filesystem(root)
+    ways = {"one_chain": lambda: fs.find(key, withdirs=True, detail=True), "chains": lambda: s3_listing.find(fs, key)}
+    best: dict[str, tuple[float, int, int]] = {}
+    for _ in range(args.repeat):
+        for name, listing in ways.items():
+            fs.invalidate_cache()
+            logged, began = server.requests_logged(), time.monotonic()
+            keys = len(listing())
+            took = (time.monotonic() - began, server.requests_logged() - logged, keys)
+            best[name] = min(best.get(name, took), took)
+    for name, (wall, requests, keys) in best.items():
+        figures[f"list_{name}_s"], figures[f"list_{name}_requests"], figures[f"list_{name}_entries"] = round(wall, 2), requests, keys
+    print(json.dumps(figures), file=sys.stderr, flush=True)
 
 
 def scan_figures(figures: dict, root: str, server: Server, args) -> None:

@@ -617,3 +617,33 @@ def test_cli_local_engine_on_s3_equals_the_local_copy(s3, capsys):
     assert remote["findings"] == local["findings"] != []
     for key in ("partitions", "segments", "batches", "records", "bytes", "findings_by_check"):
         assert remote["summary"][key] == local["summary"][key]
+
+
+def test_a_wide_prefix_is_listed_as_page_chains_side_by_side_with_the_same_keys(s3, monkeypatch):
+    """A log dir of many partition folders is listed as several ListObjectsV2 chains at once
+    (io/s3_listing.py), cut at folder names; s3fs's own recursive listing is the oracle for the
+    keys, and the server's log shows the chains and bounds the requests."""
+    from kafka_audit.io import s3_listing
+
+    fs = s3.filesystem()
+    root = f"{BUCKET}/wide"
+    objects = {f"{root}/t-{n}/{i:020d}.log": bytes(n % 7 + i) for n in range(200) for i in range(3)}
+    objects[f"{root}/meta.properties"] = b"version=1\n"
+    objects[f"{root}/t-100.txt"] = b"an object beside a folder where a chain may start"
+    objects[f"{root}/t-1!/x.log"] = b"a folder sorting between t-1 and t-1/"
+    objects[f"{root}/marker/"] = b""
+    fs.pipe(objects)
+    monkeypatch.setattr(s3_listing, "_PAGE_KEYS", 100)
+    monkeypatch.setattr(s3_listing, "FOLDERS_PER_CHAIN", 16)
+    before = len(s3.requests_logged())
+    found = s3_listing.find(s3.filesystem(), root)
+    logged = s3.requests_logged()[before:]
+    oracle = fs.find(root, withdirs=True, detail=True)
+    # A zero-byte key ending in "/" is a folder marker (the S3 console's "Create folder"): a folder.
+    files = {k: v["size"] for k, v in oracle.items() if v["type"] == "file" and not k.endswith("/")}
+    assert {k: v["size"] for k, v in found.items() if v["type"] == "file"} == files
+    assert len(files) == len(objects) - 1 and found[f"{root}/marker"]["type"] == "directory"
+    chains = [line for line in logged if "start-after=" in line]
+    assert len(chains) == min(s3_listing.CHAINS, 202 // 16) - 1
+    serial_pages = -(-(len(objects)) // 100)
+    assert len(logged) <= serial_pages + 1 + len(chains) + 1  # + the delimiter listing, + one page a chain

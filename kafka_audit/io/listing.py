@@ -10,6 +10,7 @@ import posixpath
 import stat
 from dataclasses import dataclass
 
+from kafka_audit.io import s3_listing
 from kafka_audit.io.storage import count_on, filesystem, is_remote, os_error
 
 # Keys per page of a store's listing (S3's ListObjectsV2, GCS's objects.list): requests counted.
@@ -93,7 +94,8 @@ class RemoteTree:
     """Discovery's view of one remote root, with the names of ``os``/``os.path`` it uses.
 
     The root's whole subtree is listed in one recursive listing (``find``, paginated by the
-    library) on first use and answered from memory after that, so that looking for a
+    library; on S3 as several page chains at once, :mod:`.s3_listing`) on first use and answered
+    from memory after that, so that looking for a
     segment's sidecars costs no request. Names starting with ``_`` or ``.`` are kept
     (``__consumer_offsets``, ``__transaction_state``): Spark's file sources drop them, so they
     are never used for listing."""
@@ -114,7 +116,10 @@ class RemoteTree:
     def _listing(self) -> dict[str, dict]:
         if self._infos is None:
             try:
-                found = self.fs.find(self.root_key, withdirs=True, detail=True)
+                if s3_listing.can_list(self.fs):
+                    found = s3_listing.find(self.fs, self.root_key)
+                else:
+                    found = self.fs.find(self.root_key, withdirs=True, detail=True)
             except FileNotFoundError:
                 found = {}
             except Exception as exc:  # noqa: BLE001
