@@ -146,3 +146,20 @@ def test_internal_records_of_unknown_type_are_counted_and_dumped(tmp_path):
     assert '"unknown": "unknown record type 9"' in text
     assert '"unknown": "unknown ConsumerGroupMetadataValue version 1"' in text
     assert '"record": "ConsumerGroupMetadata", "group_id": "g", "version": 0, "epoch": 7' in text
+
+
+def test_remote_log_metadata_records_of_unknown_type_or_version_are_counted(tmp_path):
+    """``__remote_log_metadata`` (RemoteLogMetadataSerde): a record type after 3 and a version
+    after 1 are counted in ``internal_records_unknown``, never skipped silently; known ones are not."""
+    from tests.support.rsm_writer import segment_metadata_record
+
+    known = segment_metadata_record("t", "AAAAAAAAAAAAAAAAAAAAAA", 0, "AQEBAQEBAQEBAQEBAQEBAQ", 0, 9, 100)
+    unknown_version = segment_metadata_record("t", "AAAAAAAAAAAAAAAAAAAAAA", 0, "AgICAgICAgICAgICAgICAg", 10, 19, 100,
+                                              version=2)
+    unknown_type = bytes((1, 9, 0)) + b"\x00"
+    with LogDirWriter(tmp_path) as writer:
+        writer.partition("__remote_log_metadata", 0).append(
+            BatchSpec(records=tuple(RecordSpec(key=None, value=v) for v in (known, unknown_version, unknown_type)))
+        )
+    result = audit_in_process(discover([str(tmp_path)]), scan_options())
+    assert result.summary["internal_records_unknown"] == 2

@@ -27,7 +27,7 @@ from kafka_audit.log.log_names import (
     parse_partition_dir,
 )
 from kafka_audit.log.metadata_records import MetadataRecordDecoder, unknown_metadata_record
-from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata
+from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata, unknown_remote_log_metadata_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import RecordBatch
@@ -87,6 +87,8 @@ def unknown_test_for_topic(topic: str | None) -> UnknownTest | None:
         return unknown_transaction_log_record
     if topic == CLUSTER_METADATA:
         return unknown_metadata_record
+    if topic == REMOTE_LOG_METADATA:
+        return unknown_remote_log_metadata_record
     return None
 
 

@@ -87,6 +87,25 @@ def _partition_delete_body(r: MessageReader) -> dict[str, Any]:
     return out
 
 
+# The highest version of each record type read here (the message schemas' validVersions).
+_MAX_VERSION = 1
+
+
+def unknown_remote_log_metadata_record(key: bytes | None, value: bytes | None) -> bool:
+    """Whether :func:`decode_remote_log_metadata` names this record of an unknown type or version,
+    from its frame alone (the scan summary's ``internal_records_unknown``); a frame that cannot be
+    read is not a type or version (the decoder names the error)."""
+    if not value:
+        return False
+    try:
+        reader = MessageReader(value, flexible=True)
+        if reader.unsigned_varint() != FRAME_VERSION:
+            return True
+        return reader.unsigned_varint() not in RECORD_TYPES or reader.unsigned_varint() > _MAX_VERSION
+    except MalformedMessage:
+        return False
+
+
 def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """One record's value decoded (``record``, ``version`` and its fields), or ``error``."""
     out: dict[str, Any] = {}
@@ -100,7 +119,7 @@ def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[s
         api_key, version = reader.unsigned_varint(), reader.unsigned_varint()
         out["record"] = RECORD_TYPES.get(api_key, f"UnknownRecord({api_key})")
         out["version"] = version
-        if api_key not in RECORD_TYPES or version > 1:
+        if api_key not in RECORD_TYPES or version > _MAX_VERSION:
             out["error"] = f"unknown record type {api_key} version {version}"
             return out
         if api_key in (0, 3):
