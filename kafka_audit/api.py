@@ -4,7 +4,8 @@ Given a SparkSession (classic or Spark Connect) the audit runs there, the result
 ``findings``, ``batches`` and ``producers`` datasets as DataFrames (persisted MEMORY_AND_DISK on
 that session: ``result.unpersist()`` frees them), and the session is left running. Without one,
 the audit runs in this process (``engine="local"``, the default then) or on a session it starts
-and stops itself (``engine="spark"``, with ``master`` / ``remote`` / ``conf``).
+and stops itself (``engine="spark"``, the default when ``master`` or ``remote`` is given; ``master``
+is ``local[*]`` when not given).
 """
 
 from __future__ import annotations
@@ -64,11 +65,12 @@ def scan(
     baseline: str | os.PathLike | None = None,
     output_parquet: str | None = None,
     engine: str | None = None,
-    master: str = "local[*]",
+    master: str | None = None,
     remote: str | None = None,
     conf: dict[str, str] | None = None,
     storage_options: dict | None = None,
     rsm_key_file: str | os.PathLike | None = None,
+    spark_secret_file: str | os.PathLike | None = None,
 ) -> AuditResult:
     """Audit the segments under ``paths`` (the ``scan`` command's PATHs and options, SPEC
     section 1) and return an :class:`AuditResult`. Raises ``ValueError`` when no segment is found
@@ -76,12 +78,13 @@ def scan(
     what it lacks) when the executors of the Spark session cannot run the audit: the same check
     as the CLI's, made before the job (SPEC section 5). ``baseline``: a ``--write-baseline``
     file, whose findings come back with ``"baseline": True``. ``rsm_key_file``: the ``--rsm-key-file`` private key (PEM) of
-    encrypted tiered-storage segments."""
+    encrypted tiered-storage segments. ``spark_secret_file``: the ``--spark-secret-file`` of the
+    classic session this call starts on ``master`` (else Spark's ``_SPARK_AUTH_SECRET``, as the CLI)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     roots = [str(p) if "://" in str(p) else os.path.abspath(p) for p in paths]
     if engine is None:
-        engine = "spark" if spark is not None or remote else "local"
+        engine = "spark" if spark is not None or remote or master else "local"
     if engine not in ("spark", "local"):
         raise ValueError(f"engine {engine!r} is neither 'spark' nor 'local'")
     if spark is not None and engine == "local":
@@ -110,10 +113,13 @@ def scan(
     if problem:
         raise ValueError(problem)
     target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
+    secret = _spark_secret(engine, spark, remote, spark_secret_file)
     if spark is None:
         from kafka_audit.engines.run import Engine, run_audit
 
-        return _result(run_audit(discovery, options, Engine(engine), master, conf, None, remote, target))
+        return _result(
+            run_audit(discovery, options, Engine(engine), master or "local[*]", conf, None, remote, target, secret)
+        )
     from kafka_audit.engines import spark_job as pipeline
     from kafka_audit.engines.preflight import check_executors
     from kafka_audit.engines.run import paths_executors_read
@@ -131,6 +137,25 @@ def scan(
         findings_df=frames.findings(spark, findings), batches_df=frames.batches(),
         producers_df=frames.producers(spark, result.producers), _frames=frames,
     )
+
+
+def _spark_secret(engine: str, spark, remote: str | None, secret_file: str | os.PathLike | None) -> str | None:
+    """The shared secret of the classic session :func:`scan` starts (the CLI's
+    ``--spark-secret-file`` rule: the file, else ``_SPARK_AUTH_SECRET``); a ``ValueError`` naming
+    the file (never its content) when it cannot be used or cannot apply."""
+    if engine == "local" and secret_file is None:
+        return None
+    if secret_file is not None and (engine == "local" or spark is not None or remote):
+        raise ValueError(
+            "spark_secret_file secures the classic session kafka_audit.scan() starts (master=...); the "
+            "local engine needs none, and a SparkSession passed in or a Spark Connect server (remote) is "
+            "secured by its own settings"
+        )
+    if spark is not None or remote:
+        return None
+    from kafka_audit.engines.spark_security import given_secret
+
+    return given_secret(os.fspath(secret_file) if secret_file is not None else None)
 
 
 def _with_rsm_key(storage_options: dict | None, key_file: str | os.PathLike | None) -> dict | None:

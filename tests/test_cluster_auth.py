@@ -99,3 +99,34 @@ def test_without_the_secret_the_scan_fails_in_one_line(secured_cluster, tmp_path
     kept = Path(line.rsplit("; Spark's log: ", 1)[1])
     assert [p.name for p in tmp_path.glob("kafka-audit-spark-*")] == [kept.name]
     assert SECRET not in kept.read_text() and (secret is None or secret not in kept.read_text() + line)
+
+
+def test_the_python_api_takes_the_secret_file_too(secured_cluster, tmp_path):
+    """``kafka_audit.scan(..., master=..., spark_secret_file=...)``: the session it starts holds
+    the cluster's secret, as the CLI's does."""
+    path = tmp_path / "spark.secret"
+    path.write_text(SECRET + "\n")
+    path.chmod(0o600)
+    code = (
+        "import json, sys, kafka_audit\n"
+        "conf = {'spark.driver.host': '127.0.0.1', 'spark.driver.bindAddress': '127.0.0.1',\n"
+        "        'spark.executor.memory': '512m', 'spark.scheduler.maxRegisteredResourcesWaitingTime': '150s'}\n"
+        "r = kafka_audit.scan(sys.argv[1], master=sys.argv[2], conf=conf, spark_secret_file=sys.argv[3])\n"
+        "print(json.dumps([f for f in r.findings]))\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "_SPARK_AUTH_SECRET"}
+    environment.update({"SPARK_LOCAL_IP": "127.0.0.1", "TMPDIR": str(tmp_path)})
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(FIXTURES / "faulty"), secured_cluster.url, str(path)],
+        env=environment, capture_output=True, text=True, timeout=SCAN_TIMEOUT_S,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == local_report()["findings"] != []
+    assert SECRET not in done.stdout + done.stderr
+
+
+def test_the_api_refuses_a_secret_file_it_cannot_apply(tmp_path):
+    import kafka_audit
+
+    with pytest.raises(ValueError, match="secured by its own settings"):
+        kafka_audit.scan(FIXTURES / "faulty", remote="sc://127.0.0.1:1", spark_secret_file=tmp_path / "none")
