@@ -50,3 +50,18 @@ def test_a_log_of_noise_only_names_no_cause():
 def test_a_jvm_that_cannot_start():
     text = "Invalid maximum heap size: -Xmxlots\nError: Could not create the Java Virtual Machine.\n"
     assert root_cause(text) == "Invalid maximum heap size: -Xmxlots"
+
+
+def test_the_jvm_s_own_warnings_are_not_the_cause():
+    """A stale class-data-sharing archive makes HotSpot warn first (the JVM goes on); the cause
+    is Spark's exception after it (seen on a venv reinstalled at the same path)."""
+    text = (
+        "[0.140s][warning][cds,dynamic] Unable to use shared archive. The top archive failed to load: "
+        "/root/.cache/kafka-audit/spark-driver-4.3.0-java-17-7a94addf5b3b.jsa\n"
+        "org.apache.spark.SparkException: Master must either be yarn or start with spark, k8s, or local\n"
+        "\tat org.apache.spark.SparkContext$.org$apache$spark$SparkContext$$createTaskScheduler(SparkContext.scala:3248)\n"
+    )
+    assert root_cause(text) == "SparkException: Master must either be yarn or start with spark, k8s, or local"
+    assert root_cause("[0.2s][error][cds] An error has occurred while processing the shared archive file.\n") == (
+        "[0.2s][error][cds] An error has occurred while processing the shared archive file."
+    )

@@ -181,3 +181,18 @@ def test_class_data_sharing_prunes_the_cache_and_notes_the_install_it_maps(cache
     assert _option(class_data_sharing({}), "SharedArchiveFile") == str(current)
     assert not gone.exists()
     assert current.with_name(current.name + ".install").read_text() == pyspark.__file__
+
+
+def test_a_pyspark_reinstalled_at_the_same_path_gets_a_new_archive(cache, tmp_path, monkeypatch):
+    """The archive is made for the install's jars: new jars at the same path (a reinstall) need a
+    new one (the JVM refuses the old one, warning "The top archive failed to load")."""
+    import pyspark
+
+    install = tmp_path / "site-packages" / "pyspark"
+    (install / "jars").mkdir(parents=True)
+    monkeypatch.setattr(pyspark, "__file__", str(install / "__init__.py"))
+    before = class_data_sharing({}).partial.name.split(".jsa")[0]
+    assert class_data_sharing({}).partial.name.split(".jsa")[0] == before  # nothing changed
+    (install / "jars").rename(install / "old-jars")
+    (install / "jars").mkdir()  # what pip does: the old files removed, new ones written
+    assert class_data_sharing({}).partial.name.split(".jsa")[0] != before

@@ -109,9 +109,9 @@ def test_clusters_of_two_kafka_versions_scanned_together_each_keep_their_brokers
     assert _findings_by_log_dir(together) == [("four", "timestamp_out_of_range", 1)]
     summary = together.summary
     assert (summary["metadata_version"], summary["transaction_version"]) == (29, 2)
-    assert {Path(d).name: v for d, v in summary["feature_levels_by_log_dir"].items()} == {
-        "four": {"metadata_version": 29, "transaction_version": 2},
-        "three": {"metadata_version": 14, "transaction_version": None},
+    assert summary["feature_levels_by_cluster"] == {
+        "Zm91ci1jbHVzdGVyLTQy": {"metadata_version": 29, "transaction_version": 2},
+        "dGhyZWUtY2x1c3Rlci0z": {"metadata_version": 14, "transaction_version": None},
     }
 
 

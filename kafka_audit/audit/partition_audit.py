@@ -105,7 +105,7 @@ class PartitionMeta:
             producer_id_expiration_ms=options.producer_id_expiration_ms,
             reference_time=options.reference_time,
             timeline=options.timeline,
-            transaction_version_feature=options.written_by_for(found.display_path).transaction_version,
+            transaction_version_feature=options.written_by.of(found.display_path).transaction_version,
             segments={
                 s.display_path: SegmentFiles(
                     s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size

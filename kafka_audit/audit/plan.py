@@ -32,7 +32,7 @@ from kafka_audit.io import storage
 from kafka_audit.io.rsm_objects import ENCRYPTED
 from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.log.feature_levels import WrittenBy, newest, read_written_by
+from kafka_audit.log.feature_levels import ClusterLevels, WrittenBy, read_written_by
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords, split_points
 from kafka_audit.record.record_batch import RecordBatch
@@ -167,10 +167,12 @@ def with_log_dir_facts(options: ScanOptions, discovery: Discovery) -> ScanOption
     Clusters of different versions scanned together each keep their own defaults."""
     options = with_inferred_compaction(options, discovery)
     written_by = read_written_by(discovery)
-    by_log_dir = {log_dir: _broker_defaults(options.validation, w) for log_dir, w in written_by.items()}
-    if len(set(by_log_dir.values())) == 1:
-        return replace(options, validation=next(iter(by_log_dir.values())), written_by=written_by)
-    return replace(options, written_by=written_by, validation_by_log_dir=by_log_dir)
+    by_cluster = {cluster: _broker_defaults(options.validation, w) for cluster, w in written_by.clusters.items()}
+    if len(set(by_cluster.values())) <= 1:
+        validation = next(iter(by_cluster.values()), options.validation)
+        return replace(options, validation=validation, written_by=written_by)
+    by_replica = {replica: by_cluster[cluster] for replica, cluster in written_by.cluster_of.items()}
+    return replace(options, written_by=written_by, validation_by_replica=by_replica)
 
 
 def _broker_defaults(validation: ValidationConfig, written_by: WrittenBy) -> ValidationConfig:
@@ -187,16 +189,16 @@ def _broker_defaults(validation: ValidationConfig, written_by: WrittenBy) -> Val
     )
 
 
-def _feature_levels(written_by: dict[str, WrittenBy]) -> dict[str, Any]:
-    """The summary's ``metadata_version`` / ``transaction_version`` (SPEC section 3): the log
-    dirs' own, or the newest cluster's where clusters of several versions were scanned, then
-    with each log dir's in ``feature_levels_by_log_dir``."""
-    top = newest(written_by.values())
+def _feature_levels(written_by: ClusterLevels) -> dict[str, Any]:
+    """The summary's ``metadata_version`` / ``transaction_version`` (SPEC section 3): the scanned
+    cluster's, or the newest one's where clusters of several versions were scanned, then with
+    each cluster's in ``feature_levels_by_cluster`` (by ``cluster.id``)."""
+    top = written_by.newest
     levels: dict[str, Any] = {"metadata_version": top.metadata_version, "transaction_version": top.transaction_version}
-    if len({(w.metadata_version, w.transaction_version) for w in written_by.values()}) > 1:
-        levels["feature_levels_by_log_dir"] = {
-            log_dir: {"metadata_version": w.metadata_version, "transaction_version": w.transaction_version}
-            for log_dir, w in sorted(written_by.items())
+    if len({(w.metadata_version, w.transaction_version) for w in written_by.clusters.values()}) > 1:
+        levels["feature_levels_by_cluster"] = {
+            cluster: {"metadata_version": w.metadata_version, "transaction_version": w.transaction_version}
+            for cluster, w in sorted(written_by.clusters.items())
         }
     return levels
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
-from kafka_audit.log.feature_levels import WrittenBy, log_dir_key
+from kafka_audit.log.feature_levels import ClusterLevels
 from kafka_audit.rules.log_validator import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEGMENT_BYTES,
@@ -37,33 +37,30 @@ class ScanOptions:
     shuffle_partitions: int | None = None
     # --broker-log files, read on the driver; each partition's lines travel in its PartitionMeta.
     broker_log: BrokerLog | None = None
-    # The Kafka version each log dir's cluster records, by log dir (with_log_dir_facts sets it).
-    written_by: dict[str, WrittenBy] = field(default_factory=dict)
-    # Where the clusters' versions give different broker defaults: each log dir's own validation.
-    validation_by_log_dir: dict[str, ValidationConfig] = field(default_factory=dict)
+    # The Kafka version each scanned cluster records (with_log_dir_facts sets it).
+    written_by: ClusterLevels = field(default_factory=ClusterLevels)
+    # Where the clusters' versions give different broker defaults: each partition folder's own
+    # validation, by display path.
+    validation_by_replica: dict[str, ValidationConfig] = field(default_factory=dict)
     # --baseline: the fingerprints of known findings (marked ``baseline``, never failing the gate).
     baseline: frozenset[str] = frozenset()
 
     @property
     def validations(self) -> "Validations":
         """The validation of each partition folder, alone (what a segment task needs)."""
-        return Validations(self.validation, self.validation_by_log_dir)
-
-    def written_by_for(self, replica: str) -> WrittenBy:
-        """The feature levels of a partition folder's cluster (display path)."""
-        return self.written_by.get(log_dir_key(replica), WrittenBy())
+        return Validations(self.validation, self.validation_by_replica)
 
 
 @dataclass(frozen=True, slots=True)
 class Validations:
-    """The scan's validation, and each log dir's where clusters of several versions differ."""
+    """The scan's validation, and each partition folder's where clusters of several versions differ."""
 
     default: ValidationConfig
-    by_log_dir: dict[str, ValidationConfig]
+    by_replica: dict[str, ValidationConfig]
 
     def of(self, replica: str) -> ValidationConfig:
-        """The validation of a partition folder (display path): its log dir's cluster's."""
-        return self.by_log_dir.get(log_dir_key(replica), self.default)
+        """The validation of a partition folder (display path): its cluster's."""
+        return self.by_replica.get(replica, self.default)
 
 
 def scan_options(

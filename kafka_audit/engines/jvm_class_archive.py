@@ -1,7 +1,7 @@
 """The driver JVM's class-data-sharing archive (CDS, JEP 310/350): Spark's driver loads and
 verifies thousands of classes from 280 jars at every start; mapped from an archive of the classes
 it loaded last time, a ready session takes 2.0 s instead of 4.7 s (``scan fixtures``, 2-core VM,
-JDK 17, PySpark 4.3). One archive per Java runtime, PySpark install and driver class path, in the
+JDK 17, PySpark 4.3). One archive per Java runtime, PySpark install (its path and jars) and driver class path, in the
 user's cache directory; recorded by a first run, then mapped by every later one.
 
 An archive is 120-160 MB, so the cache is pruned at every start (:func:`prune`): it keeps the
@@ -73,7 +73,7 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
     import pyspark
 
     extra = (conf or {}).get("spark.driver.extraClassPath", "")
-    digest = hashlib.sha1("\0".join((version, pyspark.__file__, extra)).encode()).hexdigest()[:12]
+    digest = hashlib.sha1("\0".join((version, pyspark.__file__, _jars_stamp(pyspark.__file__), extra)).encode()).hexdigest()[:12]
     archive = folder / f"spark-driver-{pyspark.__version__}-java-{version}-{digest}.jsa"
     recording = _adopt_finished_recordings(folder, archive)
     prune(folder, archive)
@@ -87,6 +87,17 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
         return ClassDataSharing("")
     partial = archive.with_name(f"{archive.name}.{os.getpid()}{_PARTIAL}")
     return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial)
+
+
+def _jars_stamp(pyspark_file: str) -> str:
+    """When the install's ``jars`` folder was last written (its inode and time): a reinstall of
+    PySpark at the same path writes new jars, whose classes an archive of the old ones cannot
+    serve (the JVM refuses it: "The top archive failed to load", with a warning on stderr)."""
+    try:
+        found = os.stat(os.path.join(os.path.dirname(pyspark_file), "jars"))
+    except OSError:
+        return ""
+    return f"{found.st_ino}:{found.st_mtime_ns}"
 
 
 def _adopt_finished_recordings(folder: Path, archive: Path) -> bool:

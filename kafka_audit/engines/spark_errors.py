@@ -46,6 +46,9 @@ _LOST_TASK = re.compile(r"Lost task [\d.]+ in stage [\d.]+ \(TID \d+\) \((?P<whe
 _MAX_CAUSE = 300
 # "/path/module.py:127: FutureWarning: ..." (Python warnings the driver printed while starting).
 _PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: ")
+# HotSpot's unified logging below error ("[0.135s][warning][cds,dynamic] Unable to use shared
+# archive..."): the JVM went on.
+_JVM_LOG_NOTICE = re.compile(r"^\[[\d.]+s\]\[(?:warning|info|debug|trace)\s*\]\[")
 
 
 class SparkFailure(RuntimeError):
@@ -67,6 +70,7 @@ def root_cause(text: str) -> str | None:
             or stripped.startswith(("at ", "...", "Caused by:"))
             or stripped.startswith(_NOISE_PREFIXES)
             or _PYTHON_WARNING.match(stripped)
+            or _JVM_LOG_NOTICE.match(stripped)
         ):
             continue
         logged = _LOG_LINE.match(stripped)

@@ -13,10 +13,9 @@ nothing here: a log dir without metadata gets the 3.x rules either way.
 
 from __future__ import annotations
 
-import posixpath
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_audit.io import storage
@@ -59,12 +58,35 @@ class WrittenBy:
         return self.metadata_version is not None and self.metadata_version >= FIRST_KAFKA_4_METADATA_VERSION
 
 
-def read_written_by(discovery: Discovery) -> dict[str, WrittenBy]:
-    """The levels in effect at the end of each scanned cluster's metadata, by log dir
-    (:func:`log_dir_key` of a partition's display path). Feature levels are a cluster's own
-    (``FeaturesImage``): a log dir's cluster is the ``cluster.id`` of its ``meta.properties``, and a
-    log dir that records none is a cluster of its own, so a Kafka 3.x log dir scanned beside a
-    Kafka 4.x one keeps the 3.x rules. Local paths and URIs alike."""
+@dataclass(frozen=True, slots=True)
+class ClusterLevels:
+    """Each scanned cluster's levels (by its ``cluster.id``; a log dir that records none is a
+    cluster of its own, named ``log dir <path>``), and each partition folder's cluster (by its
+    display path)."""
+
+    clusters: dict[str, WrittenBy] = field(default_factory=dict)
+    cluster_of: dict[str, str] = field(default_factory=dict)
+
+    def of(self, replica: str) -> WrittenBy:
+        """The levels of a partition folder's cluster (display path)."""
+        cluster = self.cluster_of.get(replica)
+        return self.clusters[cluster] if cluster is not None else WrittenBy()
+
+    @property
+    def newest(self) -> WrittenBy:
+        """The levels of the newest Kafka among the clusters (the summary's one answer)."""
+        return max(
+            self.clusters.values(),
+            key=lambda w: (w.metadata_version or -1, w.transaction_version or -1),
+            default=WrittenBy(),
+        )
+
+
+def read_written_by(discovery: Discovery) -> ClusterLevels:
+    """The levels in effect at the end of each scanned cluster's metadata. Feature levels are a
+    cluster's own (``FeaturesImage``): a log dir's cluster is the ``cluster.id`` of its
+    ``meta.properties``, so a Kafka 3.x log dir scanned beside a Kafka 4.x one keeps the 3.x
+    rules. Local paths and URIs alike."""
     storage.configure(discovery.storage_options)
     known: dict[str, str] = {}
     cluster_by_dir: dict[str, str] = {}
@@ -82,26 +104,15 @@ def read_written_by(discovery: Discovery) -> dict[str, WrittenBy]:
         if partition.topic == CLUSTER_METADATA:
             cluster = cluster_by_dir[_tree_of(partition.path).dirname(partition.path)]
             sources[cluster] = _metadata_partition(partition, levels[cluster]) or sources[cluster]
-    written_by = {
-        cluster: WrittenBy(found.get(METADATA_VERSION), found.get(TRANSACTION_VERSION), sources[cluster])
-        if found
-        else WrittenBy()
-        for cluster, found in levels.items()
-    }
-    return {
-        log_dir_key(partition.display_path): written_by[cluster_by_dir[_tree_of(partition.path).dirname(partition.path)]]
-        for partition in discovery.partitions
-    }
-
-
-def log_dir_key(replica: str) -> str:
-    """The log dir of a partition folder's display path, the key of :func:`read_written_by`."""
-    return posixpath.dirname(replica.rstrip("/"))
-
-
-def newest(written_by: Iterable[WrittenBy]) -> WrittenBy:
-    """The levels of the newest Kafka among several clusters' (the summary's one answer)."""
-    return max(written_by, key=lambda w: (w.metadata_version or -1, w.transaction_version or -1), default=WrittenBy())
+    return ClusterLevels(
+        {
+            cluster: WrittenBy(found.get(METADATA_VERSION), found.get(TRANSACTION_VERSION), sources[cluster])
+            if found
+            else WrittenBy()
+            for cluster, found in levels.items()
+        },
+        {p.display_path: cluster_by_dir[_tree_of(p.path).dirname(p.path)] for p in discovery.partitions},
+    )
 
 
 def _tree_of(path: str) -> Tree:

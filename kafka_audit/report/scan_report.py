@@ -77,8 +77,8 @@ def _written_by(summary: dict[str, Any]) -> str:
                                                         ("transaction_version", "transaction.version"))
               if summary.get(key) is not None]
     text = ", ".join(levels) or "unknown (no KRaft metadata scanned)"
-    by_log_dir = summary.get("feature_levels_by_log_dir") or {}
-    return f"{text} (the newest of {len(by_log_dir)} log dirs' clusters)" if by_log_dir else text
+    clusters = summary.get("feature_levels_by_cluster") or {}
+    return f"{text} (the newest of {len(clusters)} clusters)" if clusters else text
 
 
 def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> Panel:
