@@ -12,7 +12,9 @@
    into its store directly (no upload requests: the benchmark is the scan's requests).
 3. Measures, in this process, fastest of ``--repeat``:
    (l) the listing of the root as one chain of pages (s3fs ``find``) against page chains side by
-       side (:mod:`kafka_audit.io.s3_listing`, what discovery uses): wall time, requests;
+       side (:mod:`kafka_audit.io.s3_listing`, what discovery uses): wall time, requests; with
+       ``--latency-ms``, also through a relay adding that round trip to each request (a distant
+       store; ``--listing-only`` stops there);
    (p) discovery and planning of all partitions (``discover`` + ``plan_tasks`` +
        ``partition_metas``): wall time, requests, and the Python heap they allocate (tracemalloc
        peak, a separate run) and the process's resident set after them;
@@ -29,11 +31,14 @@ request rate with S3's published ceiling of 5,500 GET/HEAD requests per second p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import tracemalloc
 from pathlib import Path
@@ -167,6 +172,40 @@ class Server:
                 self.process.wait(timeout=10)
 
 
+class LatencyProxy:
+    """A TCP relay on 127.0.0.1 in front of the server that holds each chunk the client sends
+    for ``latency_ms`` first: a request's round trip to a distant store, which the local server
+    (answering in a few ms) does not have. Threads, stopped with the process (daemons)."""
+
+    def __init__(self, target_port: int, latency_ms: float) -> None:
+        self.delay = latency_ms / 1000
+        self.target = (HOST, target_port)
+        self.listener = socket.create_server((HOST, 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            client, _ = self.listener.accept()
+            upstream = socket.create_connection(self.target)
+            threading.Thread(target=self._pump, args=(client, upstream, self.delay), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, 0.0), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket, delay: float) -> None:
+        try:
+            while chunk := source.recv(1 << 16):
+                if delay:
+                    time.sleep(delay)
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for end in (source, sink):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+
 def _rss_mb() -> float:
     with open("/proc/self/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
@@ -185,6 +224,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--scan-partitions", type=int, default=PER_TOPIC, help="a multiple of 500, or less")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="also list through a relay adding this round trip")
+    parser.add_argument("--listing-only", action="store_true", help="stop after the listing figures")
     args = parser.parse_args()
     figures: dict = {"partitions": args.partitions}
     with tempfile.TemporaryDirectory(prefix="kafka-audit-scale-") as scratch:
@@ -198,6 +239,11 @@ def main() -> None:
             root = f"s3://{BUCKET}/logs"
             storage.configure(server.options())
             listing_figures(figures, root, server, args)
+            if args.latency_ms:
+                listing_figures(figures, root, server, args, args.latency_ms)
+            if args.listing_only:
+                print(json.dumps(figures))
+                return
             rss_before = _rss_mb()
             best = None
             storage.configure(server.options())
@@ -226,10 +272,15 @@ def main() -> None:
     print(json.dumps(figures))
 
 
-def listing_figures(figures: dict, root: str, server: Server, args) -> None:
+def listing_figures(figures: dict, root: str, server: Server, args, latency_ms: float = 0.0) -> None:
     """The root listed as one chain of pages (s3fs ``find``) and as page chains side by side
     (``io/s3_listing.find``, what discovery uses), alternating, fastest of ``--repeat``: wall
-    time and the requests the server logged."""
+    time and the requests the server logged; with ``latency_ms``, through a
+    :class:`LatencyProxy` that adds that round trip to every request."""
+    options = server.options()
+    if latency_ms:
+        options["endpoint_url"] = f"http://{HOST}:{LatencyProxy(server.port, latency_ms).port}"
+    storage.configure(options)
     fs, key, _ = storage.filesystem(root)
     ways = {"one_chain": lambda: fs.find(key, withdirs=True, detail=True), "chains": lambda: s3_listing.find(fs, key)}
     best: dict[str, tuple[float, int, int]] = {}
@@ -240,8 +291,11 @@ def listing_figures(figures: dict, root: str, server: Server, args) -> None:
             keys = len(listing())
             took = (time.monotonic() - began, server.requests_logged() - logged, keys)
             best[name] = min(best.get(name, took), took)
+    tag = f"_{latency_ms:g}ms" if latency_ms else ""
     for name, (wall, requests, keys) in best.items():
-        figures[f"list_{name}_s"], figures[f"list_{name}_requests"], figures[f"list_{name}_entries"] = round(wall, 2), requests, keys
+        figures[f"list_{name}{tag}_s"], figures[f"list_{name}{tag}_requests"] = round(wall, 2), requests
+        figures[f"list_{name}_entries"] = keys
+    storage.configure(server.options())
     print(json.dumps(figures), file=sys.stderr, flush=True)
 
 
