@@ -270,3 +270,38 @@ def test_default_parallelism_on_a_default_and_on_a_configured_connect_server(req
         assert default_parallelism(session) == expected
     finally:
         session.stop()
+
+
+def test_a_split_segment_s_indexes_checked_apart_give_the_same_findings(any_spark, tmp_path):
+    """A segment cut into byte ranges, of a replica replayed after the shuffle, has its indexes
+    checked in a group of its own beside the replay (engines/job_plan.index_checks): the findings are
+    the in-process audit's, a broken index entry and a sequence anomaly included."""
+    from kafka_audit.audit.plan import partition_metas
+    from kafka_audit.audit.task_packing import pack_tasks as pack
+    from kafka_audit.engines.job_plan import index_checks
+
+    with LogDirWriter(tmp_path) as d:
+        w = d.partition("big", 0)
+        p = Producer(77, epoch=0)
+        for i in range(300):
+            p.send(w, records([b"v%05d" % i * 20] * 3))
+        p.send(w, records([b"late"]), sequence=5000)
+        small = d.partition("small", 0)
+        for i in range(3):
+            small.append(BatchSpec(records=records([b"s%d" % i])))
+    index = tmp_path / "big-0" / f"{0:020d}.index"
+    data = bytearray(index.read_bytes())
+    data[8 * 5 + 4 : 8 * 5 + 8] = (int.from_bytes(data[8 * 5 + 4 : 8 * 5 + 8], "big") + 1).to_bytes(4, "big")
+    index.write_bytes(bytes(data))  # the sixth entry points one byte past its batch
+    found = discover([str(tmp_path)])
+    options = replace(ScanOptions(), split_bytes=8 * 1024, shuffle_partitions=2)
+    reference = audit_in_process(found, options)
+    assert sorted(f.check for f in reference.findings) == ["index_mismatch", "out_of_order_sequence"]
+    tasks = plan_tasks(found, options.split_bytes)
+    packing = pack(tasks, 2)
+    assert list(index_checks(tasks, packing.whole, partition_metas(found, options))) == [
+        (("big", 0, "big-0"), "big-0/00000000000000000000.log")
+    ]
+    result = run_scan(any_spark, found, options)
+    assert as_dicts(result) == as_dicts(reference)
+    assert counts(result) == counts(reference)

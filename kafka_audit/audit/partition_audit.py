@@ -15,14 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_audit.audit.segment_indexes import sidecar_display, sidecar_problem_findings, verify_indexes
+from kafka_audit.audit.segment_indexes import (
+    SegmentFiles,
+    can_open,
+    sidecar_display,
+    sidecar_problem_findings,
+    verify_indexes,
+)
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log_lines import BrokerLogLine
-from kafka_audit.io.rsm_objects import is_segment_log
 from kafka_audit.log.producer_snapshot import read_producer_snapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.log.transaction_index import read_transaction_index
-from kafka_audit.record.file_records import FileRecords
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.events import Event
@@ -31,20 +35,6 @@ from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
 from kafka_audit.rules.transaction_version import CoordinatorFacts
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentFiles:
-    """A live segment's sidecar paths (None where absent), and the segment file's own path."""
-
-    segment: str
-    base_offset: int
-    index: str | None = None
-    time_index: str | None = None
-    txn_index: str | None = None
-    log: str | None = None
-    # The segment file's size at discovery (None: unknown).
-    size: int | None = None
 
 
 @dataclass(slots=True)
@@ -78,6 +68,8 @@ class PartitionMeta:
     producer_facts: dict[int, CoordinatorFacts] = field(default_factory=dict)
     # The transaction.version feature level the log dir records (None: none recorded).
     transaction_version_feature: int | None = None
+    # Live segments whose indexes a task of their own checks (segment_indexes.IndexCheck).
+    indexes_apart: frozenset[str] = frozenset()
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -170,6 +162,8 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
 
     def verify(segment: str, batches: list[BatchSummary]) -> None:
         verified.add(segment)
+        if segment in meta.indexes_apart:
+            return
         files = meta.segments[segment]
         where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
         findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches))
@@ -177,7 +171,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     unreadable = {
         files.segment
         for files in meta.segments.values()
-        if (files.index or files.time_index or files.txn_index) and not _can_open(files.log)
+        if (files.index or files.time_index or files.txn_index) and not can_open(files.log)
     }
     snapshots = [_shown_as(read_producer_snapshot(path), display) for path, display in meta.snapshots]
     txn_indexes = {
@@ -249,7 +243,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     # file that cannot be opened at all (the segment step noted why) has no log to verify its
     # indexes against.
     for segment in live:
-        if segment not in verified and segment not in unreadable and _can_open(live[segment].log, True):
+        if segment not in verified and segment not in unreadable and can_open(live[segment].log, True):
             verify(segment, [])
     if coverage.gap_at_end():
         replay.untrusted()
@@ -362,17 +356,3 @@ def _not_scanned(meta: PartitionMeta, finding: Finding) -> Finding:
     )
     finding.details = {**finding.details, "unscanned_segments": names}
     return finding
-
-
-def _can_open(path: str | None, remote_too: bool = False) -> bool:
-    """Whether the segment step could open the segment file (FileRecords). An object in a store
-    is asked only with ``remote_too`` (a request each): it was listed a moment ago, and only a
-    segment that gave no batch needs the answer. A tiered-storage plugin's chunked object is always
-    asked: its indexes are no more readable than its chunks (an encrypted segment without the key)."""
-    if path is None or (storage.is_remote(path) and not remote_too and not is_segment_log(path)):
-        return True
-    try:
-        with FileRecords(path):
-            return True
-    except (OSError, ValueError):
-        return False

@@ -4,8 +4,15 @@ its format says becomes a finding of that sidecar's check."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kafka_audit.io import storage
+from kafka_audit.io.rsm_objects import is_segment_log
 from kafka_audit.log.offset_index import read_offset_index
+from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.log.time_index import read_time_index
+from kafka_audit.record.file_records import FileRecords
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding
 from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
@@ -47,3 +54,59 @@ def sidecar_problem_findings(problems, where: dict, display: str) -> list[Findin
         make_finding(p.check, p.message, **where, position=p.position, details={"index_file": display, **p.details})
         for p in problems
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFiles:
+    """A live segment's sidecar paths (None where absent), and the segment file's own path."""
+
+    segment: str
+    base_offset: int
+    index: str | None = None
+    time_index: str | None = None
+    txn_index: str | None = None
+    log: str | None = None
+    # The segment file's size at discovery (None: unknown).
+    size: int | None = None
+
+
+@dataclass(slots=True)
+class IndexCheck:
+    """A live segment's offset and time indexes checked in a task of their own, beside its
+    replica's replay (a segment a distributed engine split into byte ranges): the same checks
+    the partition step makes (:func:`verify_indexes`), which skips that segment then."""
+
+    topic: str
+    partition: int
+    files: SegmentFiles
+    storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
+    empty_objects: frozenset[str] = frozenset()
+
+
+def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary]) -> list[Finding]:
+    """The findings of ``check``'s indexes against the segment's batch summaries (all of them,
+    in log order). A segment that gave no batch is checked only if its file opens, as the
+    partition step does (the segment step reported why it did not)."""
+    storage.configure(check.storage_options)
+    files, batches = check.files, list(summaries)
+    if not batches and (
+        ((files.index or files.time_index or files.txn_index) and not can_open(files.log)) or not can_open(files.log, True)
+    ):
+        return []
+    where = dict(topic=check.topic, partition=check.partition, segment=files.segment)
+    with storage.prefetching([files.index, files.time_index], MAX_SIDECAR_BYTES + 1, check.empty_objects):
+        return verify_indexes(files.index, files.time_index, files.base_offset, where, batches)
+
+
+def can_open(path: str | None, remote_too: bool = False) -> bool:
+    """Whether the segment step could open the segment file (FileRecords). An object in a store
+    is asked only with ``remote_too`` (a request each): it was listed a moment ago, and only a
+    segment that gave no batch needs the answer. A tiered-storage plugin's chunked object is always
+    asked: its indexes are no more readable than its chunks (an encrypted segment without the key)."""
+    if path is None or (storage.is_remote(path) and not remote_too and not is_segment_log(path)):
+        return True
+    try:
+        with FileRecords(path):
+            return True
+    except (OSError, ValueError):
+        return False

@@ -109,7 +109,8 @@ TOTALS, KEPT_BATCH = 4, 5
 
 # The segment tasks, one row each (names and paths as bytes, see SUMMARY_FIELDS). ``slot`` picks the Spark task that audits it, ``place`` the
 # partition step's group (one per replica); ``meta``, on one task of a replica audited whole in its
-# slot, is its pickled PartitionMeta.
+# slot, is its pickled PartitionMeta; ``check_place``, on the tasks of a segment whose indexes are
+# checked apart (segment_indexes.IndexCheck), that check's group.
 TASKS = pa.schema(
     [
         ("slot", pa.int32()),
@@ -126,6 +127,7 @@ TASKS = pa.schema(
         ("start", pa.int64()),
         ("stop", pa.int64()),
         ("meta", pa.binary()),
+        ("check_place", pa.int32()),
     ]
 )
 

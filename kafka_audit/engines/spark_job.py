@@ -20,8 +20,10 @@
    metadata first, then the segment step's findings and counts, then its batch values in log order.
 4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
    summaries, a value at a time, into the partition step (offsets, indexes, producer-state
-   replay); a whole replica's rows are passed on. The grouping needs no shuffle or sort of its
-   own: the plan's exchange and sort above already give it.
+   replay); a whole replica's rows are passed on. A segment cut into several tasks also sends
+   its values to a group of its own that checks its indexes (``job_plan.index_checks``) beside
+   the replay instead of inside it. The grouping needs no shuffle or sort of its own: the plan's
+   exchange and sort above already give it.
 5. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver. The ``batches`` dataset
    expands the values into typed rows (:meth:`ScanFrames.batches`), only when it is asked for
    (whole replicas' values are then kept aside for it, never shuffled).
@@ -44,7 +46,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain
 from typing import Any
 
@@ -62,9 +64,11 @@ from kafka_audit.audit.plan import (
     with_log_dir_facts,
 )
 from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.audit.segment_indexes import IndexCheck, check_indexes
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.audit.task_packing import pack_tasks
 from kafka_audit.engines import schemas
+from kafka_audit.engines.job_plan import check_buckets, index_checks, task_table
 from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.spark_progress import is_connect, watch
@@ -197,18 +201,23 @@ def build_frames(
     groups = packing.groups
     metas = partition_metas(discovery, options)
     count = max(1, min(len(metas), options.shuffle_partitions or min(parallelism * 2, small)))
+    checks = index_checks(tasks, packing.whole, metas) if count > 1 else {}
+    for key in {key for key, _ in checks}:
+        metas[key] = replace(metas[key], indexes_apart=frozenset(segment for k, segment in checks if k == key))
     replicas = sorted(metas)
     buckets = place_replicas(tasks, count)
-    places = dict(zip(replicas, keys_for_buckets([buckets.get(key, 0) for key in replicas], count)))
+    units: list[tuple] = [*replicas, *checks]
+    places = dict(zip(units, keys_for_buckets([buckets.get(key, 0) for key in replicas] + check_buckets(checks, buckets, count), count)))
     slot_keys = keys_for_buckets(range(len(groups)), len(groups))
-    task_table = _task_table(groups, slot_keys, places, {key: metas[key] for key in packing.whole})
+    tasks_table = task_table(groups, slot_keys, places, {key: metas[key] for key in packing.whole})
     meta_table = segment_row_batch(
         [rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas if key not in packing.whole]
+        + [rare_row(schemas.META, places[unit], None, pickle.dumps(check)) for unit, check in checks.items()]
     )
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
     segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options), keep)
     segment_rows = (
-        spark.createDataFrame(task_table)
+        spark.createDataFrame(tasks_table)
         .repartition(len(groups), "slot")
         .mapInArrow(segment_step, segment_schema)
     )
@@ -221,24 +230,6 @@ def build_frames(
         .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
     )
     return ScanFrames(segment_rows, replica_rows, len(groups))
-
-
-def _task_table(
-    groups: list[list[SegmentTask]], slot_keys: list[int], places: dict[tuple, int], whole: dict[tuple, Any]
-) -> pa.Table:
-    """The tasks as rows of ``schemas.TASKS``: a whole replica's PartitionMeta on its first task."""
-    name = schemas.name_bytes
-    rows = []
-    for slot, group in enumerate(groups):
-        for task in group:
-            meta = whole.pop(task.replica_key, None)
-            rows.append((
-                slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
-                name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size,
-                task.start, task.stop, None if meta is None else pickle.dumps(meta),
-            ))
-    columns = zip(*rows) if rows else [()] * len(schemas.TASKS)
-    return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schemas.TASKS)], schema=schemas.TASKS)
 
 
 def segment_slots(total: int, parallelism: int) -> int:
@@ -290,7 +281,7 @@ def _segment_step_of(
         except a whole replica's: its tasks run together in log order and its partition step runs
         here, on the summaries kept in memory. Rows are sent in Arrow batches holding about
         :data:`ROWS_PER_BATCH` summaries."""
-        tasks, places, metas = _read_tasks(batches, storage_options)
+        tasks, places, metas, checks = _read_tasks(batches, storage_options)
         left = Counter(task.replica_key for task in tasks if task.replica_key in metas)
         held: dict[tuple, list[BatchSummary]] = {key: [] for key in left}
         rows: list[tuple] = []
@@ -310,6 +301,8 @@ def _segment_step_of(
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
             if key not in metas:
                 rows.extend(value_rows(place, summaries))
+                if task in checks:
+                    rows.extend(value_rows(checks.pop(task), summaries))
             else:
                 held[key].extend(summaries)
                 if keep:
@@ -331,15 +324,17 @@ def _segment_step_of(
 
 def _read_tasks(
     batches: Iterator[pa.RecordBatch], storage_options: tuple
-) -> tuple[list[SegmentTask], dict[SegmentTask, int], dict[tuple, Any]]:
+) -> tuple[list[SegmentTask], dict[SegmentTask, int], dict[tuple, Any], dict[SegmentTask, int]]:
     """A Spark task's segment tasks (a whole replica's together, in log order), where each one's
-    rows go, and the PartitionMeta of each replica it audits whole."""
+    rows go, the PartitionMeta of each replica it audits whole, and where the rows of a segment
+    whose indexes are checked apart go too."""
     tasks: list[SegmentTask] = []
     places: dict[SegmentTask, int] = {}
     metas: dict[tuple, Any] = {}
+    checks: dict[SegmentTask, int] = {}
     for batch in batches:
         for row in batch.to_pylist():
-            place, meta = row.pop("place"), row.pop("meta")
+            place, meta, check = row.pop("place"), row.pop("meta"), row.pop("check_place")
             del row["slot"]
             for key in _NAME_COLUMNS:
                 row[key] = row[key].decode("utf-8", "surrogateescape")
@@ -347,15 +342,21 @@ def _read_tasks(
             places[task] = place
             if meta is not None:
                 metas[task.replica_key] = pickle.loads(meta)
+            if check is not None:
+                checks[task] = check
             tasks.append(task)
     whole = sorted((t for t in tasks if t.replica_key in metas), key=lambda t: (t.replica_key, log_order(t)))
-    return whole + [t for t in tasks if t.replica_key not in metas], places, metas
+    return whole + [t for t in tasks if t.replica_key not in metas], places, metas, checks
 
 
 def _partition_rows(meta: Any, summaries: Iterable[BatchSummary]) -> list[tuple[int, str | None, bytes]]:
-    """(kind, payload, blob) of a replica's partition step: its findings, then its totals."""
+    """(kind, payload, blob) of a replica's partition step, or of a segment's index check: its
+    findings, then its totals (a check's are only the requests it sent)."""
     sent = storage.requests_sent()
-    findings, totals = audit_partition(meta, summaries)
+    if isinstance(meta, IndexCheck):
+        findings, totals = check_indexes(meta, summaries), PartitionTotals()
+    else:
+        findings, totals = audit_partition(meta, summaries)
     totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
     rows: list[tuple[int, str | None, bytes]] = [
         (schemas.FINDING, schemas.finding_json(f.to_dict()), pickle.dumps(f)) for f in findings
