@@ -83,9 +83,8 @@ def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
     view = CoordinatorView()
     if not any(p.topic == TRANSACTION_STATE for p in discovery.partitions):
         return view
-    clusters: dict[str, str] = {}
     for partition in discovery.partitions:
-        cluster = cluster_of(partition.path, clusters)
+        cluster = cluster_of(partition.path, discovery.cluster_ids)
         view.cluster_by_folder[partition.display_path] = cluster
         view.clusters_by_partition.setdefault((partition.topic, partition.partition), set()).add(cluster)
         if partition.topic != TRANSACTION_STATE:
@@ -110,11 +109,10 @@ def read_producer_facts(discovery: Discovery) -> dict[str, dict[int, Coordinator
     ``InitProducerId`` writes), and the latest timeout and ``NextProducerId``. Problems of the
     segments are the scan's to report; here a segment that cannot be read gives no facts."""
     facts: dict[str, dict[int, CoordinatorFacts]] = {}
-    clusters: dict[str, str] = {}
     for partition in discovery.partitions:
         if partition.topic != TRANSACTION_STATE:
             continue
-        mine = facts.setdefault(cluster_of(partition.path, clusters), {})
+        mine = facts.setdefault(cluster_of(partition.path, discovery.cluster_ids), {})
         for segment in sorted((s for s in partition.segments if s.state == "live"), key=lambda s: s.base_offset):
             try:
                 for item in read_transaction_log(segment.path):

@@ -209,9 +209,8 @@ def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, P
     metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
     facts = read_producer_facts(discovery)
     if facts:
-        clusters: dict[str, str] = {}
         for partition in discovery.partitions:
-            metas[partition.key].producer_facts = facts.get(cluster_of(partition.path, clusters), {})
+            metas[partition.key].producer_facts = facts.get(cluster_of(partition.path, discovery.cluster_ids), {})
     return metas
 
 

@@ -182,7 +182,7 @@ def read_properties(path: str) -> SidecarEntries:
 def cluster_of(partition_path: str, known: dict[str, str]) -> str:
     """The cluster a partition folder belongs to: the ``cluster.id`` of its log dir's
     ``meta.properties`` (``MetaProperties``), or "" where the log dir records none. ``known``
-    caches the answer per log dir."""
+    caches the answer per log dir (``Discovery.cluster_ids``: one read a scan)."""
     fs = tree(partition_path)
     log_dir = fs.dirname(partition_path)
     if log_dir not in known:

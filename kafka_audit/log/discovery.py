@@ -121,6 +121,9 @@ class Discovery:
     remote_log: RemoteLogState | None = None
     # (requests, bytes fetched) that listing an object store cost (SPEC section 3).
     fetched: tuple[int, int] = (0, 0)
+    # Each log dir's meta.properties cluster.id ("" where none), read once a scan by whichever
+    # step asks first (checkpoints.cluster_of).
+    cluster_ids: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def segment_count(self) -> int:

@@ -88,11 +88,12 @@ def read_written_by(discovery: Discovery) -> ClusterLevels:
     ``meta.properties``, so a Kafka 3.x log dir scanned beside a Kafka 4.x one keeps the 3.x
     rules. Local paths and URIs alike."""
     storage.configure(discovery.storage_options)
-    known: dict[str, str] = {}
     cluster_by_dir: dict[str, str] = {}
+    replica_cluster: dict[str, str] = {}
     for partition in discovery.partitions:
         log_dir = _tree_of(partition.path).dirname(partition.path)
-        cluster_by_dir[log_dir] = cluster_of(partition.path, known) or f"log dir {log_dir}"
+        cluster = cluster_of(partition.path, discovery.cluster_ids) or f"log dir {log_dir}"
+        cluster_by_dir[log_dir] = replica_cluster[partition.display_path] = cluster
     levels: dict[str, dict[str, int]] = {cluster: {} for cluster in cluster_by_dir.values()}
     sources: dict[str, str | None] = dict.fromkeys(levels)
     for log_dir in sorted(cluster_by_dir):
@@ -102,7 +103,7 @@ def read_written_by(discovery: Discovery) -> ClusterLevels:
             sources[cluster] = bootstrap
     for partition in discovery.partitions:
         if partition.topic == CLUSTER_METADATA:
-            cluster = cluster_by_dir[_tree_of(partition.path).dirname(partition.path)]
+            cluster = replica_cluster[partition.display_path]
             sources[cluster] = _metadata_partition(partition, levels[cluster]) or sources[cluster]
     return ClusterLevels(
         {
@@ -111,7 +112,7 @@ def read_written_by(discovery: Discovery) -> ClusterLevels:
             else WrittenBy()
             for cluster, found in levels.items()
         },
-        {p.display_path: cluster_by_dir[_tree_of(p.path).dirname(p.path)] for p in discovery.partitions},
+        replica_cluster,
     )
 
 
