@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_audit.record.file_records import FileRecords
-from kafka_audit.record.message_reader import MalformedMessage, MessageReader
+from kafka_audit.record.message_reader import MalformedMessage, MessageReader, unknown_api_message
 from kafka_audit.record.problem import Problem
 
 FRAME_VERSION = 1
@@ -93,17 +93,8 @@ _MAX_VERSION = 1
 
 def unknown_remote_log_metadata_record(key: bytes | None, value: bytes | None) -> bool:
     """Whether :func:`decode_remote_log_metadata` names this record of an unknown type or version,
-    from its frame alone (the scan summary's ``internal_records_unknown``); a frame that cannot be
-    read is not a type or version (the decoder names the error)."""
-    if not value:
-        return False
-    try:
-        reader = MessageReader(value, flexible=True)
-        if reader.unsigned_varint() != FRAME_VERSION:
-            return True
-        return reader.unsigned_varint() not in RECORD_TYPES or reader.unsigned_varint() > _MAX_VERSION
-    except MalformedMessage:
-        return False
+    from its frame alone (the scan summary's ``internal_records_unknown``)."""
+    return unknown_api_message(value, FRAME_VERSION, lambda api_key, version: api_key in RECORD_TYPES and version <= _MAX_VERSION)
 
 
 def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[str, Any]:
