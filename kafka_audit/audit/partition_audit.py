@@ -20,6 +20,7 @@ from kafka_audit.audit.segment_indexes import (
     can_open,
     sidecar_display,
     sidecar_problem_findings,
+    unreadable_with_sidecars,
     verify_indexes,
 )
 from kafka_audit.io import storage
@@ -168,11 +169,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
         findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches))
 
-    unreadable = {
-        files.segment
-        for files in meta.segments.values()
-        if (files.index or files.time_index or files.txn_index) and not can_open(files.log)
-    }
+    unreadable = {files.segment for files in meta.segments.values() if unreadable_with_sidecars(files)}
     snapshots = [_shown_as(read_producer_snapshot(path), display) for path, display in meta.snapshots]
     txn_indexes = {
         files.segment: read_transaction_index(files.txn_index)

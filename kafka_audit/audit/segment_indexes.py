@@ -89,13 +89,17 @@ def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary]) -> list[
     partition step does (the segment step reported why it did not)."""
     storage.configure(check.storage_options)
     files, batches = check.files, list(summaries)
-    if not batches and (
-        ((files.index or files.time_index or files.txn_index) and not can_open(files.log)) or not can_open(files.log, True)
-    ):
+    if not batches and (unreadable_with_sidecars(files) or not can_open(files.log, True)):
         return []
     where = dict(topic=check.topic, partition=check.partition, segment=files.segment)
     with storage.prefetching([files.index, files.time_index], MAX_SIDECAR_BYTES + 1, check.empty_objects):
         return verify_indexes(files.index, files.time_index, files.base_offset, where, batches)
+
+
+def unreadable_with_sidecars(files: SegmentFiles) -> bool:
+    """A segment file the segment step could not open (it reported why) whose sidecars therefore
+    have no log to be checked against."""
+    return bool(files.index or files.time_index or files.txn_index) and not can_open(files.log)
 
 
 def can_open(path: str | None, remote_too: bool = False) -> bool:
