@@ -72,15 +72,21 @@ def test_same_findings_with_one_and_with_several_spark_partitions(any_spark):
     assert counts(one) == counts(several)
 
 
+def _write_big_partition(d: LogDirWriter) -> None:
+    """``big-0``: 300 batches of one idempotent producer, then one whose sequence jumps (an
+    ``out_of_order_sequence`` late in the segment)."""
+    w = d.partition("big", 0)
+    p = Producer(77, epoch=0)
+    for i in range(300):
+        p.send(w, records([b"v%05d" % i * 20] * 3))
+    p.send(w, records([b"late"]), sequence=5000)
+
+
 def test_segments_split_into_byte_ranges_give_the_same_findings(any_spark, tmp_path):
     """A large segment is cut into ranges at batch boundaries; its batches still reach the replay
     in log order (a sequence anomaly late in the segment is found exactly once)."""
     with LogDirWriter(tmp_path) as d:
-        w = d.partition("big", 0)
-        p = Producer(77, epoch=0)
-        for i in range(300):
-            p.send(w, records([b"v%05d" % i * 20] * 3))
-        p.send(w, records([b"late"]), sequence=5000)
+        _write_big_partition(d)
     found = discover([str(tmp_path)])
     whole = ScanOptions()
     split = replace(whole, split_bytes=8 * 1024)
@@ -277,15 +283,10 @@ def test_a_split_segment_s_indexes_checked_apart_give_the_same_findings(any_spar
     checked in a group of its own beside the replay (engines/job_plan.index_checks): the findings are
     the in-process audit's, a broken index entry and a sequence anomaly included."""
     from kafka_audit.audit.plan import partition_metas
-    from kafka_audit.audit.task_packing import pack_tasks as pack
     from kafka_audit.engines.job_plan import index_checks
 
     with LogDirWriter(tmp_path) as d:
-        w = d.partition("big", 0)
-        p = Producer(77, epoch=0)
-        for i in range(300):
-            p.send(w, records([b"v%05d" % i * 20] * 3))
-        p.send(w, records([b"late"]), sequence=5000)
+        _write_big_partition(d)
         small = d.partition("small", 0)
         for i in range(3):
             small.append(BatchSpec(records=records([b"s%d" % i])))
@@ -298,7 +299,7 @@ def test_a_split_segment_s_indexes_checked_apart_give_the_same_findings(any_spar
     reference = audit_in_process(found, options)
     assert sorted(f.check for f in reference.findings) == ["index_mismatch", "out_of_order_sequence"]
     tasks = plan_tasks(found, options.split_bytes)
-    packing = pack(tasks, 2)
+    packing = pack_tasks(tasks, 2)
     assert list(index_checks(tasks, packing.whole, partition_metas(found, options))) == [
         (("big", 0, "big-0"), "big-0/00000000000000000000.log")
     ]
