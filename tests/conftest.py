@@ -10,15 +10,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
-from tests.support.audit_run import SHARED  # noqa: E402
+from tests.support.audit_run import SHARED, THIRD_PARTY_CORPUS, THIRD_PARTY_SKIP  # noqa: E402
 
-CORPUS = SHARED / "corpus" / "real"
+CORPUS = SHARED / "corpus" / THIRD_PARTY_CORPUS
 
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip(f"real-broker corpus not found at {CORPUS}")
+        pytest.skip(THIRD_PARTY_SKIP)
     return CORPUS
 
 
@@ -82,3 +82,18 @@ def pytest_collection_modifyitems(items):
         return params.get("any_spark") == "connect" or bool(servers & (set(item.fixturenames) | named))
 
     items[:] = [i for i in items if not on_connect(i)] + [i for i in items if on_connect(i)]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Say once, at the end, which tests did not run for want of the third-party corpus (never
+    bundled: ../shared/corpus/real) or of a tool pip cannot install; each skip's own reason names it."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    reasons: dict[str, int] = {}
+    for report in skipped:
+        reason = str(report.longrepr[2]) if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        reasons[reason] = reasons.get(reason, 0) + 1
+    if reasons:
+        terminalreporter.write_sep("-", "tests that did not run")
+        for reason, count in sorted(reasons.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{count:5d}  {reason}")

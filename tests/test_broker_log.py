@@ -13,10 +13,8 @@ import pytest
 from kafka_audit.io.broker_log import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogError, read_broker_logs
 from kafka_audit.io.broker_log_lines import PRODUCE_EXCEPTIONS, parse_topic_partition
 from kafka_audit.rules.broker_rejection import kafka_error
-from tests.support.audit_run import SHARED
+from tests.support.audit_run import corpus_dir
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms
-
-REAL_BROKER = SHARED / "corpus" / "real-broker" if (SHARED / "corpus" / "real-broker").is_dir() else None
 
 APPEND_FAILED = "[2022-03-14 16:11:02,431] ERROR [ReplicaManager broker=23] Error processing append operation on partition test-8 (kafka.server.ReplicaManager)\n"
 
@@ -403,11 +401,10 @@ def test_topic_partition_names(text, expected):
     assert parse_topic_partition(text) == expected
 
 
-@pytest.mark.skipif(REAL_BROKER is None, reason="real-broker corpus not found")
 def test_the_real_broker_logs_hold_retention_lines_and_no_produce_error():
     """The corpus READMEs: grep of each server.log for the produce errors finds 0 lines;
     retention-producer-expiry's broker deleted 24 segments of ret-0 and moved its log start to 2620."""
-    for server_log in sorted(REAL_BROKER.glob("*/broker/server.log.txt")):
+    for server_log in sorted(corpus_dir("real-broker").glob("*/broker/server.log.txt")):
         log = read_broker_logs([str(server_log)])
         assert not [l for l in log.lines if l.kind == REJECTION], server_log
         if server_log.parts[-3] == "retention-producer-expiry":

@@ -206,9 +206,9 @@ def test_producer_id_expiration_decides_whether_the_broker_forgot_the_producer(c
 @pytest.mark.spark
 def test_compaction_inferred_from_the_cleaner_checkpoint_on_spark(cli):
     # The Spark engine sees the same answer to "is this topic compacted" as the in-process audit.
-    from tests.support.audit_run import shared_corpus
+    from tests.support.audit_run import corpus_dir
 
-    data = shared_corpus("real-broker") / "compacted" / "data"
+    data = corpus_dir("real-broker") / "compacted" / "data"
     result = json.loads(cli("scan", data, "--format", "json", "--quiet", "--fail-on", "never").stdout)
     assert result["summary"]["findings_by_check"] == {"orphan_marker": 2}
 

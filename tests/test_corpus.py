@@ -21,9 +21,9 @@ from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import ControlRecordType, RecordBatch
-from tests.support.audit_run import SHARED
+from tests.support.audit_run import SHARED, THIRD_PARTY_CORPUS
 
-CORPUS = SHARED / "corpus" / "real"
+CORPUS = SHARED / "corpus" / THIRD_PARTY_CORPUS
 EXPERTS = "fuzibotond__Experts-in-team-innovation"
 
 # (batches, records) per source, as kafka-python reads them (control records count as records).

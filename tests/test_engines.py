@@ -22,7 +22,7 @@ from kafka_audit.engines.run import Engine, run_audit
 from kafka_audit.log.log_dir import discover
 from kafka_audit.report.progress import AUDITING, REPLAYING, STARTING_SPARK, PhaseDisplay
 from tests.conftest import FIXTURES, REPO
-from tests.support.audit_run import shared_corpus
+from tests.support.audit_run import corpus_dir
 
 # The summary fields that differ between two runs of the same audit.
 _RUN_FIELDS = ("wall_time_s", "mb_per_s", "engine")
@@ -154,7 +154,7 @@ def test_the_display_leaves_stdout_and_stderr_alone():
 def test_engines_agree_on_a_kafka_4_log_dir(shared_session):
     """The log dir's feature levels and its internal records' count reach the summary through
     the Spark job as through the local engine (the segment step's stats, the driver's levels)."""
-    path = str(shared_corpus("real-broker-4") / "consumer-group-848" / "data")
+    path = str(corpus_dir("real-broker-4") / "consumer-group-848" / "data")
     local, spark = _scan_json(path, "--engine", "local"), _scan_json(path)
     assert (spark["summary"]["metadata_version"], spark["summary"]["transaction_version"]) == (29, 2)
     assert spark["summary"]["internal_records_unknown"] == 0

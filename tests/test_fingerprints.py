@@ -12,7 +12,7 @@ import pytest
 import kafka_audit
 from kafka_audit.rules.findings import assign_fingerprints, make_finding
 from tests.conftest import FIXTURES
-from tests.support.audit_run import shared_corpus
+from tests.support.audit_run import corpus_dir
 
 FAULTY_ARGS = dict(
     max_message_bytes=1000,
@@ -61,7 +61,7 @@ def test_a_partition_scanned_alone_keeps_its_fingerprints():
     ],
 )
 def test_no_two_findings_of_a_scan_share_a_fingerprint(corpus, options):
-    path = corpus if isinstance(corpus, Path) else shared_corpus(corpus)
+    path = corpus if isinstance(corpus, Path) else corpus_dir(corpus)
     findings = kafka_audit.scan(path, engine="local", **options).findings
     fingerprints = [f["fingerprint"] for f in findings]
     assert all(len(fp) == 32 and int(fp, 16) >= 0 for fp in fingerprints)

@@ -22,7 +22,7 @@ from kafka_audit.log.metadata_records import MetadataRecordDecoder
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.report.dump import dump_file
-from tests.support.audit_run import shared_corpus
+from tests.support.audit_run import corpus_dir
 
 # "| offset: 5 CreateTime: ... key: {...} payload: {...}" (the key is absent for metadata records).
 _DUMP_LINE = re.compile(r"\| offset: (\d+) .*?(?:key: (\{.*\}) )?payload: (.*)$")
@@ -59,7 +59,7 @@ def _kafka_view(line_key: str | None, payload: str) -> dict:
 
 
 def _dumped_files(case: str):
-    base = shared_corpus("real-broker-4") / case
+    base = corpus_dir("real-broker-4") / case
     for dump in sorted((base / "kafka-dump-log").glob("*/*.dump.txt")):
         folder = dump.parent.name
         if folder.startswith(("__consumer_offsets", "__cluster_metadata")) and not dump.name.endswith(".snapshot.dump.txt"):
@@ -91,7 +91,7 @@ def test_every_internal_record_decodes_as_kafka_dump_log_4_2_1_decodes_it(case):
 def test_the_kip_848_records_are_named_by_their_key_types():
     """README: types 1 and 2 of the classic protocol, 3, 5, 6, 7, 8 of the consumer-group
     protocol; none unknown (CoordinatorRecordType of the 4.2 group coordinator)."""
-    data = shared_corpus("real-broker-4") / "consumer-group-848" / "data"
+    data = corpus_dir("real-broker-4") / "consumer-group-848" / "data"
     names = set()
     for segment in sorted(data.glob("__consumer_offsets-*/*.log")):
         names |= {r["record"] for r in _decoded(segment).values()}
@@ -103,7 +103,7 @@ def test_the_kip_848_records_are_named_by_their_key_types():
 
 
 def test_dump_text_names_the_consumer_group_records_and_no_placeholder():
-    path = shared_corpus("real-broker-4") / "consumer-group-848" / "data" / "__consumer_offsets-2" / "00000000000000000000.log"
+    path = corpus_dir("real-broker-4") / "consumer-group-848" / "data" / "__consumer_offsets-2" / "00000000000000000000.log"
     text = "".join(dump_file(str(path), as_json=False, records=True, print_data=False))
     assert "coordinator_record_" not in text and '"unknown"' not in text
     assert '"record": "ConsumerGroupCurrentMemberAssignment"' in text
@@ -195,7 +195,7 @@ _CONTROL_LINE = re.compile(r"\| offset: (\d+) .*headerKeys: \[\] (LeaderChange:|
 def test_kraft_control_records_decode_as_kafka_dump_log_prints_them(case):
     """LeaderChange, KRaftVersion, KRaftVoters (the metadata log's first batch) and SnapshotHeader,
     KRaftVersion, KRaftVoters, SnapshotFooter (a KRaft snapshot), as DumpLogSegments 4.2.1 prints them."""
-    base = shared_corpus("real-broker-4") / case
+    base = corpus_dir("real-broker-4") / case
     checked = 0
     for name in ("00000000000000000000.log", "00000000000000000000-0000000000.checkpoint"):
         segment = base / "data" / "__cluster_metadata-0" / name
@@ -236,7 +236,7 @@ def test_the_scans_unknown_test_agrees_with_the_decoders():
             decoded = decode(key, value)
             named = "unknown" in decoded or decoded.get("error", "").startswith("unknown Transaction")
             assert unknown(key, value) == named, (topic, key, value, decoded)
-    data = shared_corpus("real-broker-4") / "consumer-group-848" / "data"
+    data = corpus_dir("real-broker-4") / "consumer-group-848" / "data"
     for segment in sorted(data.glob("__*/*.log")):
         decode, unknown = decoder_for(str(segment)), unknown_test_for_topic(segment.parent.name.rsplit("-", 1)[0])
         with FileRecords(str(segment)) as records:

@@ -17,25 +17,17 @@ from kafka_audit.log.metadata_records import MetadataRecordDecoder
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.report.dump import dump_file
-from tests.support.audit_run import SHARED as SHARED_DIR
-
-SHARED = SHARED_DIR if SHARED_DIR.is_dir() else None
+from tests.support.audit_run import corpus_dir
 
 
 @pytest.fixture(scope="module")
 def real_broker() -> Path:
-    path = SHARED / "corpus" / "real-broker" if SHARED else None
-    if path is None or not path.is_dir():
-        pytest.skip("real-broker corpus not found")
-    return path
+    return corpus_dir("real-broker")
 
 
 @pytest.fixture(scope="module")
 def real() -> Path:
-    path = SHARED / "corpus" / "real" if SHARED else None
-    if path is None or not path.is_dir():
-        pytest.skip("real corpus not found")
-    return path
+    return corpus_dir("real")
 
 
 def _transaction_log(data: Path) -> list[dict]:

@@ -28,7 +28,7 @@ from kafka_audit.log import offset_index, time_index
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from tests.conftest import FIXTURES
-from tests.support.audit_run import shared_corpus
+from tests.support.audit_run import corpus_dir
 from tests.support.partition_paths import (
     EagerReplay,
     RecordedReplay,
@@ -40,7 +40,7 @@ from tests.support.partition_paths import (
 
 
 def _corpus_dirs(name: str) -> list[Path]:
-    root = shared_corpus(name)
+    root = corpus_dir(name)
     return sorted(p for p in root.iterdir() if p.is_dir())
 
 
@@ -111,7 +111,7 @@ def test_real_broker_corpora(monkeypatch, corpus):
 
 
 def test_real_broker_probes(monkeypatch):
-    cases = shared_corpus("real-broker-probes") / "cases"
+    cases = corpus_dir("real-broker-probes") / "cases"
     for folder in sorted(p for p in cases.iterdir() if p.is_dir()):
         _same_both_ways(monkeypatch, [str(folder)])
 
@@ -121,7 +121,7 @@ def test_damaged_copies(monkeypatch, tmp_path, seed):
     """Seeded byte damage in segments, indexes and snapshots of a real broker's transactions and
     of the producer-error fixtures: whatever the damage, both ways agree."""
     rng = random.Random(seed)
-    sources = [shared_corpus("real-broker") / "transactions", FIXTURES / "producer-errors"]
+    sources = [corpus_dir("real-broker") / "transactions", FIXTURES / "producer-errors"]
     source = sources[seed % len(sources)]
     copy = tmp_path / "copy"
     shutil.copytree(source, copy)

@@ -15,11 +15,12 @@ from kafka_audit.audit.segment_task import SegmentTask
 from kafka_audit.audit.task_packing import batch_bytes_by_replica, pack_tasks
 from kafka_audit.engines.spark_job import run_scan
 from kafka_audit.log.log_dir import discover
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES
+from tests.support.audit_run import BUNDLED
 from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
 
-REAL_BROKER = SHARED / "corpus" / "real-broker"
-CORPUS_DIRS = sorted(p.name for p in REAL_BROKER.iterdir() if p.is_dir()) if REAL_BROKER.is_dir() else []
+REAL_BROKER = BUNDLED / "real-broker"
+CORPUS_DIRS = sorted(p.name for p in REAL_BROKER.iterdir() if p.is_dir())
 
 pytestmark = pytest.mark.spark
 

@@ -37,13 +37,13 @@ from kafka_audit.record.record_screen import RecordScreen, screen_payload
 from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.log_validator import ValidationConfig
-from tests.support.audit_run import SHARED
+from tests.support.audit_run import SHARED, THIRD_PARTY_CORPUS
 from tests.support.record_screen_reference import screen_payload_py
 from tests.support.writer import BatchSpec, ControlSpec, RecordSpec, encode_batch, records
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = [REPO / "fixtures" / name for name in ("healthy", "faulty", "producer-errors")]
-CORPUS = SHARED / "corpus" / "real"
+CORPUS = SHARED / "corpus" / THIRD_PARTY_CORPUS
 CORPUS_SOURCES = sorted(p for p in CORPUS.iterdir() if p.is_dir()) if CORPUS.is_dir() else []
 TS = 1_700_000_000_000
 

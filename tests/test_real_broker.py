@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from tests.support.audit_run import scan, shared_corpus
+from tests.support.audit_run import corpus_dir, scan
 
 
 def _by_check(result) -> dict[str, int]:
@@ -21,17 +21,17 @@ def _only(result, check: str):
 
 
 def test_idempotent_compressed_is_clean():
-    result = scan(shared_corpus("real-broker") / "idempotent-compressed" / "data")
+    result = scan(corpus_dir("real-broker") / "idempotent-compressed" / "data")
     assert _by_check(result) == {}
 
 
 def test_old_message_formats_are_clean():
-    result = scan(shared_corpus("real-broker") / "old-message-formats" / "data")
+    result = scan(corpus_dir("real-broker") / "old-message-formats" / "data")
     assert _by_check(result) == {}
 
 
 def test_transactions_zombie_fencing_is_two_fenced_epoch_bumps_per_partition():
-    result = scan(shared_corpus("real-broker") / "transactions" / "data")
+    result = scan(corpus_dir("real-broker") / "transactions" / "data")
     assert _by_check(result) == {"epoch_bump": 4}
     assert result.summary["transactions"] == {"committed": 16, "aborted": 10, "open": 0}
     bumps = sorted((f.partition, f.offset, f.details["previous_epoch"], f.producer_epoch) for f in result.findings)
@@ -44,7 +44,7 @@ def test_transactions_zombie_fencing_is_two_fenced_epoch_bumps_per_partition():
 
 
 def test_hanging_transaction_aborted_on_timeout_is_one_epoch_bump():
-    result = scan(shared_corpus("real-broker") / "hanging-txn-timeout-aborted" / "data")
+    result = scan(corpus_dir("real-broker") / "hanging-txn-timeout-aborted" / "data")
     assert _by_check(result) == {"epoch_bump": 1}
     assert result.summary["transactions"] == {"committed": 2, "aborted": 1, "open": 0}
     bump = _only(result, "epoch_bump")
@@ -55,7 +55,7 @@ def test_hanging_transaction_aborted_on_timeout_is_one_epoch_bump():
 
 
 def test_retention_and_producer_expiry():
-    result = scan(shared_corpus("real-broker") / "retention-producer-expiry" / "data")
+    result = scan(corpus_dir("real-broker") / "retention-producer-expiry" / "data")
     assert _by_check(result) == {"retention_gap": 1, "epoch_bump": 1}
     gap = _only(result, "retention_gap")
     assert (gap.severity, gap.offset, gap.error_code, gap.client_outcome) == ("warning", 2620, None, "none")
@@ -69,7 +69,7 @@ def test_retention_and_producer_expiry():
 def test_retention_with_the_brokers_own_expiration_sees_the_expiry():
     # P idled 25 s while the broker's producer.id.expiration.ms was lower (server.properties):
     # with that setting the audit says the broker forgot P, and nothing else changes.
-    data = shared_corpus("real-broker") / "retention-producer-expiry"
+    data = corpus_dir("real-broker") / "retention-producer-expiry"
     props = dict(
         line.split("=", 1) for line in (data / "broker" / "server.properties").read_text().splitlines()
         if "=" in line and not line.startswith("#")
@@ -87,18 +87,18 @@ def test_retention_with_the_brokers_own_expiration_sees_the_expiry():
 
 
 def test_compacted_topic_is_inferred_from_the_cleaner_checkpoint():
-    result = scan(shared_corpus("real-broker") / "compacted" / "data")
+    result = scan(corpus_dir("real-broker") / "compacted" / "data")
     assert _by_check(result) == {"orphan_marker": 2}
     assert sorted(f.offset for f in result.findings) == [1830, 1861]
     assert all(f.severity == "info" for f in result.findings)
 
 
 def test_compacted_topic_named_on_the_command_line_gives_the_same():
-    result = scan(shared_corpus("real-broker") / "compacted" / "data", ["--compacted-topic", "cmp"])
+    result = scan(corpus_dir("real-broker") / "compacted" / "data", ["--compacted-topic", "cmp"])
     assert _by_check(result) == {"orphan_marker": 2}
 
 
 def test_the_real_corpus_has_no_error_finding():
-    result = scan(shared_corpus("real"))
+    result = scan(corpus_dir("real"))
     errors = [(f.check, f.segment, f.message) for f in result.findings if f.severity == "error"]
     assert errors == []

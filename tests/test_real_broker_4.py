@@ -13,12 +13,12 @@ import pytest
 
 from kafka_audit.audit.plan import ScanOptions, audit_in_process
 from kafka_audit.log.log_dir import discover
-from tests.support.audit_run import scan, shared_corpus
+from tests.support.audit_run import corpus_dir, scan
 from tests.test_cli import cli, shared_session  # noqa: F401  (the suite's shared Spark session)
 
 
 def _data(name: str):
-    return shared_corpus("real-broker-4") / name / "data"
+    return corpus_dir("real-broker-4") / name / "data"
 
 
 def _by_check(result) -> dict[str, int]:
@@ -110,7 +110,7 @@ def test_log_dirs_of_two_clusters_scanned_together_keep_their_own_coordinators()
     Kafka 4 cluster's (each with its __transaction_state and a different meta.properties
     cluster.id) give each the findings it gives alone; the 4.x coordinator's transaction versions
     are not applied to the 3.6 producers that share its producer ids."""
-    dirs = [shared_corpus("real-broker") / "transactions" / "data", _data("tv2-transactions")]
+    dirs = [corpus_dir("real-broker") / "transactions" / "data", _data("tv2-transactions")]
     alone = sorted(f.sort_key for d in dirs for f in scan(d).findings)
     together = audit_in_process(discover([str(d) for d in dirs]), ScanOptions())
     assert sorted(f.sort_key for f in together.findings) == alone

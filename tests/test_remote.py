@@ -26,14 +26,15 @@ from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.findings import Finding
 from kafka_audit.rules.log_validator import ValidationConfig
 from tests.conftest import FIXTURES
-from tests.support.audit_run import SHARED
+from tests.support.audit_run import BUNDLED
 from tests.support.s3_server import CREDENTIALS, S3Server, upload_tree
 from tests.support.writer import LogDirWriter, Producer, records
 
 BUCKET = "audit"
 FIXTURE_DIRS = ["healthy", "faulty", "producer-errors"]
-REAL_BROKER = SHARED / "corpus" / "real-broker" if (SHARED / "corpus" / "real-broker").is_dir() else None
-REAL_BROKER_CASES = sorted(p.parent.name for p in REAL_BROKER.glob("*/data")) if REAL_BROKER else []
+REAL_BROKER = BUNDLED / "real-broker"
+REAL_BROKER_CASES = sorted(p.parent.name for p in REAL_BROKER.glob("*/data"))
+assert REAL_BROKER_CASES, f"bundled corpus {REAL_BROKER} is missing"
 
 
 def _options_of(log_dir: Path) -> ScanOptions:

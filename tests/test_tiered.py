@@ -19,7 +19,7 @@ import kafka_audit
 from kafka_audit.io import rsm_objects, storage
 from kafka_audit.io.rsm_manifest import Chunk, decode_chunk_sizes, parse_chunk_index, parse_manifest
 from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata
-from tests.support.audit_run import SHARED
+from tests.support.audit_run import BUNDLED
 from tests.support.rsm_writer import (
     encode_chunk_sizes,
     object_stem,
@@ -42,10 +42,10 @@ PLUGIN_MANIFEST = (
     '"leaderEpoch":{"position":3,"size":1},"transaction":null},"compression":false,'
     '"remoteLogSegmentMetadata":{"startOffset":0,"endOffset":1000}}'
 )
-CORPUS = SHARED / "corpus"
+CORPUS = BUNDLED
 CORPORA = [CORPUS / "real-broker", CORPUS / "real-broker-4"]
 REAL_SEGMENTS = sorted(p for c in CORPORA for p in c.glob("*/data/*/*.log"))
-needs_corpus = pytest.mark.skipif(not REAL_SEGMENTS, reason="real-broker corpora not found")
+assert REAL_SEGMENTS, f"bundled corpora {CORPORA} are missing"
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,6 @@ def test_the_plugins_sample_manifest():
     assert manifest.encryption is None and manifest.compression is False
 
 
-@needs_corpus
 @pytest.mark.parametrize("variant", ["fixed", "compressed", "encrypted", "encrypted-compressed"])
 def test_reconstruction_is_byte_identical_to_the_real_segments(tmp_path, rsa_key, variant):
     key, key_path = rsa_key
@@ -135,11 +134,8 @@ def _split(tmp_path: Path, case: str, partition: str, count: int, keep: int, **u
     return source, tmp_path / "local", tmp_path / "remote"
 
 
-@needs_corpus
 @pytest.mark.parametrize("case,partition,count,keep", SPLITS)
 def test_a_partition_split_between_remote_and_local_audits_as_when_whole(tmp_path, case, partition, count, keep):
-    if not (CORPUS / case).exists():
-        pytest.skip(f"{case} not in the corpus")
     source, local, remote = _split(tmp_path, case, partition, count, keep, chunk_size=1000, compression=True)
     whole = kafka_audit.scan([str(source)], engine="local")
     split = kafka_audit.scan([str(local), str(remote)], engine="local")
@@ -148,7 +144,6 @@ def test_a_partition_split_between_remote_and_local_audits_as_when_whole(tmp_pat
     assert split.summary["bytes"] >= whole.summary["bytes"]
 
 
-@needs_corpus
 def test_encrypted_segments_need_the_key(tmp_path, rsa_key):
     key, key_path = rsa_key
     source, local, remote = _split(tmp_path, "real-broker/retention-producer-expiry", "ret-0", 3, 0,
@@ -163,7 +158,6 @@ def test_encrypted_segments_need_the_key(tmp_path, rsa_key):
     assert _comparable(with_key.findings) == _comparable(whole.findings)
 
 
-@needs_corpus
 def test_a_wrong_key_is_a_finding_and_the_key_never_prints(tmp_path, rsa_key):
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
@@ -195,7 +189,6 @@ def _metadata_log(folder: Path, values: list[bytes]) -> None:
     (folder / "00000000000000000000.log").write_bytes(batch)
 
 
-@needs_corpus
 def test_remote_log_metadata_checks_and_the_history(tmp_path):
     source, local, remote = _split(tmp_path, "real-broker/retention-producer-expiry", "ret-0", 3, 0,
                                    chunk_size=1000, compression=False)
@@ -257,7 +250,6 @@ def test_dump_decodes_remote_log_metadata(tmp_path):
 
 
 @pytest.mark.spark
-@needs_corpus
 def test_tiered_partition_on_s3_local_and_spark_engines(tmp_path, spark, rsa_key):
     """Encrypted and compressed objects on S3: the key travels with the tasks to the executors."""
     from tests.support.s3_server import S3Server, upload_tree
@@ -282,7 +274,6 @@ def test_tiered_partition_on_s3_local_and_spark_engines(tmp_path, spark, rsa_key
         server.stop()
 
 
-@needs_corpus
 def test_broken_objects_are_findings_never_a_crash(tmp_path):
     _, local, remote = _split(tmp_path, "real-broker/retention-producer-expiry", "ret-0", 4, 0, chunk_size=1000, compression=True)
     logs = sorted(remote.rglob("*.log"))
@@ -301,7 +292,6 @@ def test_broken_objects_are_findings_never_a_crash(tmp_path):
     assert "not JSON" in unreadable[logs[3].name[:20]]
 
 
-@needs_corpus
 def test_dump_reads_an_encrypted_remote_segment_with_the_key(tmp_path, rsa_key):
     from typer.testing import CliRunner
 
@@ -320,7 +310,6 @@ def test_dump_reads_an_encrypted_remote_segment_with_the_key(tmp_path, rsa_key):
     assert strip(remote.output) == strip(plain.output) and strip(plain.output)
 
 
-@needs_corpus
 def test_local_tiered_storage_layout_joins_the_local_log_too(tmp_path):
     """Kafka's LocalTieredStorage layout (``<topic>-<partition>-<topic id>/<offset>-<segment id>.log``)
     is one history with the local folder, as the plugin's is."""

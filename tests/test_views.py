@@ -23,12 +23,10 @@ from kafka_audit.cli.app import app
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.report.view_reports import EVENT_FIELDS, PRODUCER_FIELDS
 from tests.conftest import FIXTURES
-from tests.support.audit_run import SHARED as SHARED_DIR
+from tests.support.audit_run import BUNDLED
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, LogDirWriter, records
 
-SHARED = SHARED_DIR if SHARED_DIR.is_dir() else None
-REAL_BROKER = SHARED / "corpus" / "real-broker" if SHARED else Path("/nonexistent")
-needs_corpus = pytest.mark.skipif(not REAL_BROKER.is_dir(), reason="real-broker corpus not found")
+REAL_BROKER = BUNDLED / "real-broker"
 
 
 @pytest.fixture
@@ -90,7 +88,6 @@ def _empty_row() -> dict:
     return {"sequences": {}, "records": 0, "transactions": {"committed": 0, "aborted": 0, "open": 0}}
 
 
-@needs_corpus
 @pytest.mark.parametrize(
     "name", ["transactions", "hanging-txn-timeout-aborted", "idempotent-compressed", "retention-producer-expiry", "compacted"]
 )
@@ -126,7 +123,6 @@ def test_producers_rows_are_kafka_dump_logs_view(cli, name):
         assert ended + orphans[partition] == total
 
 
-@needs_corpus
 def test_producer_totals_match_what_the_producers_did(cli):
     """producer-actions.json of the transactions dir: tx-A wrote 60+80+60+80+80+60+30+50+25 records
     over both partitions in 9 transactions (5 committed), tx-B 40*3+10 in 4 (3 committed), the
@@ -146,7 +142,6 @@ def test_producer_totals_match_what_the_producers_did(cli):
 # -- timeline -----------------------------------------------------------------------------------
 
 
-@needs_corpus
 def test_timeline_tells_tx_hangs_story_in_time_order(cli):
     report = _json(cli, "timeline", REAL_BROKER / "hanging-txn-timeout-aborted" / "data", "--producer-id", "1")
     events = report["events"]
@@ -167,7 +162,6 @@ def test_timeline_tells_tx_hangs_story_in_time_order(cli):
     assert list(events[0]) == list(EVENT_FIELDS)
 
 
-@needs_corpus
 def test_timeline_orders_every_partition_by_time_then_offset(cli):
     events = _json(cli, "timeline", REAL_BROKER / "transactions" / "data")["events"]
     timed = [(e["timestamp"], e["offset"]) for e in events if e["timestamp"] is not None]

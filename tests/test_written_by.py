@@ -16,7 +16,7 @@ import pytest
 from kafka_audit.audit.plan import audit_in_process, with_log_dir_facts
 from kafka_audit.log.log_dir import discover
 from kafka_audit.report.dump import dump_file
-from tests.support.audit_run import scan, scan_options, shared_corpus
+from tests.support.audit_run import corpus_dir, scan, scan_options
 from tests.support.writer import TS_BASE, BatchSpec, LogDirWriter, RecordSpec, records
 
 HOUR = 3_600_000
@@ -35,13 +35,13 @@ REPO = Path(__file__).resolve().parent.parent
 )
 def test_the_summary_names_the_feature_levels_the_log_dir_records(corpus, levels):
     name, case = corpus.split("/")
-    summary = scan(shared_corpus(name) / case / "data").summary
+    summary = scan(corpus_dir(name) / case / "data").summary
     assert (summary["metadata_version"], summary["transaction_version"]) == levels
     assert summary["internal_records_unknown"] == 0
 
 
 def test_one_partition_folder_of_a_kafka_4_log_dir_reads_the_log_dirs_bootstrap_checkpoint():
-    data = shared_corpus("real-broker-4") / "idempotent-4x" / "data"
+    data = corpus_dir("real-broker-4") / "idempotent-4x" / "data"
     summary = scan(data / "idem-d-0").summary
     assert (summary["metadata_version"], summary["transaction_version"]) == (29, 2)
 
@@ -52,10 +52,10 @@ def test_a_log_dir_without_kraft_metadata_records_no_version():
 
 
 def test_the_timestamp_bound_defaults_to_the_writing_versions_broker_default():
-    data = shared_corpus("real-broker-4") / "tv2-transactions" / "data"
+    data = corpus_dir("real-broker-4") / "tv2-transactions" / "data"
     kafka_4 = with_log_dir_facts(scan_options(), discover([str(data)])).validation
     assert kafka_4.timestamp_after_max_ms == HOUR and kafka_4.timestamp_before_max_ms is None
-    kafka_3 = with_log_dir_facts(scan_options(), discover([str(shared_corpus("real-broker") / "transactions" / "data")]))
+    kafka_3 = with_log_dir_facts(scan_options(), discover([str(corpus_dir("real-broker") / "transactions" / "data")]))
     assert (kafka_3.validation.timestamp_before_max_ms, kafka_3.validation.timestamp_after_max_ms) == (None, None)
     # An option given wins over the default.
     given = with_log_dir_facts(scan_options(["--timestamp-after-max-ms", "5"]), discover([str(data)]))
@@ -75,13 +75,13 @@ def _log_dir_with_a_future_record(root: Path, bootstrap: Path | None, cluster_id
 
 def test_a_kafka_4_log_dir_gets_the_one_hour_future_bound_a_kafka_3_log_dir_does_not(tmp_path):
     reference = ["--reference-time", str(TS_BASE)]
-    four = shared_corpus("real-broker-4") / "tv2-transactions" / "data" / "bootstrap.checkpoint"
+    four = corpus_dir("real-broker-4") / "tv2-transactions" / "data" / "bootstrap.checkpoint"
     found = scan(_log_dir_with_a_future_record(tmp_path / "four", four), reference).findings
     assert [(f.check, f.offset) for f in found] == [("timestamp_out_of_range", 1)]
     assert found[0].details["rule"] == (
         "Kafka 4.x broker default log.message.timestamp.after.max.ms=3600000 (the log dir's metadata.version is 29)"
     )
-    three = shared_corpus("real-broker") / "transactions" / "data" / "bootstrap.checkpoint"
+    three = corpus_dir("real-broker") / "transactions" / "data" / "bootstrap.checkpoint"
     assert scan(_log_dir_with_a_future_record(tmp_path / "three", three), reference).findings == []
     assert scan(_log_dir_with_a_future_record(tmp_path / "unknown", None), reference).findings == []
 
@@ -89,8 +89,8 @@ def test_a_kafka_4_log_dir_gets_the_one_hour_future_bound_a_kafka_3_log_dir_does
 def _two_clusters(root: Path) -> list[str]:
     """A Kafka 4.2 cluster's log dir and a Kafka 3.6 cluster's (their own ``cluster.id``), each
     with a record 2 h ahead of TS_BASE."""
-    four = shared_corpus("real-broker-4") / "tv2-transactions" / "data" / "bootstrap.checkpoint"
-    three = shared_corpus("real-broker") / "transactions" / "data" / "bootstrap.checkpoint"
+    four = corpus_dir("real-broker-4") / "tv2-transactions" / "data" / "bootstrap.checkpoint"
+    three = corpus_dir("real-broker") / "transactions" / "data" / "bootstrap.checkpoint"
     return [
         str(_log_dir_with_a_future_record(root / "four", four, cluster_id="Zm91ci1jbHVzdGVyLTQy")),
         str(_log_dir_with_a_future_record(root / "three", three, cluster_id="dGhyZWUtY2x1c3Rlci0z")),
@@ -127,7 +127,7 @@ def test_the_spark_job_gives_each_cluster_its_own_defaults(tmp_path, spark):
 def test_healthy_kafka_4_logs_stay_free_of_timestamp_findings():
     """The healthy 4.2.1 dirs, scanned with the 4.x bound against their files' times."""
     for case in ("tv2-transactions", "idempotent-4x", "consumer-group-848"):
-        result = scan(shared_corpus("real-broker-4") / case / "data")
+        result = scan(corpus_dir("real-broker-4") / case / "data")
         assert not [f for f in result.findings if f.check.startswith("timestamp")], case
 
 

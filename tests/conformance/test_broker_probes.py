@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.support.audit_run import scan, shared_corpus
+from tests.support.audit_run import corpus_dir, scan
 
 CASES = (
     "seq-gap",
@@ -33,7 +33,7 @@ CASES = (
 
 
 def _case(name: str) -> dict:
-    root = shared_corpus("real-broker-probes")
+    root = corpus_dir("real-broker-probes")
     return json.loads((root / "expected.json").read_text())[name] | {"root": root}
 
 

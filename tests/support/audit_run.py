@@ -16,14 +16,28 @@ _REPO = Path(__file__).resolve().parent.parent.parent
 SHARED = next(
     (p for p in (_REPO.parent / "shared", _REPO.parent.parent / "shared") if p.is_dir()), _REPO.parent / "shared"
 )
+# The corpora real brokers wrote for this project, bundled in the repository (corpus/README.md).
+BUNDLED = _REPO / "corpus"
+BUNDLED_CORPORA = ("real-broker", "real-broker-4", "real-broker-4-live", "real-broker-replicas", "real-broker-probes")
+# Third-party data dirs with no stated license: never bundled, read from ../shared where present.
+THIRD_PARTY_CORPUS = "real"
+THIRD_PARTY_SKIP = "third-party corpus ../shared/corpus/real not found beside the checkout"
 
 
-def shared_corpus(name: str) -> Path:
-    """``shared/corpus/<name>``, or skip the test when the shared corpora are absent."""
+def corpus_dir(name: str) -> Path:
+    """The corpus ``name``: a bundled one always (missing is a failure, never a skip); the
+    third-party one from ``../shared`` where present, else the test is skipped with one reason."""
+    if name in BUNDLED_CORPORA:
+        path = BUNDLED / name
+        if not path.is_dir():
+            pytest.fail(f"bundled corpus {path} is missing: the checkout is incomplete")
+        return path
+    if name != THIRD_PARTY_CORPUS:
+        raise ValueError(f"unknown corpus {name!r}")
     path = SHARED / "corpus" / name
     if path.is_dir():
         return path
-    pytest.skip(f"shared corpus {name!r} not found beside the repository")
+    pytest.skip(THIRD_PARTY_SKIP)
 
 
 def scan_options(args: list[str] = ()) -> ScanOptions:
