@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from kafka_audit.cli.app import app
 from kafka_audit.report.redact import Redactor
+from kafka_audit.report.safe_text import escape_text
 from tests.support.writer import TS_BASE, BatchSpec, LogDirWriter, RecordSpec
 
 DAY_MS = 86_400_000
@@ -71,7 +72,9 @@ def _forms(payload: bytes) -> list[str]:
     """Every way a payload could show in a text document."""
     text = payload.decode("utf-8", errors="backslashreplace")
     escaped = text.encode("unicode_escape").decode("ascii")
-    return [text, escape(text), json.dumps(text)[1:-1], escaped, escape(escaped), payload.hex(), base64.b64encode(payload).decode()]
+    shown = escape_text(payload.decode("utf-8", errors="surrogateescape"))  # as dump's text shows data
+    return [text, escape(text), json.dumps(text)[1:-1], escaped, escape(escaped), shown, payload.hex(),
+            base64.b64encode(payload).decode()]
 
 
 def _leaks(output: str, payloads: list[bytes]) -> list[bytes]:

@@ -27,6 +27,7 @@ from kafka_audit.cli.options import (
     EXIT_OK,
     EXIT_USAGE,
     TEXT_ERRORS,
+    OutputFailed,
     PipeGuard,
     ReaderGone,
     end_quietly,
@@ -88,6 +89,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()  # what is still buffered, while a closed pipe can still be told apart
     except ReaderGone:
         code = end_quietly()
+    except OutputFailed as failure:  # a full disk or an I/O error on stdout: one line, exit 2
+        code = end_quietly(failure)
     sys.exit(code)
 
 

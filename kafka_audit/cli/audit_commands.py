@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -17,7 +19,6 @@ from kafka_audit.cli.options import (
     CI_FORMATS,
     DEFAULT_MASTER,
     EXIT_FINDINGS,
-    TEXT_ERRORS,
     BaselineOption,
     BrokerLogOption,
     ConfOption,
@@ -39,6 +40,7 @@ from kafka_audit.cli.options import (
     fail,
     parse_reference_time,
 )
+from kafka_audit.cli.output_file import atomic_path, output_text, write_text
 from kafka_audit.engines.run import Engine
 from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
@@ -140,12 +142,14 @@ def scan(
         broker_log=broker_lines,
         baseline=known,
     )
-    result = audit_paths(
-        paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
-        remote=remote, output_parquet=parquet_target(output_parquet), storage_option=storage_option,
-        rsm_key_file=rsm_key_file,
-        spark_secret_file=spark_secret_file,
-    )
+    parquet = parquet_target(output_parquet)
+    with _parquet_folder(parquet) as parquet_folder:
+        result = audit_paths(
+            paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
+            remote=remote, output_parquet=parquet_folder, storage_option=storage_option,
+            rsm_key_file=rsm_key_file,
+            spark_secret_file=spark_secret_file,
+        )
     finish_views(result, keep)
     ci_output.write_baseline(write_baseline, result)
     if ctx.info_name == "report":
@@ -160,6 +164,19 @@ def scan(
         raise typer.Exit(EXIT_FINDINGS)
 
 
+
+
+@contextmanager
+def _parquet_folder(target: Optional[str]) -> Iterator[Optional[str]]:
+    """Where the audit writes ``--output-parquet``: a local folder's datasets are written
+    beside it and moved into it when complete (:func:`kafka_audit.cli.output_file.atomic_path`)."""
+    if target is None or "://" in target:
+        yield target
+        return
+    from kafka_audit.cli.output_file import atomic_path
+
+    with atomic_path(Path(target), "--output-parquet", directory=True) as folder:
+        yield str(folder)
 
 
 def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], until: Optional[str]):
@@ -186,12 +203,11 @@ def _write_view(result, view: str, keep, format: "OutputFormat", output: Optiona
         key, rows, fields = "events", event_rows(timeline(result, keep), names), view_reports.EVENT_FIELDS
         render = view_reports.render_timeline
     if format is OutputFormat.table:
-        console = Console(file=open(output, "w", encoding="utf-8", errors=TEXT_ERRORS), width=160) if output else Console()
-        try:
-            render(result.summary, rows, console)
-        finally:
-            if output:
-                console.file.close()
+        if output:
+            with output_text(output) as handle:
+                render(result.summary, rows, Console(file=handle, width=160))
+        else:
+            render(result.summary, rows, Console())
         return
     if format is OutputFormat.json:
         text = view_reports.to_json(result.summary, result.notes, key, rows)
@@ -219,7 +235,7 @@ def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
 
     if format is OutputFormat.table:
         if output:
-            with open(output, "w", encoding="utf-8", errors=TEXT_ERRORS) as handle:
+            with output_text(output) as handle:
                 report.render_table(result, Console(file=handle, width=160, force_terminal=False))
         else:
             report.render_table(result, Console())
@@ -232,7 +248,7 @@ def _emit(text: str, output: Optional[Path]) -> None:
     if text and not text.endswith("\n"):
         text += "\n"
     if output:
-        output.write_text(text, encoding="utf-8", errors=TEXT_ERRORS)
+        write_text(output, text)
     else:
         sys.stdout.write(text)
 
@@ -252,9 +268,10 @@ def write_html(ctx: typer.Context, result, keep, output: Optional[Path], paths: 
 
     redact, redact_key = ctx.meta[REDACTION]
     assert output is not None  # report gives it its default
-    stats = write_report(
-        output, result, keep,
-        segment_paths=segment_files([str(p) for p in paths], {f.segment for f in result.findings if f.segment}),
-        redact=Redactor(redact_key) if redact else None,
-    )
+    with atomic_path(output, "--output") as target:
+        stats = write_report(
+            target, result, keep,
+            segment_paths=segment_files([str(p) for p in paths], {f.segment for f in result.findings if f.segment}),
+            redact=Redactor(redact_key) if redact else None,
+        )
     typer.echo(f"kafka-audit: wrote {output} ({stats.bytes:,} bytes, {stats.charts} charts)", err=True)

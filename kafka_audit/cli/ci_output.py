@@ -38,10 +38,9 @@ def write_baseline(path: Optional[Path], result: "ScanResult") -> None:
 
     if path is None:
         return
-    try:
-        path.write_text(baseline_json(result.findings), encoding="utf-8", errors=TEXT_ERRORS)
-    except OSError as exc:
-        raise fail(f"--write-baseline {path}: {exc.strerror or exc}") from None
+    from kafka_audit.cli.output_file import write_text
+
+    write_text(path, baseline_json(result.findings), "--write-baseline")
 
 
 def ci_report(result: "ScanResult", format: OutputFormat, fail_on: str, baseline_used: bool) -> str:

@@ -64,6 +64,14 @@ class ReaderGone(Exception):
     """The reader of stdout closed it (EPIPE): the report was cut short by its reader."""
 
 
+class OutputFailed(Exception):
+    """Writing stdout failed for another reason than a reader gone (a full disk, an I/O error):
+    one exit-2 line (SPEC section 1)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+
+
 class PipeGuard:
     """stdout for the commands: a write or flush on a pipe whose reader has gone raises
     :class:`ReaderGone`, which no command or Click handler catches (Click would turn the
@@ -78,29 +86,44 @@ class PipeGuard:
             return self._stream.write(text)
         except BrokenPipeError as exc:
             raise ReaderGone from exc
+        except OSError as exc:
+            raise OutputFailed(exc) from exc
 
     def flush(self) -> None:
         try:
             self._stream.flush()
         except BrokenPipeError as exc:
             raise ReaderGone from exc
+        except OSError as exc:
+            raise OutputFailed(exc) from exc
 
     def __getattr__(self, name: str):
         return getattr(self._stream, name)
 
 
-def end_quietly() -> int:
-    """After :class:`ReaderGone`: point stdout at /dev/null, so that the interpreter's last flush
-    of what is still buffered meets no closed pipe, and answer exit 0."""
+def end_quietly(failure: OutputFailed | None = None) -> int:
+    """After :class:`ReaderGone` (or :class:`OutputFailed`): point stdout at /dev/null, so that
+    the interpreter's last flush of what is still buffered meets no closed pipe or full disk, and
+    answer exit 0 (exit 2 with one line for a ``failure``)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout closed: nothing is left to flush
+        pass
     os.close(devnull)
-    return EXIT_OK
+    if failure is None:
+        return EXIT_OK
+    fail(f"cannot write the output to standard output: {failure}")
+    return EXIT_USAGE
 
 
 def fail(message: str) -> typer.Exit:
-    """One line on stderr and exit code 2."""
-    print(f"kafka-audit: {message}", file=sys.stderr)
+    """One line on stderr and exit code 2. Data in it (file names, values) is shown escaped,
+    and URI credentials and ``--storage-option`` values are redacted (SPEC section 1)."""
+    from kafka_audit.io.storage import redact_secrets
+    from kafka_audit.report.safe_text import escape_text
+
+    print(f"kafka-audit: {escape_text(redact_secrets(message))}", file=sys.stderr)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -157,7 +180,9 @@ def parse_storage_options(pairs: list[str]) -> dict:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise fail(f"--storage-option {pair!r} is not KEY=VALUE")
+            # The value may be a secret (a typo for "="): only a leading name is shown.
+            shown = re.match(r"[A-Za-z0-9_.-]*", pair).group()  # type: ignore[union-attr]
+            raise fail(f"--storage-option '{shown}...' is not KEY=VALUE (the rest is not shown)")
         options[key.strip()] = parse_option_value(value)
     return options
 

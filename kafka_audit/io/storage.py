@@ -192,13 +192,29 @@ def filesystem(uri: str):
     return fs, key, prefix
 
 
+# The user information of a URI (``s3://key:secret@bucket``): the part before ``@`` in its authority.
+_URI_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
+# Option values shorter than this are not looked for in messages (``true``, a region name).
+_SHORTEST_SECRET = 6
+
+
+def redact_secrets(text: str) -> str:
+    """``text`` (an error line) with URI credentials and the values of ``--storage-option``
+    replaced by ``***`` (SPEC section 1)."""
+    text = _URI_USERINFO.sub(r"\1***@", text)
+    for value in _options.values():
+        if isinstance(value, str) and len(value) >= _SHORTEST_SECRET:
+            text = text.replace(value, "***")
+    return text
+
+
 def _one_line(what: str | None, exc: BaseException) -> str:
     """The library's exception as one line: its type, its first line, and what to do for HDFS."""
     text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     hint = ""
     if "libjvm" in text or "libhdfs" in text:
         hint = " (HDFS is read through libhdfs: set JAVA_HOME, HADOOP_HOME and CLASSPATH=$(hadoop classpath --glob))"
-    cause = f"{type(exc).__name__}: {text[:300]}{hint}"
+    cause = f"{type(exc).__name__}: {redact_secrets(text)[:300]}{hint}"
     return f"{what}: {cause}" if what else cause
 
 

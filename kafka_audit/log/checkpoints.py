@@ -62,7 +62,7 @@ class Property:
 
 def _encode_checkpoint(lines: list[str]) -> bytes:
     """CheckpointFile.write: the version, the count, one line per entry."""
-    return ("\n".join([str(CHECKPOINT_VERSION), str(len(lines)), *lines]) + "\n").encode()
+    return ("\n".join([str(CHECKPOINT_VERSION), str(len(lines)), *lines]) + "\n").encode("utf-8", "surrogateescape")
 
 
 def encode_offset_checkpoint(entries: Iterable[TopicPartitionOffset]) -> bytes:

@@ -9,8 +9,10 @@
  *
  * `data` is the batch's records, decompressed. One line per record, each ending in "\n":
  *   | offset: O <timestamp_type>: T keySize: K valueSize: V sequence: S headerKeys: [h1,h2]
- * and with `print_data` " key: <key> payload: <value>" (UTF-8, undecodable bytes as \xNN, as
- * Python's "backslashreplace" prints them; "null" for a null key or value). Header keys are
+ * and with `print_data` " key: <key> payload: <value>" (shown as escape_text of
+ * kafka_audit.report.safe_text shows data: undecodable bytes and control characters as \xNN,
+ * bidi controls as \uNNNN, a backslash doubled, runner commands broken; "null" for a null key or
+ * value). Header keys are
  * listed only with `print_data`, as the Python decoder keeps headers only then.
  *
  * None when the records are not exactly what decode_records() reads without error (a record that
@@ -93,31 +95,62 @@ static inline int utf8_sequence(const uint8_t *s, const uint8_t *end)
     return 0;
 }
 
-/* bytes.decode("utf-8", errors="backslashreplace"): valid sequences as they are, every byte of
- * an invalid one as \xNN. Byte by byte gives Python's text: an error range holds a start byte and
- * continuation bytes, none of which starts a valid sequence on its own. */
-static int put_text(out_t *out, const uint8_t *s, Py_ssize_t n)
+/* Whether code point `c` is one of the bidi controls (U+061C, U+200E-U+200F, U+202A-U+202E,
+ * U+2066-U+2069) that kafka_audit.report.safe_text.escape_text writes as \uNNNN. */
+static int is_bidi_control(uint32_t c)
+{
+    return c == 0x061C || c == 0x200E || c == 0x200F || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
+static void put_escape(out_t *out, const char *format_hex, uint32_t c, int digits)
 {
     static const char hex[] = "0123456789abcdef";
+    out->buf[out->len++] = '\\';
+    out->buf[out->len++] = format_hex[0];
+    for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4)
+        out->buf[out->len++] = hex[(c >> shift) & 15];
+}
+
+/* escape_text(bytes.decode("utf-8", errors="surrogateescape")) of kafka_audit.report.safe_text:
+ * valid sequences as they are, every byte of an invalid one as \xNN (byte by byte gives Python's
+ * text: an error range holds a start byte and continuation bytes, none of which starts a valid
+ * sequence on its own); a backslash doubled; C0, DEL and C1 controls as \xNN, bidi controls as
+ * \uNNNN; a ':' before ':' and a '#' before "#[" followed by a backslash (no GitHub runner
+ * command, "::cmd" or "##[cmd]", can start from data). At most 4 output bytes per input byte. */
+static int put_text(out_t *out, const uint8_t *s, Py_ssize_t n)
+{
     if (!reserve(out, (size_t)n * 4))
         return 0;
     const uint8_t *end = s + n;
     while (s < end) {
-        if (*s < 0x80) {
-            out->buf[out->len++] = (char)*s++;
+        uint8_t c = *s;
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7F)
+                put_escape(out, "x", c, 2);
+            else {
+                out->buf[out->len++] = (char)c;
+                if (c == '\\' || (c == ':' && s + 1 < end && s[1] == ':')
+                    || (c == '#' && s + 2 < end && s[1] == '#' && s[2] == '['))
+                    out->buf[out->len++] = '\\';
+            }
+            s++;
             continue;
         }
         int length = utf8_sequence(s, end);
-        if (length) {
+        uint32_t point = 0;
+        if (length == 2)
+            point = ((uint32_t)(c & 0x1F) << 6) | (s[1] & 0x3F);
+        else if (length == 3)
+            point = ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[1] & 0x3F) << 6) | (s[2] & 0x3F);
+        if (!length)
+            put_escape(out, "x", c, 2);
+        else if (length == 2 && point <= 0x9F)
+            put_escape(out, "x", point, 2);
+        else if (length <= 3 && is_bidi_control(point))
+            put_escape(out, "u", point, 4);
+        else
             put(out, (const char *)s, (size_t)length);
-            s += length;
-        } else {
-            out->buf[out->len++] = '\\';
-            out->buf[out->len++] = 'x';
-            out->buf[out->len++] = hex[*s >> 4];
-            out->buf[out->len++] = hex[*s & 15];
-            s++;
-        }
+        s += length ? length : 1;
     }
     return 1;
 }
@@ -221,7 +254,8 @@ static int format_records(out_t *out, const uint8_t *data, Py_ssize_t end, int64
                 read_varint(data, record_end, &at, MAX_VARINT_BYTES, &v);
                 if (h)
                     out->buf[out->len++] = ',';
-                put(out, (const char *)data + at, (size_t)v);
+                if (!put_text(out, data + at, (Py_ssize_t)v))
+                    return -1;
                 at += (Py_ssize_t)v;
                 read_varint(data, record_end, &at, MAX_VARINT_BYTES, &v);
                 if (v > 0)

@@ -15,7 +15,6 @@ v0/v1) goes through :func:`record_lines`, the Python record-printing loop.
 from __future__ import annotations
 
 import base64
-import json
 import os
 from collections.abc import Iterator
 from dataclasses import asdict
@@ -32,6 +31,7 @@ from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, ControlRecordType, Record, RecordBatch, TimestampType
 from kafka_audit.report.redact import Redactor
+from kafka_audit.report.safe_text import dumps, escape_text
 
 try:
     from kafka_audit.record._record_text import record_text as _compiled_record_text
@@ -57,7 +57,7 @@ def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool, reda
     name = os.path.basename(path)
     stem = name.removesuffix(".deleted")
     if not as_json:
-        yield f"Dumping {path}"
+        yield f"Dumping {escape_text(path)}"
     try:
         if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
             yield from _dump_segment(path, as_json, records, print_data, redact)
@@ -94,7 +94,7 @@ def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool, red
                 decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
                 if decoded is not None and decoded.batch is not None:
                     item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
-                lines = [json.dumps(_batch_json(path, item, decoded if records else None, print_data, decoder, redact))]
+                lines = [dumps(_batch_json(path, item, decoded if records else None, print_data, decoder, redact))]
                 problems = decoded.problems if decoded is not None else []
                 lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
                 yield "\n".join(lines)
@@ -258,7 +258,7 @@ def _record_text(
     line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
     if batch.magic >= 2:
         sequence = -1 if batch.base_sequence < 0 else batch.base_sequence + record.index
-        line += f" sequence: {sequence} headerKeys: [{','.join(h.key for h in record.headers)}]"
+        line += f" sequence: {sequence} headerKeys: [{','.join(escape_text(h.key) for h in record.headers)}]"
     else:
         line += f" magic: {record.magic} compresscodec: {batch.compression if record.magic == batch.magic else 'none'} crc: - isvalid: {str(record.crc_valid is not False).lower()}"
     if batch.is_control and record.key is not None:
@@ -270,29 +270,31 @@ def _record_text(
                 if control.is_transaction_marker else f" controlType: {control.type}"
             kraft = decode_kraft_control(control.type, record.value)
             if kraft is not None:
-                line += f" decoded: {json.dumps(kraft)}"
+                line += f" decoded: {dumps(kraft)}"
     elif decoder is not None:
-        line += f" decoded: {json.dumps(decoder(record.key, record.value))}"
+        line += f" decoded: {dumps(decoder(record.key, record.value))}"
     elif redact is not None:
         line += f" key: {redact(record.key) or 'null'} payload: {redact(record.value) or 'null'}"
         if record.headers:
-            line += " headers: [" + ",".join(f"{h.key}={redact(h.value)}" for h in record.headers) + "]"
+            line += " headers: [" + ",".join(f"{escape_text(h.key)}={redact(h.value)}" for h in record.headers) + "]"
     elif print_data:
         line += f" key: {_text(record.key)} payload: {_text(record.value)}"
     return line
 
 
 def _text(value: bytes | None) -> str:
+    """A key or value as text: UTF-8, other bytes as ``\\xNN``, nothing that can act in a
+    terminal or CI log (:func:`~kafka_audit.report.safe_text.escape_text`)."""
     if value is None:
         return "null"
-    return value.decode("utf-8", errors="backslashreplace")
+    return escape_text(value.decode("utf-8", errors="surrogateescape"))
 
 
 def _problem_line(path: str, position: int | None, check: str, message: str, as_json: bool) -> str:
     if as_json:
-        return json.dumps({"file": path, "position": position, "problem": check, "message": message})
+        return dumps({"file": path, "position": position, "problem": check, "message": message})
     where = f" at position {position}" if position is not None else ""
-    return f"!! {check}{where}: {message}"
+    return f"!! {check}{where}: {escape_text(message)}"
 
 
 def _dump_entries(path: str, as_json: bool, entries: Iterator[dict[str, Any]]) -> Iterator[str]:
@@ -300,9 +302,9 @@ def _dump_entries(path: str, as_json: bool, entries: Iterator[dict[str, Any]]) -
         if "problem" in entry:
             yield _problem_line(path, entry.get("position"), entry["problem"], entry["message"], as_json)
         elif as_json:
-            yield json.dumps({"file": path, **entry})
+            yield dumps({"file": path, **entry})
         else:
-            yield " ".join(f"{_camel(k)}: {v}" for k, v in entry.items())
+            yield " ".join(f"{_camel(k)}: {escape_text(str(v))}" for k, v in entry.items())
 
 
 def _camel(name: str) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any
 
 from rich import box
@@ -14,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from kafka_audit.audit.plan import ScanResult
+from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.rules.catalogue import CHECKS, GROUPS, SEVERITIES, ClientOutcome, Severity
 from kafka_audit.rules.findings import FIELD_NAMES, Finding, partition_label
 
@@ -35,11 +35,11 @@ def to_json(result: ScanResult) -> str:
     """SPEC section 3: ``{"summary": {...}, "findings": [...]}``; the summary also lists the notes
     (files skipped and why)."""
     summary = {**result.summary, "notes": result.notes}
-    return json.dumps({"summary": summary, "findings": [f.to_dict() for f in result.findings]}, indent=2)
+    return dumps({"summary": summary, "findings": [f.to_dict() for f in result.findings]}, indent=2)
 
 
 def to_ndjson(result: ScanResult) -> str:
-    return "".join(json.dumps(f.to_dict()) + "\n" for f in result.findings)
+    return "".join(dumps(f.to_dict()) + "\n" for f in result.findings)
 
 
 def to_csv(result: ScanResult) -> str:
@@ -48,8 +48,7 @@ def to_csv(result: ScanResult) -> str:
     writer.writerow(FIELD_NAMES)
     for finding in result.findings:
         row = finding.to_dict()
-        row["details"] = json.dumps(row["details"], sort_keys=True)
-        writer.writerow(["" if row[name] is None else row[name] for name in FIELD_NAMES])
+        writer.writerow([csv_cell(row[name]) for name in FIELD_NAMES])
     return out.getvalue()
 
 
@@ -57,7 +56,7 @@ def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABL
     """The summary panel, the notes, then one table per group of findings, each cut at ``limit`` rows."""
     console.print(summary_panel(result.summary))
     for note in result.notes[:_NOTES_SHOWN]:
-        console.print(Text(f"note: {note}", style="dim"), overflow="fold")
+        console.print(Text(f"note: {escape_text(note)}", style="dim"), overflow="fold")
     if len(result.notes) > _NOTES_SHOWN:
         console.print(Text(f"... and {len(result.notes) - _NOTES_SHOWN:,} more notes (see --format json)", style="dim"))
     by_group: dict[str, list[Finding]] = {group: [] for group in GROUPS}
@@ -86,7 +85,7 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     for name, value in summary_rows(summary):
-        grid.add_row(name, value)
+        grid.add_row(name, Text(escape_text(value)))
     return Panel(grid, title=title, border_style="blue", expand=False)
 
 
@@ -142,7 +141,7 @@ def _finding_cell(finding: Finding) -> Text:
     """Severity and check, the Kafka error a broker answers, and what the client does (KIP-691)."""
     cell = Text()
     cell.append(finding.severity, style=_SEVERITY_STYLE[finding.severity])
-    cell.append(f" {finding.check}")
+    cell.append(f" {escape_text(finding.check)}")
     if finding.baseline:  # --baseline lists it: shown, never failing the gate
         cell.append(" (baseline)", style="dim")
     if finding.error_name:
@@ -151,7 +150,7 @@ def _finding_cell(finding: Finding) -> Text:
     outcome = finding.client_outcome
     cell.append(f"\nclient: {outcome}", style=_OUTCOME_STYLE.get(outcome, ""))
     if exception:
-        cell.append(f" ({exception})", style="dim")
+        cell.append(f" ({escape_text(str(exception))})", style="dim")
     return cell
 
 
@@ -175,7 +174,7 @@ def _where_cell(finding: Finding) -> Text:
     if finding.segment:
         position = "" if finding.position is None else f" pos {finding.position}"
         parts.append(f"{finding.segment}{position}")
-    return Text("\n".join(parts))
+    return Text("\n".join(escape_text(part) for part in parts))
 
 
 def _group_table(group: str, findings: list[Finding], limit: int, wide: bool) -> Group:
@@ -192,9 +191,9 @@ def _group_table(group: str, findings: list[Finding], limit: int, wide: bool) ->
         where = _where_cell(finding)
         # A finding that explains itself (broker_rejection) shows the explanation under Kafka's words.
         explanation = finding.details.get("explanation")
-        message = Text(finding.message)
+        message = Text(escape_text(finding.message))
         if explanation:
-            message.append(f"\n{explanation}", style="italic")
+            message.append(f"\n{escape_text(str(explanation))}", style="italic")
         if wide:
             table.add_row(_finding_cell(finding), where, message)
         else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any
 
 from rich import box
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.report.scan_report import DEFAULT_TABLE_LIMIT, summary_panel
 from kafka_audit.rules.findings import iso_time
 
@@ -50,11 +50,11 @@ _KIND_STYLE = {"finding": "bold", "epoch_bump": "magenta", "transaction_abort": 
 
 
 def to_json(summary: dict[str, Any], notes: list[str], key: str, rows: list[dict[str, Any]]) -> str:
-    return json.dumps({"summary": {**summary, "notes": notes}, key: rows}, indent=2)
+    return dumps({"summary": {**summary, "notes": notes}, key: rows}, indent=2)
 
 
 def to_ndjson(rows: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(row) + "\n" for row in rows)
+    return "".join(dumps(row) + "\n" for row in rows)
 
 
 def to_csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
@@ -62,16 +62,8 @@ def to_csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(fields)
     for row in rows:
-        writer.writerow([_csv_cell(row[name]) for name in fields])
+        writer.writerow([csv_cell(row[name]) for name in fields])
     return out.getvalue()
-
-
-def _csv_cell(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, (dict, list)):
-        return json.dumps(value, sort_keys=True)
-    return value
 
 
 def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:
@@ -83,12 +75,12 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
     for row in rows[:limit]:
         producer = Text(str(row["producer_id"]))
         if row["transactional_id"]:
-            producer.append(f"\n{row['transactional_id']}", style="cyan")
+            producer.append(f"\n{escape_text(row['transactional_id'])}", style="cyan")
         epochs = _epoch_lines(row["epochs"], row["sequences"])
         txn = row["transactions"]
         found = row["findings"]
         table.add_row(
-            f"{row['topic']}-{row['partition']}",
+            Text(escape_text(f"{row['topic']}-{row['partition']}")),
             producer,
             epochs,
             f"{row['first_offset']}-{row['last_offset']}",
@@ -124,19 +116,19 @@ def render_timeline(summary: dict[str, Any], rows: list[dict[str, Any]], console
     table.add_column("event", max_width=24, overflow="fold")
     table.add_column("message", ratio=1, min_width=30, overflow="fold")
     for row in rows[:limit]:
-        where = f"{row['topic']}-{row['partition']} @{row['offset']}"
+        where = escape_text(f"{row['topic']}-{row['partition']}") + f" @{row['offset']}"
         if row["producer_id"] not in (None, -1):
             where += f"\npid {row['producer_id']}"
             if row["producer_epoch"] is not None:
                 where += f" e{row['producer_epoch']}"
         if row["transactional_id"]:
-            where += f"\n{row['transactional_id']}"
+            where += f"\n{escape_text(row['transactional_id'])}"
         event = row["check"] if row["kind"] == "finding" else row["kind"]
         table.add_row(
             _short_time(row["timestamp"]).replace(" ", "\n"),
-            where,
-            Text(event or "", style=_KIND_STYLE.get(row["kind"], "")),
-            row["message"],
+            Text(where),
+            Text(escape_text(event or ""), style=_KIND_STYLE.get(row["kind"], "")),
+            Text(escape_text(row["message"] or "")),
         )
     console.print(table)
     _more(console, len(rows), limit, "events")

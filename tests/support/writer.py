@@ -889,7 +889,7 @@ def _write(path: Path, data: bytes) -> None:
 
 def topic_uuid(topic: str) -> str:
     """A deterministic topic id (Uuid base64url, 22 chars) from the topic name."""
-    raw = hashlib.sha256(b"kafka-audit-topic:" + topic.encode()).digest()[:16]
+    raw = hashlib.sha256(b"kafka-audit-topic:" + topic.encode("utf-8", "surrogateescape")).digest()[:16]
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

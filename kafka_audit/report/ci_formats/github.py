@@ -19,6 +19,7 @@ from collections import Counter
 
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.report.ci_formats.locations import Locator, title
+from kafka_audit.report.safe_text import escape_controls
 from kafka_audit.rules.catalogue import SEVERITIES, Severity
 from kafka_audit.rules.findings import Finding, partition_label
 
@@ -28,8 +29,9 @@ _COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO:
 
 
 def escape_data(text: str) -> str:
-    """A workflow command's message (the runner's ``escapeData``)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """A workflow command's message (the runner's ``escapeData``), its control characters shown
+    escaped (``\\x1b``: a terminal or log viewer would obey them)."""
+    return escape_controls(text, line_breaks=True).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
@@ -137,6 +139,6 @@ def _row(finding: Finding, locator: Locator) -> str:
 
 
 def _cell(text: str) -> str:
-    """A Markdown table cell: no line break, no column separator, no HTML."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    """A Markdown table cell: no line break, no column separator, no HTML, no control character."""
+    text = escape_controls(text, line_breaks=True).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
     return text.replace("\r\n", "<br>").replace("\n", "<br>").replace("\r", "<br>")

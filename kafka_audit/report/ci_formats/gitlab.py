@@ -6,17 +6,18 @@ and ``location.lines.begin``.
 
 Severities: an error a producer cannot recover from (client outcome ``fatal``) is ``critical``,
 any other error ``major``, a warning ``minor``, an info ``info``. A segment is a binary file, so a
-finding in one points at line 1 (the byte position is in the description); a ``broker_rejection``
+finding in one points at line 1 (the byte position is in the description). A finding the
+``--baseline`` lists is ``info``; a ``broker_rejection``
 points at its line in the broker log.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.report.ci_formats.locations import Locator, title
+from kafka_audit.report.safe_text import dumps
 from kafka_audit.rules.catalogue import ClientOutcome, Severity
 from kafka_audit.rules.findings import Finding
 
@@ -25,7 +26,10 @@ _NO_FILE = "."
 
 
 def severity(finding: Finding) -> str:
-    """The Code Quality severity of a finding."""
+    """The Code Quality severity of a finding; a known one (``--baseline``) is ``info``, as it
+    is a notice in ``--format github`` and never fails the gate."""
+    if finding.baseline:
+        return "info"
     level = Severity(finding.severity)
     if level is Severity.ERROR:
         return "critical" if finding.client_outcome == ClientOutcome.FATAL else "major"
@@ -35,7 +39,7 @@ def severity(finding: Finding) -> str:
 def to_gitlab(result: ScanResult) -> str:
     """One issue per line (compact JSON: the C encoder; ``indent`` takes the pure-Python one)."""
     locator = Locator(result.summary.get("paths", []))
-    issues = [json.dumps(_issue(f, locator), ensure_ascii=False) for f in result.findings]
+    issues = [dumps(_issue(f, locator), ensure_ascii=False) for f in result.findings]
     return "[\n" + ",\n".join(issues) + "\n]\n" if issues else "[]\n"
 
 

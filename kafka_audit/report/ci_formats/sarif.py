@@ -16,12 +16,11 @@ is counted in ``runs[0].properties``.
 from __future__ import annotations
 
 import gzip
-import json
 from typing import Any
-from urllib.parse import quote
 
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.report.ci_formats.locations import Locator
+from kafka_audit.report.safe_text import dumps, uri_path
 from kafka_audit.rules.catalogue import CHECKS, DESCRIPTIONS, UNCOMPRESSED_OFFSET_DELTAS, Check, Severity
 from kafka_audit.rules.findings import FINGERPRINT_VERSION, Finding, partition_label
 
@@ -46,7 +45,7 @@ def to_sarif(result: ScanResult, version: str, baseline_used: bool = False) -> s
     kept = _kept(result.findings, MAX_RESULTS)
     while True:
         document = _document(result, version, rule_ids, kept, baseline_used)
-        text = json.dumps(document, ensure_ascii=False)  # compact: the C encoder
+        text = dumps(document, ensure_ascii=False)  # compact: the C encoder
         if len(kept) == 0 or len(gzip.compress(text.encode("utf-8"))) <= MAX_GZIP_BYTES:
             return text
         kept = kept[: len(kept) // 2]
@@ -140,7 +139,7 @@ def _location(finding: Finding, locator: Locator) -> dict[str, Any] | None:
     place = locator.where(finding)
     if place is None:
         return None
-    physical: dict[str, Any] = {"artifactLocation": {"uri": quote(place.path, safe="/:@")}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri_path(place.path)}}
     region: dict[str, Any] = {}
     if place.line is not None:
         region["startLine"] = place.line

@@ -25,6 +25,7 @@ from kafka_audit.report.html.charts import Chart, Limits, partition_charts
 from kafka_audit.report.html.evidence import culprit_records
 from kafka_audit.report.html.tables import findings_table, producers_table, summary_table
 from kafka_audit.report.redact import Redactor
+from kafka_audit.report.safe_text import surrogates_shown
 from kafka_audit.report.views import ReportFilter, timeline
 
 # The most a report file may weigh: plotly.js (4.6 MiB) and at most 11.4 MiB of tables and charts.
@@ -59,7 +60,7 @@ def render_report(
     plotly_js = get_plotlyjs()
     while True:  # bounded: the limits halve down to 1 each
         charts, uncharted = partition_charts(result.producers, events, limits)
-        page = _page(result, charts, uncharted, evidence, limits, plotly_js, redact is not None, title)
+        page = surrogates_shown(_page(result, charts, uncharted, evidence, limits, plotly_js, redact is not None, title))
         size = len(page.encode("utf-8"))
         if size <= MAX_REPORT_BYTES or limits.halved() == limits:
             return page, ReportStats(size, limits, len(charts))

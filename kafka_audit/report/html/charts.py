@@ -17,6 +17,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from kafka_audit.report.safe_text import html_text
 from kafka_audit.rules.catalogue import CHECKS
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import iso_time, partition_label
@@ -102,7 +103,7 @@ def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event]
     markers, not_drawn = _marker_traces(events, lanes, limits.points)
     traces.extend(markers)
     label = partition_label(*key)
-    title = label + (f" - {not_drawn:,} events not drawn (in the tables)" if not_drawn else "")
+    title = _escape(label) + (f" - {not_drawn:,} events not drawn (in the tables)" if not_drawn else "")
     title += f" - {rest:,} more producers share the last lane" if rest else ""
     order = [BROKER_LANE, PARTITION_LANE, *lanes.names.values(), *([lanes.others] if lanes.others else [])]
     shown = [lane for lane in order if any(lane in (t.y or ()) for t in traces)]
@@ -131,7 +132,7 @@ def _lanes(rows: list[dict[str, Any]], events: list[Event], limit: int) -> tuple
     lanes = _Lanes()
     for row in ranked[:limit]:
         name = f"pid {row['producer_id']}"
-        lanes.names[row["producer_id"]] = name + (f"<br>{row['transactional_id']}" if row["transactional_id"] else "")
+        lanes.names[row["producer_id"]] = name + (f"<br>{_escape(row['transactional_id'])}" if row["transactional_id"] else "")
     rest = len(ranked) - len(lanes.names)
     if rest:
         lanes.others = f"{rest:,} other producers"
@@ -302,7 +303,8 @@ def _hover(event: Event) -> str:
 
 
 def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Data as Plotly shows it: as text, never as the HTML its labels render (SPEC section 1)."""
+    return html_text(text)
 
 
 def _wrap(text: str, width: int = 90) -> str:
