@@ -77,6 +77,12 @@ SPEC_REMOTE_CHECKS = {
     "remote_segment_missing": ("error", None, None),
     "remote_txn_index_flag": ("info", None, None),
 }
+# SPEC section 6 (replica_truncation is a warning when its records were above every high watermark).
+SPEC_REPLICA_CHECKS = {
+    "replica_divergence": ("error", None, None),
+    "replica_truncation": ("error", None, None),
+    "replica_lag": ("info", None, None),
+}
 # SPEC non_monotonic_offsets: in an uncompressed v2 batch, non-consecutive deltas are a warning
 # (Kafka 3.6 accepts them): no error a producer saw.
 SPEC_WARNING_VARIANTS = {"non_monotonic_offsets": ("warning", None, None)}
@@ -178,14 +184,23 @@ def test_remote_checks_written_here_are_the_spec():
     if not SPEC_PATH.is_file():
         pytest.skip(f"{SPEC_PATH} not found")
     text = SPEC_PATH.read_text()
-    section = text[text.index("## 5. Remote inputs") :]
+    section = text[text.index("## 5. Remote inputs") : text.index("## 6. Replicas")]
     rows = re.findall(r"^\| `([a-z_]+)` \|.*\| (error|warning|info) \|$", section, re.M)
     assert {check: (severity, None, None) for check, severity in rows} == SPEC_REMOTE_CHECKS
 
 
+def test_replica_checks_written_here_are_the_spec():
+    if not SPEC_PATH.is_file():
+        pytest.skip(f"{SPEC_PATH} not found")
+    text = SPEC_PATH.read_text()
+    section = text[text.index("## 6. Replicas") :]
+    rows = re.findall(r"^\| `([a-z_]+)` \|.*\| (error|warning|info)[^|]*\|$", section, re.M)
+    assert {check: (severity, None, None) for check, severity in rows} == SPEC_REPLICA_CHECKS
+
+
 def test_errors_table_matches_the_spec():
-    assert set(CHECKS) == set(SPEC_CHECKS) | set(SPEC_REMOTE_CHECKS)
-    for check, (severity, code, name) in {**SPEC_CHECKS, **SPEC_REMOTE_CHECKS}.items():
+    assert set(CHECKS) == set(SPEC_CHECKS) | set(SPEC_REMOTE_CHECKS) | set(SPEC_REPLICA_CHECKS)
+    for check, (severity, code, name) in {**SPEC_CHECKS, **SPEC_REMOTE_CHECKS, **SPEC_REPLICA_CHECKS}.items():
         spec = CHECKS[check]
         assert spec.severity == severity, check
         assert (spec.error.code if spec.error else None, spec.error.name if spec.error else None) == (code, name), check

@@ -302,6 +302,7 @@ def test_batch_summary_of_fills_the_fields_in_their_order() -> None:
         last_sequence=batch.last_sequence, is_transactional=batch.is_transactional, is_control=batch.is_control,
         control_type=1, coordinator_epoch=5, max_timestamp=batch.max_timestamp, record_count=batch.record_count,
         size=batch.size, compression=batch.compression, crc_valid=batch.crc_valid,
+        partition_leader_epoch=batch.partition_leader_epoch, crc=batch.stored_crc,
     )
     assert type(summary) is BatchSummary and summary._asdict()["last_sequence"] == 0
 

@@ -13,8 +13,9 @@ merged across partitions by :meth:`PartitionTotals.merge`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from kafka_audit.audit.replica_sets import digest_batches
 from kafka_audit.audit.segment_indexes import (
     SegmentFiles,
     can_open,
@@ -35,6 +36,7 @@ from kafka_audit.rules.findings import Finding, partition_label
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.replication.replica_compare import ReplicaDigest
 from kafka_audit.rules.transaction_version import CoordinatorFacts
 
 
@@ -71,6 +73,9 @@ class PartitionMeta:
     transaction_version_feature: int | None = None
     # Live segments whose indexes a task of their own checks (segment_indexes.IndexCheck).
     indexes_apart: frozenset[str] = frozenset()
+    # A replica with peers (SPEC section 6): its set and its broker's facts, the digest to fill.
+    replica_set: tuple | None = None
+    replica: ReplicaDigest | None = None
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -128,6 +133,9 @@ class PartitionTotals:
     # Requests to an object store and the bytes fetched, where a Spark task counts them.
     requests: int = 0
     bytes_fetched: int = 0
+    # A replica with peers: its set and digest, compared once the set is complete (replica_sets).
+    replica_set: tuple | None = None
+    digest: ReplicaDigest | None = None
 
     def merge(self, other: "PartitionTotals") -> "PartitionTotals":
         self.producers |= other.producers
@@ -205,6 +213,10 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     rejections = broker_rejections(meta, snapshots)
     if rejections is not None:
         summaries = rejections.watch(summary for summary in summaries if summary.segment in live)
+    if meta.replica is not None:
+        totals.replica_set = meta.replica_set
+        totals.digest = replace(meta.replica, log_start_offset=meta.log_start_offset, batches=[], segments=[])
+        summaries = digest_batches(totals.digest, live, summaries)
     # One pass: each summary is buffered for its segment's index verification, observed for the
     # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
     # runs once per batch).

@@ -25,6 +25,7 @@ from kafka_audit.audit.coordinator_view import (
 )
 from kafka_audit.audit.partition_audit import PartitionMeta, PartitionTotals, audit_partition
 from kafka_audit.audit.remote_log_view import remote_log_view
+from kafka_audit.audit.replica_sets import ReplicaSets, merge_replica_findings, replica_sets, replica_template
 from kafka_audit.audit.scan_options import DEFAULT_SPLIT_BYTES, ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
@@ -207,6 +208,11 @@ def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, P
     """What the partition step needs, per replica key."""
     carried = storage.options_tuple(discovery.storage_options)
     metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
+    sets = replica_sets(discovery)
+    for partition in discovery.partitions:
+        if partition.key in sets:
+            metas[partition.key].replica_set = sets[partition.key]
+            metas[partition.key].replica = replica_template(partition)
     facts = read_producer_facts(discovery)
     if facts:
         for partition in discovery.partitions:
@@ -240,6 +246,7 @@ def audit_in_process(
     # Per replica, each task's batch summaries with where the task stands in the log.
     summaries: dict[tuple, list[tuple[tuple, list[BatchSummary]]]] = {key: [] for key in metas}
     validations = options.validations
+    held = ReplicaSets(options.validation.is_compacted)
     for task in with_read_ahead(tasks):
         auditor = SegmentAuditor(task, validations.of(task.replica), options.reference_time)
         batches: list[BatchSummary] = []
@@ -260,10 +267,12 @@ def audit_in_process(
         in_log_order = chain.from_iterable(batches for _, batches in sorted(summaries[key], key=lambda t: t[0]))
         partition_findings, partition_totals = audit_partition(meta, in_log_order)
         findings.extend(partition_findings)
-        totals.merge(partition_totals)
+        if not held.hold(partition_totals):
+            totals.merge(partition_totals)
         progress.partitions_done += 1
         if on_progress is not None:
             on_progress(progress)
+    held.finish(totals, findings)
     return finish_result(discovery, stats, totals, findings, time.monotonic() - started, options, sent)
 
 
@@ -285,6 +294,8 @@ def finish_result(
     broker_log = options.broker_log
     findings.extend(file_findings(discovery, stats))
     findings.extend(remote_log_view(discovery))
+    sets = replica_sets(discovery)
+    findings = merge_replica_findings(findings, discovery, sets)
     findings.sort(key=lambda f: f.sort_key)
     assign_fingerprints(findings, options.baseline)
     by_check = Counter(f.check for f in findings)
@@ -301,6 +312,9 @@ def finish_result(
         "transactions": {"committed": totals.committed, "aborted": totals.aborted, "open": totals.open},
         "wall_time_s": 0.0,
         "mb_per_s": 0.0,
+        "replica_sets": len(set(sets.values())),
+        # SPEC section 6: log dirs without meta.properties compared as one cluster, named by their folder.
+        "replica_sets_without_meta_properties": len({key for key in sets.values() if not key[2]}),
         "findings_by_check": dict(sorted(by_check.items())),
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),

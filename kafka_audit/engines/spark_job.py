@@ -63,6 +63,7 @@ from kafka_audit.audit.plan import (
     plan_tasks,
     with_log_dir_facts,
 )
+from kafka_audit.audit.replica_sets import ReplicaSets
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_indexes import IndexCheck, check_indexes
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
@@ -168,6 +169,7 @@ def run_job(
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
+    held = ReplicaSets(options.validation.is_compacted)
     frames = None
     if tasks:
         frames = build_frames(spark, discovery, options, tasks, keep)
@@ -181,8 +183,9 @@ def run_job(
                 findings.append(value)
             elif kind == schemas.STATS:
                 stats.merge(value)
-            elif kind == schemas.TOTALS:
+            elif kind == schemas.TOTALS and not held.hold(value):
                 totals.merge(value)
+    held.finish(totals, findings)
     elapsed = time.monotonic() - started
     return finish_result(discovery, stats, totals, findings, elapsed, options, sent), frames
 

@@ -63,6 +63,22 @@ class SnapshotFile:
     offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerReplica:
+    """Which broker a partition folder belongs to and what its log dir checkpoints say of it
+    (SPEC section 6): ``node_id`` (``node.id``, or ``broker.id`` before KRaft; None without
+    meta.properties), ``cluster_id`` ("" where none), the log dir as findings show it, the high
+    watermark (``replication-offset-checkpoint``), the cleaner's first dirty offset
+    (``cleaner-offset-checkpoint``) and the ``leader-epoch-checkpoint`` entries (None: no file)."""
+
+    node_id: int | None
+    cluster_id: str
+    log_dir: str
+    high_watermark: int | None = None
+    cleaner_offset: int | None = None
+    leader_epochs: tuple[tuple[int, int], ...] | None = None
+
+
 @dataclass(slots=True)
 class PartitionDir:
     """One replica's folder. ``key`` tells replicas of the same partition apart (two brokers'
@@ -92,6 +108,8 @@ class PartitionDir:
     local_log_start: int | None = None
     # Sidecar objects in a store that its listing showed empty: read as no bytes, with no request.
     empty_objects: set[str] = field(default_factory=set)
+    # The broker whose log dir holds this folder (log.broker_log_dirs.label_replicas).
+    broker: BrokerReplica | None = None
 
     @property
     def key(self) -> tuple[str, int, str]:

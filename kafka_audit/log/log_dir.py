@@ -31,6 +31,7 @@ from collections.abc import Iterable
 
 from kafka_audit.io import rsm_objects, storage
 from kafka_audit.io.listing import LocalTree, Tree, tree
+from kafka_audit.log.broker_log_dirs import is_broker_log_dir, label_replicas
 from kafka_audit.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
@@ -91,6 +92,7 @@ def discover(
         partition.snapshots.sort(key=lambda s: s.offset)
         note_unscanned_segments(partition, walker.trees[partition.path], discovery.notes)
     join_histories(discovery)
+    label_replicas(discovery, walker.trees)
     discovery.fetched = storage.fetched_since(sent)
     return discovery
 
@@ -116,6 +118,8 @@ class _Walker:
         # The tree that found each partition folder (by real path): its listing says which
         # segments the folder holds besides those given.
         self.trees: dict[str, Tree] = {}
+        # Folders known to be a broker's log dir (by their contents: SPEC section 6), by real path.
+        self.log_dirs: dict[str, bool] = {}
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -135,7 +139,17 @@ class _Walker:
         """``(topic, partition, kind)`` of a partition folder: a broker's (or LocalTieredStorage's),
         or the Aiven plugin's ``<topic>-<topic id>/<partition>``."""
         name = self.fs.basename(real_folder)
+        if self._is_log_dir(real_folder):
+            return None
         return parse_partition_dir(name) or parse_rsm_partition_dir(self.fs.basename(self.fs.dirname(real_folder)), name)
+
+    def _is_log_dir(self, real_folder: str) -> bool:
+        """A broker's log dir, known by its contents, never by its name (``broker-1`` is no
+        partition 1 of topic ``broker``); asked once per folder."""
+        known = self.log_dirs.get(real_folder)
+        if known is None:
+            known = self.log_dirs[real_folder] = is_broker_log_dir(self.fs, real_folder)
+        return known
 
     def skip(self, display: str, reason: str, folder: str | None = None) -> None:
         """A file or folder that is not part of a Kafka log: a ``skipped_file`` finding."""
@@ -200,7 +214,8 @@ class _Walker:
             return
         subdirs = []
         files = []
-        in_partition = parse_partition_dir(self.fs.basename(self.fs.realpath(directory))) is not None
+        real_directory = self.fs.realpath(directory)
+        in_partition = parse_partition_dir(self.fs.basename(real_directory)) is not None and not self._is_log_dir(real_directory)
         for entry in entries:
             try:
                 is_dir = entry.is_dir(follow_symlinks=True)
@@ -256,7 +271,7 @@ class _Walker:
             elif explicit:
                 kind = "sidecar file" if self._is_sidecar(name) else "file"
                 self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
-            elif parse_partition_dir(self.fs.basename(folder)) and not self._is_sidecar(name):
+            elif self._in_partition_folder(folder) and not self._is_sidecar(name):
                 self.skip(display, "not a Kafka segment or sidecar file", folder)
             return
         base_offset = parse_base_offset(name)
@@ -316,6 +331,9 @@ class _Walker:
                 remote_txn_index=sidecars[2] is not None if partition.remote else None,
             )
         )
+
+    def _in_partition_folder(self, folder: str) -> bool:
+        return parse_partition_dir(self.fs.basename(folder)) is not None and not self._is_log_dir(self.fs.realpath(folder))
 
     @classmethod
     def _looks_like_log_file(cls, name: str) -> bool:

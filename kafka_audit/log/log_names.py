@@ -52,6 +52,8 @@ KRAFT_SNAPSHOT = re.compile(r"^\d{20}-\d{10}\.checkpoint(?:\.part|\.deleted)?$")
 KNOWN_OTHER_FILES = frozenset(
     {
         ".lock",
+        # LogManager's clean shutdown marker (CleanShutdownFileHandler) in a log dir.
+        ".kafka_cleanshutdown",
         "bootstrap.checkpoint",
         "quorum-state",
         "kraft.version",

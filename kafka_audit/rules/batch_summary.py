@@ -40,6 +40,10 @@ class BatchSummary(NamedTuple):
     # For the ``batches`` Parquet dataset (SPEC section 3); the replay does not read them.
     compression: str = "none"
     crc_valid: bool = True
+    # For the replica comparison (rules/replication): the batch's partition leader epoch (which its
+    # CRC does not cover) and its stored CRC. -1: none (v0/v1).
+    partition_leader_epoch: int = -1
+    crc: int = -1
 
     @property
     def is_transaction_marker(self) -> bool:
@@ -88,6 +92,8 @@ class BatchSummary(NamedTuple):
                 batch.size,
                 batch.compression,
                 batch.crc_valid,
+                batch.partition_leader_epoch,
+                batch.stored_crc,
             ),
         )
 

@@ -92,6 +92,7 @@ class Group(_StrEnum):
     FILES = "Files"
     BROKER_LOG = "Broker log"
     TIERED_STORAGE = "Tiered storage"
+    REPLICAS = "Replicas"
 
 
 CULPRIT_RECORDS, FENCED_EPOCHS, SEQUENCE_ANOMALIES = Group.CULPRIT_RECORDS, Group.FENCED_EPOCHS, Group.SEQUENCE_ANOMALIES
@@ -142,6 +143,9 @@ class CheckId(_StrEnum):
     REMOTE_LOG_GAP = "remote_log_gap"
     REMOTE_SEGMENT_MISSING = "remote_segment_missing"
     REMOTE_TXN_INDEX_FLAG = "remote_txn_index_flag"
+    REPLICA_DIVERGENCE = "replica_divergence"
+    REPLICA_TRUNCATION = "replica_truncation"
+    REPLICA_LAG = "replica_lag"
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +228,10 @@ CHECKS: dict[str, Check] = {
         _check(C.REMOTE_LOG_GAP, W, None, Group.TIERED_STORAGE),
         _check(C.REMOTE_SEGMENT_MISSING, E, None, Group.TIERED_STORAGE),
         _check(C.REMOTE_TXN_INDEX_FLAG, I, None, Group.TIERED_STORAGE),
+        # Replicas side by side (SPEC section 6): what a follower's fetcher would truncate.
+        _check(C.REPLICA_DIVERGENCE, E, None, Group.REPLICAS),
+        _check(C.REPLICA_TRUNCATION, E, None, Group.REPLICAS),
+        _check(C.REPLICA_LAG, I, None, Group.REPLICAS),
     )
 }
 
@@ -269,6 +277,9 @@ DESCRIPTIONS: dict[str, str] = {
     CheckId.REMOTE_LOG_GAP: "Offsets in no remote segment, or between the remote segments and the local log start.",
     CheckId.REMOTE_SEGMENT_MISSING: "A remote segment COPY_SEGMENT_FINISHED whose object is absent or of another size.",
     CheckId.REMOTE_TXN_INDEX_FLAG: "TxnIndexEmpty disagrees with the transaction index in remote storage (KAFKA-16780).",
+    CheckId.REPLICA_DIVERGENCE: "Replicas of one partition hold different batches at the same offset.",
+    CheckId.REPLICA_TRUNCATION: "Records a replica holds that Kafka truncates when it follows the kept replica.",
+    CheckId.REPLICA_LAG: "A replica whose log is a prefix of the kept replica's and ends earlier.",
 }
 assert set(DESCRIPTIONS) == set(CHECKS), "every check has a description"
 
@@ -277,4 +288,7 @@ assert set(DESCRIPTIONS) == set(CHECKS), "every check has a description"
 # (LogValidator.assignOffsetsNonCompressed), so non-consecutive deltas there are accepted and
 # stored as sent: a warning that no producer saw as an error. ``make_finding(..., spec=...)``.
 UNCOMPRESSED_OFFSET_DELTAS = _check(C.NON_MONOTONIC_OFFSETS, W, None, CULPRIT_RECORDS)
+# SPEC replica_truncation: a warning when the records dropped were above every high watermark
+# checkpointed by a replica holding them (acks=1 writes, or never acknowledged).
+TRUNCATION_ABOVE_HIGH_WATERMARK = _check(C.REPLICA_TRUNCATION, W, None, Group.REPLICAS)
 del E, W, I, C

@@ -150,7 +150,8 @@ _IDENTITY_FIELDS = (
     "position", "producer_id", "producer_epoch", "sequence", "error_code",
 )
 # Details that tell findings apart where the fields above may not (a broker log line has no batch).
-_IDENTITY_DETAILS = ("log_line",)
+# A replica_* finding's broker (SPEC section 6: its fingerprint includes the node id).
+_IDENTITY_DETAILS = ("log_line", "node_id", "kept_replica")
 
 
 def segment_file_name(segment: str | None) -> str | None:

@@ -83,7 +83,7 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
     details = {k: v for k, v in f.details.items() if k not in ("remedy", "client_exception")}
     message = _breakable(f.message)
     if f.details.get("remedy"):
-        message += f'<div class="remedy"><b>remedy</b> <code>{escape(f.details["remedy"])}</code></div>'
+        message += f'<div class="remedy"><b>remedy</b> {_remedy(f.details["remedy"])}</div>'
     if evidence:
         lines = "<br>".join(escape(line) for line in evidence.lines())
         message += f'<div class="culprit"><b>culprit record</b><br><code>{lines}</code></div>'
@@ -142,3 +142,12 @@ def _producer_row(row: dict[str, Any]) -> str:
 def _time(timestamp: int | None) -> str:
     text = iso_time(timestamp)
     return text.replace("T", " ").removesuffix("Z") if text else "-"
+
+
+def _remedy(remedy: Any) -> str:
+    """A remedy as text, or SPEC section 3's object: its summary, commands, what it loses."""
+    if not isinstance(remedy, dict):
+        return f"<code>{escape(str(remedy))}</code>"
+    commands = "".join(f"<br><code>{escape(str(c))}</code>" for c in remedy.get("commands") or ())
+    loses = f"<br><i>loses:</i> {escape(str(remedy['loses']))}" if remedy.get("loses") else ""
+    return escape(str(remedy.get("summary", ""))) + commands + loses
