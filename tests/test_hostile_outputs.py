@@ -70,7 +70,9 @@ def test_the_fixture_has_every_hostile_folder_name(log_dir):
 
 
 @pytest.mark.parametrize("fmt", ["table", "json", "ndjson", "csv", "sarif", "junit", "github", "gitlab"])
-def test_every_scan_format_parses_and_carries_nothing_that_acts(log_dir, fmt):
+def test_every_scan_format_parses_and_carries_nothing_that_acts(log_dir, fmt, tmp_path, monkeypatch):
+    summary = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     text = text_of(kafka_audit("scan", log_dir, "--format", fmt, *OPTIONS))
     assert_inert(text, github=fmt == "github")
     if fmt == "table":
@@ -100,6 +102,9 @@ def test_every_scan_format_parses_and_carries_nothing_that_acts(log_dir, fmt):
         validate_gitlab(json.loads(text))
     else:
         assert all(line.startswith(("::error ", "::notice ", "::warning ", "kafka-audit: ")) for line in text.splitlines())
+        markdown = summary.read_text(encoding="utf-8")
+        assert "bad\\xff\\xfename-0" in markdown and "&lt;img src=x" in markdown
+        assert not any(c != "\n" and _unsafe(c) for c in markdown)
 
 
 @pytest.mark.parametrize("view", ["producers", "timeline"])
@@ -206,6 +211,22 @@ def test_a_full_filesystem_leaves_the_old_file_and_no_partial_one(log_dir, tiny_
     assert target.read_text() == "the previous report\n"
 
 
+def test_output_parquet_is_moved_into_place_and_a_full_filesystem_leaves_nothing(log_dir, tmp_path, tiny_filesystem):
+    target = tmp_path / "datasets"
+    target.mkdir()
+    (target / "notes.txt").write_text("kept")
+    for _ in range(2):  # the second run replaces the datasets
+        kafka_audit("scan", log_dir, "--output-parquet", target, *OPTIONS, "--quiet")
+    assert sorted(p.name for p in target.iterdir()) == ["batches", "findings", "notes.txt", "producers"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["datasets", "tiny"]
+    (tiny_filesystem / "filler").write_bytes(b"x" * (60 << 10))
+    done = kafka_audit("scan", log_dir, "--output-parquet", tiny_filesystem / "pq", *OPTIONS, "--quiet", check_code=(2,))
+    lines = done.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"kafka-audit: --output-parquet {tiny_filesystem / 'pq'}: ")
+    assert "No space left on device" in lines[0]
+    assert sorted(p.name for p in tiny_filesystem.iterdir()) == ["filler"]
+
+
 def test_a_report_replaces_its_file_whole(log_dir, tmp_path):
     target = tmp_path / "r.json"
     target.write_text("old")
@@ -278,3 +299,14 @@ def test_json_and_xml_documents_keep_their_values(data, ascii_only):
     assert ElementTree.fromstring(document).text == element.text
     assert [line for line in document.splitlines() if line.lstrip().startswith("::")] == [] and "##[" not in document
 
+
+
+def test_a_library_error_loses_the_option_values_and_uri_credentials():
+    from kafka_audit.io import storage
+
+    storage.configure({"secret": "TOPSECRET-VALUE", "endpoint_url": "http://127.0.0.1:9"})
+    try:
+        line = storage.redact_secrets("at http://127.0.0.1:9 with TOPSECRET-VALUE for s3://KEY:SECRET@bucket/x")
+    finally:
+        storage.configure(None)
+    assert line == "at http://127.0.0.1:9 with *** for s3://***@bucket/x"
