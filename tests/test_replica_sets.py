@@ -132,3 +132,14 @@ def test_engine_parity(cli, brokers):  # noqa: F811
     findings = json.loads(out.stdout)["findings"]
     for topic in CASES:
         assert _told(findings, topic) == EXPECTED[topic], topic
+
+
+def test_a_finding_alike_on_both_replicas_is_reported_once_with_its_nodes(tmp_path):
+    """An offset gap both brokers hold (offset 3 missing, a topic that is not compacted) is one
+    finding naming both nodes, not two under one fingerprint."""
+    gap = frozenset({3})
+    dirs = write_replica_sets(tmp_path, {"t": [ReplicaSpec(1, _values("a", 6), removed=gap), ReplicaSpec(2, _values("a", 6), removed=gap)]})
+    result = audit_in_process(discover([str(d) for d in dirs]), ScanOptions())
+    (gap_finding,) = [f for f in result.findings if f.check == "offset_gap"]
+    assert gap_finding.details["node_ids"] == [1, 2]
+    assert not [f for f in result.findings if f.check.startswith("replica_")]
