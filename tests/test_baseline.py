@@ -83,8 +83,8 @@ def test_every_format_marks_known_findings(tmp_path, capsys):
     table = report("table")
     assert "1 known from the baseline" in table and table.count("(baseline)") == 1
     rows = {row.split(",")[0]: row for row in report("csv").splitlines()[1:]}
-    assert rows["out_of_order_sequence"].split(",")[-1] == "True"
-    assert rows["crc_mismatch"].split(",")[-1] == "False"
+    assert rows["out_of_order_sequence"].split(",")[-1] == "true"  # JSON-style booleans (issue 31)
+    assert rows["crc_mismatch"].split(",")[-1] == "false"
     ndjson = [json.loads(line) for line in report("ndjson").splitlines()]
     assert {f["check"]: f["baseline"] for f in ndjson} == {"out_of_order_sequence": True, "crc_mismatch": False}
     states = {r["ruleId"]: r["baselineState"] for r in json.loads(report("sarif"))["runs"][0]["results"]}
@@ -99,6 +99,9 @@ def test_every_format_marks_known_findings(tmp_path, capsys):
     gitlab = {i["check_name"]: i for i in json.loads(report("gitlab"))}
     assert "(baseline)" in gitlab["out_of_order_sequence"]["description"]
     assert "(baseline)" not in gitlab["crc_mismatch"]["description"]
+    # A known finding is GitLab's info; JUnit names the file as GitLab (and SARIF, GitHub) do.
+    assert gitlab["out_of_order_sequence"]["severity"] == "info" and gitlab["crc_mismatch"]["severity"] != "info"
+    assert f' in {gitlab["out_of_order_sequence"]["location"]["path"]} ' in cases["orders-0"].system_out
 
 
 @pytest.mark.parametrize(

@@ -108,7 +108,9 @@ def _run(argv: list[str] | None) -> int:
             code = EXIT_OK
         else:
             command = context.command_path if context is not None else "kafka-audit"
-            print(f"{command}: {exc.format_message()} (see {command} --help)", file=sys.stderr)
+            from kafka_audit.report.safe_text import escape_text
+
+            print(escape_text(f"{command}: {exc.format_message()} (see {command} --help)"), file=sys.stderr)
             code = getattr(exc, "exit_code", EXIT_USAGE)
     if code == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         print("kafka-audit: interrupted", file=sys.stderr)

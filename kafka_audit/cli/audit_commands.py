@@ -274,4 +274,6 @@ def write_html(ctx: typer.Context, result, keep, output: Optional[Path], paths: 
             segment_paths=segment_files([str(p) for p in paths], {f.segment for f in result.findings if f.segment}),
             redact=Redactor(redact_key) if redact else None,
         )
-    typer.echo(f"kafka-audit: wrote {output} ({stats.bytes:,} bytes, {stats.charts} charts)", err=True)
+    from kafka_audit.report.safe_text import escape_text
+
+    typer.echo(f"kafka-audit: wrote {escape_text(str(output))} ({stats.bytes:,} bytes, {stats.charts} charts)", err=True)

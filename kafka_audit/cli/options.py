@@ -177,12 +177,11 @@ def parse_storage_options(pairs: list[str]) -> dict:
     from kafka_audit.io.storage import parse_option_value
 
     options = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, 1):
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            # The value may be a secret (a typo for "="): only a leading name is shown.
-            shown = re.match(r"[A-Za-z0-9_.-]*", pair).group()  # type: ignore[union-attr]
-            raise fail(f"--storage-option '{shown}...' is not KEY=VALUE (the rest is not shown)")
+            # Not echoed: it may be a secret (``secret:X``, a typo for "=").
+            raise fail(f"--storage-option number {number} is not KEY=VALUE (its text is not shown: it may hold a secret)")
         options[key.strip()] = parse_option_value(value)
     return options
 

@@ -106,6 +106,9 @@ META, STATS, FINDING, BATCH = 0, 1, 2, 3
 # whole: ``task_packing``), and a whole replica's batch values kept for the ``batches`` dataset
 # only (never sent to the partition step).
 TOTALS, KEPT_BATCH = 4, 5
+# The totals of a replica with peers (SPEC section 6), its digest inside, under its set's label:
+# the replicas of one partition meet in one group of the set step (engines/replica_set_step.py).
+SET_TOTALS = 6
 
 # The segment tasks, one row each (names and paths as bytes, see SUMMARY_FIELDS). ``slot`` picks the Spark task that audits it, ``place`` the
 # partition step's group (one per replica); ``meta``, on one task of a replica audited whole in its

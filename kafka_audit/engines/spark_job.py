@@ -24,7 +24,9 @@
    its values to a group of its own that checks its indexes (``job_plan.index_checks``) beside
    the replay instead of inside it. The grouping needs no shuffle or sort of its own: the plan's
    exchange and sort above already give it.
-5. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver. The ``batches`` dataset
+5. Replicas of one partition (SPEC section 6) leave their totals with their batch digests under
+   their set's label; a ``groupBy(group).applyInArrow`` (``replica_set_step``) compares each set
+   on an executor. Only findings and counts (``schemas.REPLICA_ROWS``) reach the driver. The ``batches`` dataset
    expands the values into typed rows (:meth:`ScanFrames.batches`), only when it is asked for
    (whole replicas' values are then kept aside for it, never shuffled).
 
@@ -63,7 +65,6 @@ from kafka_audit.audit.plan import (
     plan_tasks,
     with_log_dir_facts,
 )
-from kafka_audit.audit.replica_sets import ReplicaSets
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_indexes import IndexCheck, check_indexes
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
@@ -72,6 +73,7 @@ from kafka_audit.engines import schemas
 from kafka_audit.engines.job_plan import check_buckets, index_checks, task_table
 from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
+from kafka_audit.engines.replica_set_step import keyed_by_set, set_label, set_step_of
 from kafka_audit.engines.spark_progress import is_connect, watch
 from kafka_audit.io import storage
 from kafka_audit.log.discovery import Discovery
@@ -169,7 +171,6 @@ def run_job(
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
-    held = ReplicaSets(options.validation.is_compacted)
     frames = None
     if tasks:
         frames = build_frames(spark, discovery, options, tasks, keep)
@@ -183,9 +184,8 @@ def run_job(
                 findings.append(value)
             elif kind == schemas.STATS:
                 stats.merge(value)
-            elif kind == schemas.TOTALS and not held.hold(value):
+            elif kind == schemas.TOTALS:
                 totals.merge(value)
-    held.finish(totals, findings)
     elapsed = time.monotonic() - started
     return finish_result(discovery, stats, totals, findings, elapsed, options, sent), frames
 
@@ -232,6 +232,13 @@ def build_frames(
         .groupBy("place")
         .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
     )
+    if any(meta.replica_set is not None for meta in metas.values()):
+        # SPEC section 6: the replicas of one partition meet in one group of the set step.
+        replica_rows = (
+            keyed_by_set(replica_rows)
+            .groupBy("group")
+            .applyInArrow(set_step_of(options.validation.is_compacted), schemas.spark_schema(schemas.REPLICA_ROWS))
+        )
     return ScanFrames(segment_rows, replica_rows, len(groups))
 
 
@@ -364,7 +371,10 @@ def _partition_rows(meta: Any, summaries: Iterable[BatchSummary]) -> list[tuple[
     rows: list[tuple[int, str | None, bytes]] = [
         (schemas.FINDING, schemas.finding_json(f.to_dict()), pickle.dumps(f)) for f in findings
     ]
-    rows.append((schemas.TOTALS, None, pickle.dumps(totals)))
+    if totals.replica_set is not None:
+        rows.append((schemas.SET_TOTALS, set_label(totals.replica_set), pickle.dumps(totals)))
+    else:
+        rows.append((schemas.TOTALS, None, pickle.dumps(totals)))
     return rows
 
 

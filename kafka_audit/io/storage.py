@@ -194,16 +194,20 @@ def filesystem(uri: str):
 
 # The user information of a URI (``s3://key:secret@bucket``): the part before ``@`` in its authority.
 _URI_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
-# Option values shorter than this are not looked for in messages (``true``, a region name).
-_SHORTEST_SECRET = 6
+# Option values shorter than this are not looked for in messages (``true``, ``us``).
+_SHORTEST_SECRET = 4
+# Options that say where and how to connect, not who: their values stay in error lines, which
+# name the endpoint that did not answer (fsspec's s3fs/gcsfs/adlfs/HDFS option names).
+_PUBLIC_OPTIONS = frozenset({"endpoint_url", "endpoint", "region", "region_name", "anon", "use_ssl", "host",
+                             "port", "project", "account_name", "requester_pays", "config_kwargs"})
 
 
 def redact_secrets(text: str) -> str:
     """``text`` (an error line) with URI credentials and the values of ``--storage-option``
-    replaced by ``***`` (SPEC section 1)."""
+    (but those of :data:`_PUBLIC_OPTIONS`) replaced by ``***`` (SPEC section 1)."""
     text = _URI_USERINFO.sub(r"\1***@", text)
-    for value in _options.values():
-        if isinstance(value, str) and len(value) >= _SHORTEST_SECRET:
+    for key, value in _options.items():
+        if key not in _PUBLIC_OPTIONS and isinstance(value, str) and len(value) >= _SHORTEST_SECRET:
             text = text.replace(value, "***")
     return text
 

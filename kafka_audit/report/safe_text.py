@@ -115,8 +115,9 @@ def json_text(document: str) -> str:
 
 
 # ``\udcNN`` written by json.dumps(ensure_ascii=True) for a surrogate escape of a byte: preceded
-# by an even number of backslashes (an odd one would be a literal backslash followed by "udc").
-_JSON_SURROGATE = re.compile(r"(?<!\\)((?:\\\\)*)\\udc([89a-f][0-9a-f])")
+# by an even number of backslashes (an odd one would be a literal backslash followed by "udc"),
+# and not the low half of a pair (``\ud872\udc80``: one character beyond U+FFFF).
+_JSON_SURROGATE = re.compile(r"(?<!\\)((?:\\\\)*)(?<!\\ud[89ab][0-9a-f]{2})\\udc([89a-f][0-9a-f])")
 
 
 def _escaped_surrogates(document: str) -> str:

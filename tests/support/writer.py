@@ -1203,3 +1203,77 @@ class _SidecarEncoders:
         return checkpoints.encode_properties(
             (Property(k, v) for k, v in props.items()), comments=("", "Tue Nov 14 22:13:20 UTC 2023")
         )
+
+
+# -- replica sets (SPEC section 6) --------------------------------------------------------------------
+
+# LeaderEpochFileCache's file left out: ReplicaSpec.leader_epochs=NO_CHECKPOINT.
+NO_CHECKPOINT: list[tuple[int, int]] = []
+
+
+@dataclass
+class ReplicaSpec:
+    """One broker's copy of a partition for :func:`write_replica_sets`: one single-record batch per
+    entry of ``log`` (leader epoch, value) at offsets ``start``, ``start + 1``, ...; the same entry
+    at the same offset gives the same bytes on every broker. ``removed``: offsets not written (a
+    cleaner removed them); ``roll_every``: a segment per that many batches; ``delete_segments``:
+    retention deleted the first ones; ``high_watermark`` (default the log end), ``leader_epochs``
+    (default what the appends assigned; :data:`NO_CHECKPOINT`: no file) and ``cleaner_offset``
+    (``cleaner-offset-checkpoint``) replace what the broker would have checkpointed."""
+
+    node_id: int
+    log: list[tuple[int, str]]
+    start: int = 0
+    removed: frozenset[int] = frozenset()
+    roll_every: int = 0
+    delete_segments: int = 0
+    high_watermark: int | None = None
+    leader_epochs: list[tuple[int, int]] | None = None
+    cleaner_offset: int | None = None
+
+
+def write_replica_sets(root: str | os.PathLike, sets: dict[str, list[ReplicaSpec]],
+                       cluster_id: str = "cmVwbGljYS1zZXRzLWZpeA") -> list[Path]:
+    """Brokers' log dirs ``broker-<node id>`` under ``root`` holding partition 0 of each topic of
+    ``sets`` as its replicas say (meta.properties, replication-offset-checkpoint,
+    leader-epoch-checkpoint, cleaner-offset-checkpoint); returns the log dirs, by node id."""
+    by_node: dict[int, list[tuple[str, ReplicaSpec]]] = {}
+    for topic, replicas in sets.items():
+        for spec in replicas:
+            by_node.setdefault(spec.node_id, []).append((topic, spec))
+    dirs = []
+    for node, held in sorted(by_node.items()):
+        log_dir = Path(root) / f"broker-{node}"
+        with LogDirWriter(log_dir, node_id=node, cluster_id=cluster_id) as writer:
+            for topic, spec in held:
+                _write_replica(writer.partition(topic), spec)
+        marks, cleaned = [], []
+        for topic, spec in held:
+            writer_part = writer.partition(topic)
+            marks.append((topic, 0, writer_part.log_end_offset if spec.high_watermark is None else spec.high_watermark))
+            if spec.cleaner_offset is not None:
+                cleaned.append((topic, 0, spec.cleaner_offset))
+            epochs = log_dir / f"{topic}-0" / "leader-epoch-checkpoint"
+            if spec.leader_epochs is NO_CHECKPOINT:
+                epochs.unlink()
+            elif spec.leader_epochs is not None:
+                _write(epochs, _SidecarEncoders.leader_epoch_checkpoint(spec.leader_epochs))
+        _write(log_dir / "replication-offset-checkpoint", _SidecarEncoders.offset_checkpoint(marks))
+        if cleaned:
+            _write(log_dir / "cleaner-offset-checkpoint", _SidecarEncoders.offset_checkpoint(cleaned))
+        dirs.append(log_dir)
+    return dirs
+
+
+def _write_replica(partition: PartitionWriter, spec: ReplicaSpec) -> None:
+    partition.next_offset = spec.start
+    partition.segments[0].base_offset = partition.log_start_offset = spec.start
+    for index, (epoch, value) in enumerate(spec.log):
+        offset = spec.start + index
+        if offset in spec.removed:
+            continue
+        batch = BatchSpec(records=records([value], keys=[f"k{offset % 4}"]), base_offset=offset,
+                          base_timestamp=TS_BASE + offset * 1000, partition_leader_epoch=epoch)
+        partition.append(batch, roll=bool(spec.roll_every) and index > 0 and index % spec.roll_every == 0)
+    if spec.delete_segments:
+        partition.delete_segments(spec.delete_segments)

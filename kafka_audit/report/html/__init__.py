@@ -17,7 +17,6 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from html import escape
 from pathlib import Path
 
 from kafka_audit.audit.plan import ScanResult
@@ -25,6 +24,7 @@ from kafka_audit.report.html.charts import Chart, Limits, partition_charts
 from kafka_audit.report.html.evidence import culprit_records
 from kafka_audit.report.html.tables import findings_table, producers_table, summary_table
 from kafka_audit.report.redact import Redactor
+from kafka_audit.report.safe_text import html_text as escape  # data never acts (SPEC section 1)
 from kafka_audit.report.safe_text import surrogates_shown
 from kafka_audit.report.views import ReportFilter, timeline
 

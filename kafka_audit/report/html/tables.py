@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import re
-from html import escape
 from typing import Any
 
 from kafka_audit.report.html.evidence import Evidence
+from kafka_audit.report.safe_text import html_text as escape  # data never acts (SPEC section 1)
 from kafka_audit.report.scan_report import summary_rows
 from kafka_audit.rules.findings import Finding, iso_time, partition_label
 

@@ -123,13 +123,15 @@ def _truncation_remedy(where: dict, comparison: Comparison, truncation: Truncati
         "commands": [
             _dump(truncation.replica, first, last),
             f"kafka-console-producer.sh --bootstrap-server <broker> --topic {shlex.quote(topic)} "
-            f"--property parse.key=true < records-{first}-{last}.txt",
+            f"--property parse.key=true --property key.separator=$'\\t' < records-{first}-{last}.txt",
             f"kafka-consumer-groups.sh --bootstrap-server <broker> --describe --all-groups  "
             f"# groups whose committed offset on {topic}-{where['partition']} is above {first} read records that no longer exist",
         ],
         "loses": (
             "Produced again, the records get new offsets after the kept log's end; consumers that read the lost "
-            "ones see other records at the same offsets, and ordering against records written since is not kept."
+            "ones see other records at the same offsets, and ordering against records written since is not kept. "
+            "Headers are not re-produced this way, and a key or value that is not UTF-8 is dumped as key_b64/value_b64 "
+            "and must be decoded first."
         ),
         "references": _REFERENCES,
     }
@@ -160,9 +162,13 @@ def _dump(replica: ReplicaDigest, first: int, last: int | None) -> str:
     held: list[BatchDigest] = [b for b in replica.batches if b.last_offset >= first and (last is None or b.base_offset <= last)]
     if last is None:
         held = held[:1]
-    files = sorted({replica.segments[b.segment] for b in held}, key=lambda s: s)
-    upper = f" and .base_offset <= {last}" if last is not None else f" and .base_offset <= {first}"
+    files = " ".join(shlex.quote(f) for f in sorted({replica.segments[b.segment] for b in held}))
+    if last is None:
+        return (f"kafka-audit dump {files} --records --format json "
+                f"| jq -c 'select(.last_offset >= {first} and .base_offset <= {first})'")
+    # The records themselves, key and value tab-separated, for kafka-console-producer.sh.
     return (
-        f"kafka-audit dump {' '.join(shlex.quote(f) for f in files)} --records --print-data --format json "
-        f"| jq -c 'select(.last_offset >= {first}{upper})'"
+        f"kafka-audit dump {files} --print-data --format json | jq -r 'select(.last_offset >= {first} and "
+        f".base_offset <= {last}) | .records[] | select(.offset >= {first} and .offset <= {last}) | "
+        f"[.key // \"\", .value // \"\"] | @tsv' > records-{first}-{last}.txt"
     )
