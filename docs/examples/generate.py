@@ -29,22 +29,28 @@ sys.path.insert(0, str(REPO))
 from kafka_audit.cli.app import app  # noqa: E402
 from kafka_audit.rules.catalogue import CHECKS  # noqa: E402
 
-# (file, terminal width, command line after ``kafka-audit``, lines kept: None for all)
+# The real Kafka 3.6.2 broker's log dir of a transaction its coordinator aborted on timeout.
+_HANG = "corpus/real-broker/hanging-txn-timeout-aborted/data"
+# (file, terminal width, command line after ``kafka-audit``, lines kept: None for all, N > 0 the
+# first N, N < 0 the last -N after an ellipsis)
 RUNS: tuple[tuple[str, int, str, int | None], ...] = (
     ("scan-producer-errors.txt", 100, "scan fixtures/producer-errors --engine local", None),
     ("scan-healthy-80.txt", 80, "scan fixtures/healthy --engine local", None),
     ("scan-faulty-tail-80.txt", 80, "scan fixtures/faulty --engine local --reference-time 1700003600000 "
      "--timestamp-before-max-ms 86400000 --timestamp-after-max-ms 3600000 --max-message-bytes 1000 "
-     "--compacted-topic missing-key-compacted", None),
+     "--compacted-topic missing-key-compacted", -24),
     ("timeline-557891.txt", 100, "timeline fixtures/producer-errors --engine local --producer-id 557891", None),
     ("producers-idempotent-4x.txt", 100, "producers corpus/real-broker-4/idempotent-4x/data --engine local", None),
     ("scan-producer-errors.ndjson", 100, "scan fixtures/producer-errors --engine local --format ndjson", 1),
     ("scan-producer-errors.github", 100, "scan fixtures/producer-errors --engine local --format github", None),
     ("scan-healthy.json", 100, "scan fixtures/healthy --engine local --format json", None),
     ("dump-cluster-metadata.txt", 100, "dump fixtures/healthy/__cluster_metadata-0/00000000000000000000.log --records", 12),
+    ("hang-scan.txt", 100, f"scan {_HANG} --engine local", -12),
+    ("hang-producers.txt", 100, f"producers {_HANG} --engine local", -18),
+    ("hang-timeline.txt", 100, f"timeline {_HANG} --engine local --producer-id 1", -15),
+    ("fenced-timeline.txt", 100, "timeline corpus/real-broker/transactions/data --engine local --partition 0 "
+     "--producer-id 0 --since 2026-11-23T08:45:17", -30),
 )
-# A scan's closing lines kept for the long faulty example.
-_TAIL_LINES = 24
 _WALL = re.compile(r"(wall time\s+)(\d+\.\d s(?: \([^)]*\))?)")
 
 # What to do about each check: the first step, in the check catalogue's table.
@@ -123,8 +129,8 @@ def examples(out: Path) -> None:
     for name, width, command, keep in RUNS:
         text = normalise(name, run(width, command))
         lines = text.splitlines()
-        if "tail" in name:
-            lines = ["…"] + lines[-_TAIL_LINES:]
+        if keep is not None and keep < 0:
+            lines = ["…"] + lines[keep:]
         elif keep is not None:
             lines = lines[:keep]
         body = "\n".join(line.rstrip() for line in lines)
