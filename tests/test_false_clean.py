@@ -68,7 +68,7 @@ def test_the_table_states_bytes_found_and_read(tmp_path: Path) -> None:
     text = console.file.getvalue()
     found = sum(p.stat().st_size for p in folder.glob("*.log") if p.exists())
     assert f"{found:,} read of {found:,} found" in text
-    assert "1 segments not read in full" in text and "unreadable_segment" in text
+    assert "1 segment not read in full" in text and "unreadable_segment" in text
 
 
 def test_a_segment_removed_between_discovery_and_reading(tmp_path: Path) -> None:

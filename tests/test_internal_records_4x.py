@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_share_group_state
-from kafka_audit.log.internal_topics import decoder_for
+from kafka_audit.log.internal_topics import count_unread, decoder_for
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
@@ -211,36 +211,40 @@ def test_kraft_control_records_decode_as_kafka_dump_log_prints_them(case):
     assert checked == 7
 
 
-def test_the_scans_unknown_test_agrees_with_the_decoders():
-    """The segment step counts unknown records from their first bytes
-    (``unknown_test_for_topic``); ``dump`` names them by decoding: both must agree."""
-    from kafka_audit.log.internal_topics import decoder_for_topic, unknown_test_for_topic
+def test_the_scan_counts_every_internal_record_its_decoder_cannot_read():
+    """The segment step counts a record of an unknown type or version, and one that does not
+    decode by its schema (SPEC section 3's ``internal_records_unknown``); a tombstone is read, and
+    every record a real Kafka 4 broker wrote is read."""
+    from kafka_audit.log.internal_topics import unread_test_for_topic
 
     samples = {
         "__consumer_offsets": [
-            (struct.pack(">h", 9) + _str16("g"), b"\x00\x00"),  # unknown type
-            (struct.pack(">h", 3) + _str16("g"), struct.pack(">h", 1)),  # unknown value version
-            (struct.pack(">h", 3) + _str16("g"), struct.pack(">hi", 0, 1) + b"\x00"),
-            (struct.pack(">h", 3) + _str16("g"), None),
-            (None, None),
+            ((struct.pack(">h", 9) + _str16("g"), b"\x00\x00"), True),  # unknown type
+            ((struct.pack(">h", 3) + _str16("g"), struct.pack(">h", 1)), True),  # unknown value version
+            ((struct.pack(">h", 3) + _str16("g"), struct.pack(">hh", 0, 1)), True),  # a value cut inside its epoch
+            ((struct.pack(">h", 3) + _str16("g"), struct.pack(">hi", 0, 1) + b"\x00"), False),  # ConsumerGroupMetadataValue v0
+            ((struct.pack(">h", 3) + _str16("g"), None), False),  # a tombstone
+            ((None, None), True),
         ],
-        "__share_group_state": [(_share_key(0), struct.pack(">h", 3)), (struct.pack(">h", 2), b"")],
-        "__cluster_metadata": [(None, bytes([1, 99, 0])), (None, bytes([1, 12, 5])), (None, bytes([2, 12, 0])),
-                               (None, bytes([1, 12, 0, 1]))],
-        "__transaction_state": [(struct.pack(">hh", 0, 1) + b"t", struct.pack(">h", 7)),
-                                (struct.pack(">hh", 3, 1) + b"t", None)],
+        "__share_group_state": [((_share_key(0), struct.pack(">h", 3)), True), ((struct.pack(">h", 2), b""), True)],
+        "__cluster_metadata": [((None, bytes([1, 99, 0])), True), ((None, bytes([1, 12, 5])), True),
+                               ((None, bytes([2, 12, 0])), True), ((None, bytes([1, 12, 0, 1])), True),
+                               ((None, bytes([1, 12, 0, 5]) + b"\x00" * 4), True)],
+        "__transaction_state": [((struct.pack(">hh", 0, 1) + b"t", struct.pack(">h", 7)), True),
+                                ((struct.pack(">hh", 3, 1) + b"t", None), True),
+                                ((struct.pack(">hh", 0, 1) + b"t", None), False)],
     }
     for topic, records in samples.items():
-        decode, unknown = decoder_for_topic(topic), unknown_test_for_topic(topic)
-        for key, value in records:
-            decoded = decode(key, value)
-            named = "unknown" in decoded or decoded.get("error", "").startswith("unknown Transaction")
-            assert unknown(key, value) == named, (topic, key, value, decoded)
+        unread = unread_test_for_topic(topic)
+        assert unread is not None
+        for (key, value), expected in records:
+            assert unread(key, value) == expected, (topic, key, value)
+    assert unread_test_for_topic("orders") is None
     data = corpus_dir("real-broker-4") / "consumer-group-848" / "data"
     for segment in sorted(data.glob("__*/*.log")):
-        decode, unknown = decoder_for(str(segment)), unknown_test_for_topic(segment.parent.name.rsplit("-", 1)[0])
+        test = unread_test_for_topic(segment.parent.name.rsplit("-", 1)[0])
+        assert test is not None
         with FileRecords(str(segment)) as records:
             for batch in records.batches():
-                if not batch.is_control:
-                    for r in records.records(batch, with_data=True).records:
-                        assert not unknown(r.key, r.value) and "unknown" not in decode(r.key, r.value)
+                assert not isinstance(batch, Problem)
+                assert count_unread(records, batch, test) == 0, (segment, batch.base_offset)

@@ -1,4 +1,4 @@
-"""The house rules of docs/DESIGN.md that import-linter cannot state, checked on the source: the
+"""The house rules of docs/design.md that import-linter cannot state, checked on the source: the
 rules do no I/O, and the fault writer stays outside the product. The layer contracts themselves
 are declared in pyproject.toml ([tool.importlinter]) and checked by ``lint-imports``, here and in
 CI."""

@@ -47,8 +47,22 @@ def test_one_partition_folder_of_a_kafka_4_log_dir_reads_the_log_dirs_bootstrap_
 
 
 def test_a_log_dir_without_kraft_metadata_records_no_version():
-    summary = scan(REPO / "fixtures" / "healthy").summary
+    summary = scan(REPO / "fixtures" / "producer-errors").summary
     assert (summary["metadata_version"], summary["transaction_version"]) == (None, None)
+
+
+def test_the_healthy_fixtures_metadata_log_decodes_as_kafka_3_9_wrote_it():
+    """``fixtures/healthy``'s ``__cluster_metadata`` holds real records (fixtures/generate.py):
+    every one decodes, its FeatureLevelRecord gives metadata.version 21 (3.9-IV0), so the 3.x
+    timestamp defaults apply and nothing is found."""
+    summary = scan(REPO / "fixtures" / "healthy").summary
+    assert (summary["metadata_version"], summary["transaction_version"]) == (21, None)
+    assert summary["internal_records_unknown"] == 0 and summary["findings_by_check"] == {}
+    segment = REPO / "fixtures" / "healthy" / "__cluster_metadata-0" / "00000000000000000000.log"
+    text = "".join(dump_file(str(segment), as_json=False, records=True, print_data=False))
+    assert '"error"' not in text and '"unknown"' not in text
+    assert '"record": "TopicRecord", "version": 0, "name": "orders.eu-west"' in text
+    assert '"record": "KRaftVoters", "version": 0, "voters": [{"voter_id": 1' in text
 
 
 def test_the_timestamp_bound_defaults_to_the_writing_versions_broker_default():
@@ -163,3 +177,24 @@ def test_remote_log_metadata_records_of_unknown_type_or_version_are_counted(tmp_
         )
     result = audit_in_process(discover([str(tmp_path)]), scan_options())
     assert result.summary["internal_records_unknown"] == 2
+
+
+def test_internal_records_that_do_not_decode_by_their_schema_are_counted_and_shown(tmp_path):
+    """SPEC section 3: a ``__cluster_metadata`` record of a known type and version whose bytes do
+    not decode by its schema (a FeatureLevelRecord cut short, a KRaftVersion control record
+    without its tagged fields) is counted in ``internal_records_unknown`` and shown in the table;
+    a well-formed one is not counted."""
+    from kafka_audit.record.record_batch import ControlRecordType
+    from kafka_audit.report.scan_report import summary_rows
+    from tests.support.writer import ControlSpec
+
+    cut_short = bytes((1, 12, 0)) + b"metadata-1"  # FeatureLevelRecord v0: a name of 108 bytes
+    well_formed = bytes((1, 12, 0, 17)) + b"metadata.version" + struct.pack(">h", 21) + b"\x00"
+    with LogDirWriter(tmp_path) as writer:
+        w = writer.partition("__cluster_metadata", 0)
+        w.append(BatchSpec(control=ControlSpec(ControlRecordType.KRAFT_VERSION, value=b"\x00\x00\x00\x01")))
+        w.append(BatchSpec(records=tuple(RecordSpec(key=None, value=v) for v in (well_formed, cut_short))))
+    result = audit_in_process(discover([str(tmp_path)]), scan_options())
+    assert result.summary["internal_records_unknown"] == 2
+    assert result.summary["metadata_version"] == 21
+    assert ("internal", "2 records of unknown type or version, or not decodable") in summary_rows(result.summary)

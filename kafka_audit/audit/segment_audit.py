@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask
 from kafka_audit.io import storage
 from kafka_audit.io.rsm_objects import EncryptedSegment
-from kafka_audit.log.internal_topics import count_unknown, unknown_test_for_topic
+from kafka_audit.log.internal_topics import count_unread, unread_test_for_topic
 from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.file_records import FileRecords
@@ -92,8 +92,9 @@ class SegmentAuditor:
         # do not hold one) concerns, as those bytes were written after it.
         self._last_timestamp: int | None = None
         self._counts: Counter = Counter()  # findings per check (run)
-        # An internal topic's test for records of unknown types or versions, which are counted.
-        self._internal = unknown_test_for_topic(task.topic)
+        # An internal topic's test for records its decoder cannot read (unknown type or version, or
+        # not decodable by its schema), which are counted.
+        self._internal = unread_test_for_topic(task.topic)
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
@@ -180,8 +181,8 @@ class SegmentAuditor:
                             yield from self._capped(findings)
                     if item.max_timestamp >= 0:
                         self._last_timestamp = item.max_timestamp
-                    if self._internal is not None and item.crc_valid and not item.is_control:
-                        self.stats.internal_records_unknown += count_unknown(segment, item, self._internal)
+                    if self._internal is not None and item.crc_valid:
+                        self.stats.internal_records_unknown += count_unread(segment, item, self._internal)
                     yield summary
             except OSError as exc:
                 # A ranged read of an object in a store failed part way (network, object gone):

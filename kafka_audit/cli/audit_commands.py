@@ -19,6 +19,7 @@ from kafka_audit.cli.options import (
     CI_FORMATS,
     DEFAULT_MASTER,
     EXIT_FINDINGS,
+    EXIT_OK,
     BaselineOption,
     BrokerLogOption,
     ConfOption,
@@ -58,7 +59,7 @@ VIEW_HELP = {
 def scan(
     ctx: typer.Context,
     paths: PathsArgument,
-    format: Annotated[OutputFormat, typer.Option("--format", help="Output format.")] = OutputFormat.table,
+    format: Annotated[OutputFormat, typer.Option("--format", metavar="FORMAT", help="Output format: table, json, ndjson, csv, sarif, junit, github or gitlab.")] = OutputFormat.table,
     output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
     topic: TopicOption = None,
     partition: PartitionOption = None,
@@ -67,20 +68,20 @@ def scan(
     until: UntilOption = None,
     compacted_topic: Annotated[
         Optional[list[str]],
-        typer.Option("--compacted-topic", help="Topic with cleanup.policy=compact (repeatable); "
+        typer.Option("--compacted-topic", metavar="TOPIC", help="Topic with cleanup.policy=compact (repeatable); "
                      "__consumer_offsets and __transaction_state always are."),
     ] = None,
     max_message_bytes: Annotated[
-        int, typer.Option("--max-message-bytes", min=1, help="Broker max.message.bytes.")
+        int, typer.Option("--max-message-bytes", metavar="N", min=1, help="Broker max.message.bytes.")
     ] = DEFAULT_MAX_MESSAGE_BYTES,
     segment_bytes: Annotated[
-        int, typer.Option("--segment-bytes", min=1, help="Broker segment.bytes.")
+        int, typer.Option("--segment-bytes", metavar="N", min=1, help="Broker segment.bytes.")
     ] = DEFAULT_SEGMENT_BYTES,
     timestamp_before_max_ms: Annotated[
-        Optional[int], typer.Option("--timestamp-before-max-ms", min=0, help="Allowed age of CREATE_TIME timestamps.")
+        Optional[int], typer.Option("--timestamp-before-max-ms", metavar="MS", min=0, help="Allowed age of CREATE_TIME timestamps.")
     ] = None,
     timestamp_after_max_ms: Annotated[
-        Optional[int], typer.Option("--timestamp-after-max-ms", min=0, help="Allowed future skew of CREATE_TIME timestamps.")
+        Optional[int], typer.Option("--timestamp-after-max-ms", metavar="MS", min=0, help="Allowed future skew of CREATE_TIME timestamps.")
     ] = None,
     reference_time: Annotated[
         Optional[str],
@@ -89,17 +90,17 @@ def scan(
                      "stored the object)."),
     ] = None,
     transaction_timeout_ms: Annotated[
-        int, typer.Option("--transaction-timeout-ms", min=0, help="Age after which an open transaction is hanging.")
+        int, typer.Option("--transaction-timeout-ms", metavar="MS", min=0, help="Age after which an open transaction is hanging.")
     ] = DEFAULT_TRANSACTION_TIMEOUT_MS,
     producer_id_expiration_ms: Annotated[
         int,
-        typer.Option("--producer-id-expiration-ms", min=0,
-                     help="Broker producer.id.expiration.ms: a producer idle longer (by batch timestamps) is forgotten."),
+        typer.Option("--producer-id-expiration-ms", metavar="MS", min=0,
+                     help="Idle time (by batch timestamps) after which the broker forgets a producer (its producer id expiration setting)."),
     ] = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     broker_log: BrokerLogOption = None,
     baseline: BaselineOption = None,
     write_baseline: WriteBaselineOption = None,
-    fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Severity that makes the exit code 1.")] = FailOn.error,
+    fail_on: Annotated[FailOn, typer.Option("--fail-on", metavar="SEVERITY", help="Severity that makes the exit code 1: error, warning, info or never.")] = FailOn.error,
     engine: EngineOption = Engine.spark,
     master: MasterOption = DEFAULT_MASTER,
     conf: ConfOption = None,
@@ -152,6 +153,7 @@ def scan(
         )
     finish_views(result, keep)
     ci_output.write_baseline(write_baseline, result)
+    gate = any(f.fails_gate(fail_on.value) for f in result.findings)
     if ctx.info_name == "report":
         write_html(ctx, result, keep, output, paths)
     elif ctx.info_name in ("producers", "timeline"):
@@ -159,8 +161,8 @@ def scan(
     elif format in CI_FORMATS:
         _emit(ci_output.ci_report(result, format, fail_on.value, baseline is not None), output)
     else:
-        _write_report(result, format, output)
-    if any(f.fails_gate(fail_on.value) for f in result.findings):
+        _write_report(result, format, output, EXIT_FINDINGS if gate else EXIT_OK)
+    if gate:
         raise typer.Exit(EXIT_FINDINGS)
 
 
@@ -230,15 +232,15 @@ def _check_output(output: Optional[Path], option: str = "--output") -> None:
         raise fail(f"{option} {output}: permission denied")
 
 
-def _write_report(result, format: OutputFormat, output: Optional[Path]) -> None:
+def _write_report(result, format: OutputFormat, output: Optional[Path], exit_code: int) -> None:
     from kafka_audit.report import scan_report as report
 
     if format is OutputFormat.table:
         if output:
             with output_text(output) as handle:
-                report.render_table(result, Console(file=handle, width=160, force_terminal=False))
+                report.render_table(result, Console(file=handle, width=160, force_terminal=False), exit_code=exit_code)
         else:
-            report.render_table(result, Console())
+            report.render_table(result, Console(), exit_code=exit_code)
         return
     render = {OutputFormat.json: report.to_json, OutputFormat.ndjson: report.to_ndjson, OutputFormat.csv: report.to_csv}
     _emit(render[format](result), output)

@@ -239,24 +239,25 @@ PathsArgument = Annotated[
         "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
     ),
 ]
-TopicOption = Annotated[Optional[list[str]], typer.Option("--topic", help="Audit only this topic (repeatable).")]
+TopicOption = Annotated[Optional[list[str]], typer.Option("--topic", metavar="TOPIC", help="Audit only this topic (repeatable).")]
 PartitionOption = Annotated[
-    Optional[list[int]], typer.Option("--partition", help="Audit only this partition number (repeatable).")
+    Optional[list[int]], typer.Option("--partition", metavar="N", help="Audit only this partition number (repeatable).")
 ]
 EngineOption = Annotated[
     Engine,
     typer.Option(
         "--engine",
+        metavar="ENGINE",
         help="spark: the Spark job; local: the same audit in this process, no JVM "
         "(quick answers on small local inputs).",
     ),
 ]
 MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
-ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", help="Spark setting KEY=VALUE (repeatable).")]
+ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting KEY=VALUE (repeatable).")]
 QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
 ProducerIdOption = Annotated[
     Optional[list[int]],
-    typer.Option("--producer-id", help="Report only findings, producers and events of this producer id (repeatable)."),
+    typer.Option("--producer-id", metavar="ID", help="Report only findings, producers and events of this producer id (repeatable)."),
 ]
 SinceOption = Annotated[
     Optional[str], typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
@@ -268,8 +269,9 @@ StorageOption = Annotated[
     Optional[list[str]],
     typer.Option(
         "--storage-option",
+        metavar="KEY=VALUE",
         help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
-        "endpoint_url=http://127.0.0.1:9000 or anon=true (repeatable).",
+        "endpoint_url=URL or anon=true (repeatable).",
     ),
 ]
 RsmKeyFileOption = Annotated[
@@ -297,7 +299,7 @@ SparkSecretOption = Annotated[
 ]
 BrokerLogOption = Annotated[
     Optional[list[Path]],
-    typer.Option("--broker-log", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
+    typer.Option("--broker-log", metavar="FILE", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
                  "files) whose produce errors are explained against the log (repeatable)."),
 ]
 RedactOption = Annotated[

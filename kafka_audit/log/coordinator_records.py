@@ -127,30 +127,6 @@ def decode_share_group_state(key: bytes | None, value: bytes | None) -> dict[str
     return decode_coordinator_record(SHARE_RECORDS, key, value)
 
 
-def _int16_at_start(data: bytes | None) -> int | None:
-    return int.from_bytes(data[:2], "big", signed=True) if data is not None and len(data) >= 2 else None
-
-
-def unknown_coordinator_record(records: dict[int, RecordSchemas], key: bytes | None, value: bytes | None) -> bool:
-    """Whether :func:`decode_coordinator_record` names this record ``unknown``, from its first
-    bytes alone: a record type or a value version the schemas do not know."""
-    record_type = _int16_at_start(key)
-    if record_type is None:
-        return False
-    entry = records.get(record_type)
-    if entry is None:
-        return True
-    version = _int16_at_start(value)
-    return version is not None and not entry[2].knows(version)
-
-
-def unknown_transaction_log_record(key: bytes | None, value: bytes | None) -> bool:
-    """Whether a ``__transaction_state`` record has a key or value version that
-    :func:`decode_transaction_log` does not know (TransactionLogKey v0; TransactionLogValue v0-1)."""
-    key_version, version = _int16_at_start(key), _int16_at_start(value)
-    return (key_version is not None and key_version != 0) or (version is not None and version not in _TXN_VALUE_VERSIONS)
-
-
 def decode_coordinator_record(records: dict[int, RecordSchemas], key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """``CoordinatorRecordSerde.deserialize``: the key's int16 is the record type, the key's
     fields follow at version 0; the value's int16 is its version, the value's fields follow; a

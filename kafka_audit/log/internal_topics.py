@@ -7,17 +7,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import Any
 
-from kafka_audit.log.coordinator_records import (
-    decode_consumer_offsets,
-    decode_share_group_state,
-    decode_transaction_log,
-    unknown_coordinator_record,
-    unknown_transaction_log_record,
-)
-from kafka_audit.log.coordinator_schemas import GROUP_RECORDS, SHARE_RECORDS
+from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_share_group_state, decode_transaction_log
 from kafka_audit.log.log_names import (
     CLUSTER_METADATA,
     CONSUMER_OFFSETS,
@@ -26,8 +18,9 @@ from kafka_audit.log.log_names import (
     TRANSACTION_STATE,
     parse_partition_dir,
 )
-from kafka_audit.log.metadata_records import MetadataRecordDecoder, unknown_metadata_record
-from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata, unknown_remote_log_metadata_record
+from kafka_audit.log.metadata_records import MetadataRecordDecoder, decode_kraft_control
+from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata
+from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import RecordBatch
@@ -72,30 +65,39 @@ def decoder_for_topic(topic: str | None) -> Decoder | None:
     return None
 
 
-UnknownTest = Callable[[bytes | None, bytes | None], bool]
+UnreadTest = Callable[[bytes | None, bytes | None], bool]
 
 
-def unknown_test_for_topic(topic: str | None) -> UnknownTest | None:
-    """Whether a record of ``topic`` is of a type or version its decoder does not know (the
-    decoders of :func:`decoder_for_topic` name such a record ``unknown``), read from the record's
-    first bytes; None for an ordinary topic."""
-    if topic == CONSUMER_OFFSETS:
-        return partial(unknown_coordinator_record, GROUP_RECORDS)
-    if topic == SHARE_GROUP_STATE:
-        return partial(unknown_coordinator_record, SHARE_RECORDS)
-    if topic == TRANSACTION_STATE:
-        return unknown_transaction_log_record
-    if topic == CLUSTER_METADATA:
-        return unknown_metadata_record
-    if topic == REMOTE_LOG_METADATA:
-        return unknown_remote_log_metadata_record
-    return None
+def not_decoded(decoded: dict[str, Any]) -> bool:
+    """Whether a decoder's answer names a record it could not read: of an unknown type or version
+    (``unknown``), or one that does not decode by its schema (``error``)."""
+    return "unknown" in decoded or "error" in decoded or decoded.get("record") == "unknown"
 
 
-def count_unknown(segment: FileRecords, batch: RecordBatch, unknown: UnknownTest) -> int:
-    """How many of a data batch's records are of a type or version not known here (the scan
-    summary's ``internal_records_unknown``)."""
-    return sum(unknown(r.key, r.value) for r in segment.records(batch, with_data=True).records)
+def unread_test_for_topic(topic: str | None) -> UnreadTest | None:
+    """Whether a record of ``topic`` is one its decoder (:func:`decoder_for_topic`) cannot read:
+    of an unknown type or version, or not decodable by its schema (SPEC section 3: the scan
+    summary's ``internal_records_unknown``, never skipped silently); None for an ordinary topic."""
+    decode = decoder_for_topic(topic)
+    if decode is None:
+        return None
+    return lambda key, value: not_decoded(decode(key, value))
+
+
+def count_unread(segment: FileRecords, batch: RecordBatch, unread: UnreadTest) -> int:
+    """How many of an internal topic's batch's records cannot be read: data records by
+    ``unread``; KRaft control records (LeaderChange, KRaftVersion, KRaftVoters, snapshot header
+    and footer, as ``ControlRecordUtils`` reads them) that do not decode. Transaction markers and
+    malformed control keys are the control checks' concern."""
+    records = segment.records(batch, with_data=True).records
+    if not batch.is_control:
+        return sum(unread(r.key, r.value) for r in records)
+    count = 0
+    for record in records:
+        control = parse_control_record(record)
+        kraft = None if control.error else decode_kraft_control(control.type, record.value)
+        count += kraft is not None and not_decoded(kraft)
+    return count
 
 
 def read_transaction_log(path: str) -> Iterator[dict[str, Any] | Problem]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_audit.log.message_schema import schema
-from kafka_audit.record.message_reader import MalformedMessage, MessageReader, unknown_api_message
+from kafka_audit.record.message_reader import MalformedMessage, MessageReader
 
 # MetadataRecordSerde.DEFAULT_FRAME_VERSION
 FRAME_VERSION = 1
@@ -138,17 +138,6 @@ _SCHEMAS: dict[int, tuple[str, str, str, str]] = {
 }
 # MetadataRecordType: api key -> record schema.
 RECORD_SCHEMAS = {api_key: schema(*entry) for api_key, entry in _SCHEMAS.items()}
-
-
-def unknown_metadata_record(key: bytes | None, value: bytes | None) -> bool:
-    """Whether :class:`MetadataRecordDecoder` names this record ``unknown``, from its frame
-    alone: a frame version, record type or record version the schemas do not know."""
-    return unknown_api_message(value, FRAME_VERSION, _knows)
-
-
-def _knows(api_key: int, version: int) -> bool:
-    record = RECORD_SCHEMAS.get(api_key)
-    return record is not None and record.knows(version)
 
 
 class MetadataRecordDecoder:

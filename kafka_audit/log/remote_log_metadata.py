@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka_audit.record.file_records import FileRecords
-from kafka_audit.record.message_reader import MalformedMessage, MessageReader, unknown_api_message
+from kafka_audit.record.message_reader import MalformedMessage, MessageReader
 from kafka_audit.record.problem import Problem
 
 FRAME_VERSION = 1
@@ -89,12 +89,6 @@ def _partition_delete_body(r: MessageReader) -> dict[str, Any]:
 
 # The highest version of each record type read here (the message schemas' validVersions).
 _MAX_VERSION = 1
-
-
-def unknown_remote_log_metadata_record(key: bytes | None, value: bytes | None) -> bool:
-    """Whether :func:`decode_remote_log_metadata` names this record of an unknown type or version,
-    from its frame alone (the scan summary's ``internal_records_unknown``)."""
-    return unknown_api_message(value, FRAME_VERSION, lambda api_key, version: api_key in RECORD_TYPES and version <= _MAX_VERSION)
 
 
 def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[str, Any]:

@@ -135,20 +135,3 @@ class MessageReader:
 
 def int32_array(reader: MessageReader) -> list[int] | None:
     return reader.array(MessageReader.int32)
-
-
-def unknown_api_message(value: bytes | None, frame_version: int, knows: Callable[[int, int], bool]) -> bool:
-    """Whether an ``AbstractApiMessageSerde`` value (KRaft metadata, ``__remote_log_metadata``) is
-    of a frame version, or an ``apiKey`` and version (``knows(api_key, version)``), its decoder
-    does not know, from the frame's unsigned varints alone; a frame that cannot be read names no
-    type or version (the decoder reports it as malformed)."""
-    if not value:
-        return False
-    reader = MessageReader(value, flexible=True)
-    try:
-        if reader.unsigned_varint() != frame_version:
-            return True
-        api_key = reader.unsigned_varint()
-        return not knows(api_key, reader.unsigned_varint())
-    except MalformedMessage:
-        return False

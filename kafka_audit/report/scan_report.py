@@ -14,6 +14,7 @@ from rich.text import Text
 
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
+from kafka_audit.report.wording import findings_line, plural, severity_counts, shorten_left, wall_time
 from kafka_audit.rules.catalogue import CHECKS, GROUPS, SEVERITIES, ClientOutcome, Severity
 from kafka_audit.rules.findings import FIELD_NAMES, Finding, partition_label
 
@@ -22,6 +23,12 @@ DEFAULT_TABLE_LIMIT = 50
 _NOTES_SHOWN = 20
 # Consoles at least this wide get a separate "where" column.
 _WIDE_CONSOLE = 140
+# Consoles narrower than this stack finding, where and message in one column, so that the message
+# has the width.
+_STACKED_BELOW = 100
+# The "where" column's width on a wide console; a table's borders and cell padding per column.
+_WHERE_WIDTH = 44
+_CELL_PADDING = 3
 _SEVERITY_STYLE: dict[str, str] = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 _OUTCOME_STYLE: dict[str, str] = {
     ClientOutcome.FATAL: "bold red",
@@ -52,8 +59,10 @@ def to_csv(result: ScanResult) -> str:
     return out.getvalue()
 
 
-def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:
-    """The summary panel, the notes, then one table per group of findings, each cut at ``limit`` rows."""
+def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABLE_LIMIT, exit_code: int | None = None) -> None:
+    """The summary panel, the notes, then one table per group of findings, each cut at ``limit``
+    rows, and a closing line with the counts by severity and ``exit_code`` (whose summary panel
+    has scrolled away)."""
     console.print(summary_panel(result.summary))
     for note in result.notes[:_NOTES_SHOWN]:
         console.print(Text(f"note: {escape_text(note)}", style="dim"), overflow="fold")
@@ -64,10 +73,11 @@ def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABL
         by_group[CHECKS[finding.check].group].append(finding)
     if not result.findings:
         console.print(Text("No findings.", style="bold green"))
-    wide = console.width >= _WIDE_CONSOLE
     for group, findings in by_group.items():
         if findings:
-            console.print(_group_table(group, findings, limit, wide))
+            console.print(_group_table(group, findings, limit, console.width))
+    if result.findings and exit_code is not None:
+        console.print(Text(findings_line(result.summary.get("findings_by_severity", {}), exit_code), style="bold"))
 
 
 def _written_by(summary: dict[str, Any]) -> str:
@@ -77,7 +87,7 @@ def _written_by(summary: dict[str, Any]) -> str:
               if summary.get(key) is not None]
     text = ", ".join(levels) or "unknown (no KRaft metadata scanned)"
     clusters = summary.get("feature_levels_by_cluster") or {}
-    return f"{text} (the newest of {len(clusters)} clusters)" if clusters else text
+    return f"{text} (the newest of {plural(len(clusters), 'cluster')})" if clusters else text
 
 
 def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> Panel:
@@ -100,10 +110,11 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("batches", f"{summary.get('batches', 0):,}"),
         ("records", f"{summary.get('records', 0):,}"),
         ("bytes", f"{summary.get('bytes_read', summary.get('bytes', 0)):,} read of {summary.get('bytes_found', 0):,} found"),
-        ("unreadable", f"{summary.get('segments_unreadable', 0):,} segments not read in full"),
-        ("skipped", f"{summary.get('files_skipped', 0):,} files that are not part of a Kafka log"),
+        ("unreadable", plural(summary.get("segments_unreadable", 0), "segment") + " not read in full"),
+        ("skipped", plural(summary.get("files_skipped", 0), "file") + " not part of a Kafka log"),
         ("written by", _written_by(summary)),
-        ("internal", f"{summary.get('internal_records_unknown', 0):,} internal records of unknown type or version"),
+        ("internal", plural(summary.get("internal_records_unknown", 0), "record")
+         + " of unknown type or version, or not decodable"),
         ("formats", _counts(summary.get("formats", {}))),
         ("codecs", _counts(summary.get("codecs", {}))),
         ("producers", f"{summary.get('producers', 0):,}"),
@@ -112,8 +123,8 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
             f"{txn.get('committed', 0):,} committed, {txn.get('aborted', 0):,} aborted, {txn.get('open', 0):,} open",
         ),
         ("engine", summary.get("engine", "-")),
-        ("wall time", f"{summary.get('wall_time_s', 0):.1f} s ({summary.get('mb_per_s', 0):.1f} MB/s)"),
-        ("findings", (", ".join(f"{severities[s]:,} {s}" for s in SEVERITIES if s in severities) or "none")
+        ("wall time", wall_time(summary)),
+        ("findings", (severity_counts(severities) or "none")
          + (f" ({summary['findings_baseline']:,} known from the baseline)" if summary.get("findings_baseline") else "")),
         ("by check", _counts(summary.get("findings_by_check", {})) or "-"),
     ]
@@ -137,25 +148,27 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(f"{name} {count:,}" for name, count in sorted(counts.items()))
 
 
-def _finding_cell(finding: Finding) -> Text:
-    """Severity and check, the Kafka error a broker answers, and what the client does (KIP-691)."""
+def _finding_cell(finding: Finding, stacked: bool = False) -> Text:
+    """Severity and check, the Kafka error a broker answers, and what the client does (KIP-691):
+    one item a line in a column of its own, two lines when ``stacked`` over the message."""
     cell = Text()
     cell.append(finding.severity, style=_SEVERITY_STYLE[finding.severity])
     cell.append(f" {escape_text(finding.check)}")
     if finding.baseline:  # --baseline lists it: shown, never failing the gate
         cell.append(" (baseline)", style="dim")
     if finding.error_name:
-        cell.append(f"\n{finding.error_name} ({finding.error_code})", style="bold")
+        cell.append(f"{'  ' if stacked else chr(10)}{finding.error_name} ({finding.error_code})", style="bold")
     exception = finding.details.get("client_exception")
     outcome = finding.client_outcome
     cell.append(f"\nclient: {outcome}", style=_OUTCOME_STYLE.get(outcome, ""))
     if exception:
-        cell.append(f" ({escape_text(str(exception))})", style="dim")
+        cell.append(f"{' ' if stacked else chr(10)}({escape_text(str(exception))})", style="dim")
     return cell
 
 
-def _where_cell(finding: Finding) -> Text:
-    """Time, partition, offset, record index, producer fields and transactional id of a finding."""
+def _where_cell(finding: Finding, path_width: int) -> Text:
+    """Time, partition, offset, record index, producer fields and transactional id of a finding;
+    its segment's path shortened from the left to ``path_width`` with the file name kept."""
     parts = [finding.time.replace("T", " ").removesuffix("Z") + " UTC"] if finding.time else []
     parts.append(partition_label(finding.topic, finding.partition) if finding.topic is not None else "-")
     if finding.offset is not None:
@@ -171,35 +184,57 @@ def _where_cell(finding: Finding) -> Text:
         if finding.transactional_id:
             producer += f" ({finding.transactional_id})"
         parts.append(producer)
+    lines = [escape_text(part) for part in parts]
     if finding.segment:
         position = "" if finding.position is None else f" pos {finding.position}"
-        parts.append(f"{finding.segment}{position}")
-    return Text("\n".join(escape_text(part) for part in parts))
+        segment = escape_text(finding.segment)  # escaped first: the shortened path is what is shown
+        path = shorten_left(segment, path_width - len(position)) if len(segment) + len(position) > path_width else segment
+        lines.append(f"{path}{position}")
+    return Text("\n".join(lines))
 
 
-def _group_table(group: str, findings: list[Finding], limit: int, wide: bool) -> Group:
-    """One group's findings. On a wide console: finding, where, message; on a narrow one the
-    location heads the message cell so that the message keeps room to wrap."""
+def _group_table(group: str, findings: list[Finding], limit: int, width: int) -> Group:
+    """One group's findings on a console ``width`` wide. At least 140: finding, where, message;
+    at least 100: the location heads the message cell; narrower: finding, where and message in
+    one cell, so that the message has the width. The finding column is as wide as its content."""
     table = Table(
         title=f"{group} ({len(findings):,})", box=box.SIMPLE_HEAVY, title_justify="left", expand=True, show_lines=True
     )
-    table.add_column("finding", max_width=40, overflow="fold")
-    if wide:
-        table.add_column("where", max_width=44, overflow="fold")
-    table.add_column("message", ratio=1, min_width=30, overflow="fold")
-    for finding in findings[:limit]:
-        where = _where_cell(finding)
-        # A finding that explains itself (broker_rejection) shows the explanation under Kafka's words.
-        explanation = finding.details.get("explanation")
-        message = Text(escape_text(finding.message))
-        if explanation:
-            message.append(f"\n{escape_text(str(explanation))}", style="italic")
+    shown = findings[:limit]
+    stacked, wide = width < _STACKED_BELOW, width >= _WIDE_CONSOLE
+    finding_cells = [_finding_cell(f, stacked) for f in shown]
+    if stacked:
+        table.add_column("finding · where · message", ratio=1, overflow="fold")
+        path_width = width - _CELL_PADDING
+    else:
+        finding_width = max(_widest_line(cell) for cell in finding_cells)
+        table.add_column("finding", width=finding_width, overflow="fold")
         if wide:
-            table.add_row(_finding_cell(finding), where, message)
-        else:
-            where.stylize("cyan")
-            table.add_row(_finding_cell(finding), Text.assemble(where, "\n", message))
+            table.add_column("where", max_width=_WHERE_WIDTH, overflow="fold")
+        table.add_column("message", ratio=1, overflow="fold")
+        path_width = _WHERE_WIDTH if wide else width - finding_width - 2 * _CELL_PADDING
+    for finding, cell in zip(shown, finding_cells):
+        table.add_row(*_row(finding, cell, _where_cell(finding, path_width), stacked, wide))
     parts: list[Any] = [table]
     if len(findings) > limit:
         parts.append(Text(f"... and {len(findings) - limit:,} more {group.lower()} not shown (use --format json)", style="dim"))
     return Group(*parts)
+
+
+def _widest_line(text: Text) -> int:
+    return max(len(line) for line in text.plain.split("\n"))
+
+
+def _row(finding: Finding, cell: Text, where: Text, stacked: bool, wide: bool) -> tuple[Text, ...]:
+    """A finding's cells: its message, and under it the explanation of a finding that explains
+    itself (broker_rejection), placed by the layout of :func:`_group_table`."""
+    message = Text(escape_text(finding.message))
+    explanation = finding.details.get("explanation")
+    if explanation:
+        message.append(f"\n{escape_text(str(explanation))}", style="italic")
+    if wide:
+        return cell, where, message
+    where.stylize("cyan")
+    if stacked:
+        return (Text.assemble(cell, "\n", where, "\n", message),)
+    return cell, Text.assemble(where, "\n", message)

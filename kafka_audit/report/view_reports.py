@@ -15,6 +15,7 @@ from rich.text import Text
 
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.report.scan_report import DEFAULT_TABLE_LIMIT, summary_panel
+from kafka_audit.report.wording import plural
 from kafka_audit.rules.findings import iso_time
 
 PRODUCER_FIELDS = (
@@ -46,6 +47,9 @@ EVENT_FIELDS = (
     "check",
     "message",
 )
+# Consoles narrower than this get the views' narrow layouts, fewer and stacked columns, so that
+# every column shows whole and the message keeps the width.
+_NARROW_BELOW = 100
 _KIND_STYLE = {"finding": "bold", "epoch_bump": "magenta", "transaction_abort": "yellow", "transaction_commit": "green"}
 
 
@@ -68,29 +72,43 @@ def to_csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
 
 def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:
     console.print(summary_panel(summary, "kafka-audit producers"))
+    narrow = console.width < _NARROW_BELOW
     table = Table(title=f"producers ({len(rows):,})", box=box.SIMPLE_HEAVY, title_justify="left")
-    for name, width in (("partition", None), ("pid", None), ("epoch: seqs", None), ("offsets", None),
-                        ("first / last time (UTC)", 12), ("counts", 12), ("findings", 8)):
-        table.add_column(name, overflow="fold", no_wrap=width is None, min_width=width)
+    columns = (("partition · pid", None), ("epoch: seqs", None), ("offsets · time (UTC)", None), ("counts", 9),
+               ("findings", 8)) if narrow else \
+        (("partition", None), ("pid", None), ("epoch: seqs", None), ("offsets", None), ("first / last time (UTC)", 12),
+         ("counts", 12), ("findings", 8))
+    label = max((len(f"{row['topic']}-{row['partition']}") for row in rows[:limit]), default=0)
+    for index, (name, width) in enumerate(columns):
+        if narrow and index == 0:  # the partition's name whole, up to a third of the console
+            width = min(label, console.width // 3)
+        table.add_column(name, overflow="fold", no_wrap=width is None and not narrow, min_width=width)
     for row in rows[:limit]:
-        producer = Text(str(row["producer_id"]))
-        if row["transactional_id"]:
-            producer.append(f"\n{escape_text(row['transactional_id'])}", style="cyan")
-        epochs = _epoch_lines(row["epochs"], row["sequences"])
-        txn = row["transactions"]
-        found = row["findings"]
-        table.add_row(
-            Text(escape_text(f"{row['topic']}-{row['partition']}")),
-            producer,
-            epochs,
-            f"{row['first_offset']}-{row['last_offset']}",
-            f"{_short_time(row['first_timestamp'])}\n{_short_time(row['last_timestamp'])}",
-            f"{_count(row['batches'], 'batch', 'batches')}\n{_count(row['records'], 'record', 'records')}\n"
-            f"{txn['committed']} commit, {txn['aborted']} abort, {txn['open']} open",
-            _findings_cell(found),
-        )
+        table.add_row(*_producer_cells(row, narrow))
     console.print(table)
     _more(console, len(rows), limit, "producers")
+    _closing(console, len(rows), limit, "producer")
+
+
+def _producer_cells(row: dict[str, Any], narrow: bool) -> tuple[Any, ...]:
+    """One producer's cells; on a narrow console partition and producer share a cell, and so do
+    the offsets and times (each time on two lines), and the transaction counts take a line each."""
+    producer = Text(str(row["producer_id"]))
+    if row["transactional_id"]:
+        producer.append(f"\n{escape_text(row['transactional_id'])}", style="cyan")
+    partition = Text(escape_text(f"{row['topic']}-{row['partition']}"))
+    offsets = f"{row['first_offset']}-{row['last_offset']}"
+    txn = row["transactions"]
+    counts = f"{_count(row['batches'], 'batch', 'batches')}\n{_count(row['records'], 'record', 'records')}\n"
+    first, last = _short_time(row["first_timestamp"]), _short_time(row["last_timestamp"])
+    epochs = _epoch_lines(row["epochs"], row["sequences"])
+    if narrow:
+        counts += f"{txn['committed']} commit\n{txn['aborted']} abort\n{txn['open']} open"
+        times = f"{first.replace(' ', chr(10))}\n{last.replace(' ', chr(10))}"
+        return (Text.assemble(partition, "\n", producer), epochs, f"{offsets}\n{times}", counts,
+                _findings_cell(row["findings"]))
+    counts += f"{txn['committed']} commit, {txn['aborted']} abort, {txn['open']} open"
+    return partition, producer, epochs, offsets, f"{first}\n{last}", counts, _findings_cell(row["findings"])
 
 
 def _epoch_lines(epochs: list[int], sequences: dict[str, list[int]]) -> str:
@@ -110,32 +128,42 @@ def _epoch_lines(epochs: list[int], sequences: dict[str, list[int]]) -> str:
 
 def render_timeline(summary: dict[str, Any], rows: list[dict[str, Any]], console: Console, limit: int = DEFAULT_TABLE_LIMIT) -> None:
     console.print(summary_panel(summary, "kafka-audit timeline"))
-    table = Table(title=f"timeline ({len(rows):,} events)", box=box.SIMPLE_HEAVY, title_justify="left", expand=True)
-    table.add_column("time (UTC)", no_wrap=True)
-    table.add_column("where", no_wrap=True)
-    table.add_column("event", max_width=24, overflow="fold")
-    table.add_column("message", ratio=1, min_width=30, overflow="fold")
+    narrow = console.width < _NARROW_BELOW
+    table = Table(title=f"timeline ({plural(len(rows), 'event')})", box=box.SIMPLE_HEAVY, title_justify="left", expand=True)
+    if narrow:
+        table.add_column("time (UTC) · where", overflow="fold")
+    else:
+        table.add_column("time (UTC)", no_wrap=True)
+        table.add_column("where", no_wrap=True)
+        table.add_column("event", overflow="fold")
+    table.add_column("event · message" if narrow else "message", ratio=1, overflow="fold")
     for row in rows[:limit]:
-        where = escape_text(f"{row['topic']}-{row['partition']}") + f" @{row['offset']}"
-        if row["producer_id"] not in (None, -1):
-            where += f"\npid {row['producer_id']}"
-            if row["producer_epoch"] is not None:
-                where += f" e{row['producer_epoch']}"
-        if row["transactional_id"]:
-            where += f"\n{escape_text(row['transactional_id'])}"
-        event = row["check"] if row["kind"] == "finding" else row["kind"]
-        table.add_row(
-            _short_time(row["timestamp"]).replace(" ", "\n"),
-            Text(where),
-            Text(escape_text(event or ""), style=_KIND_STYLE.get(row["kind"], "")),
-            Text(escape_text(row["message"] or "")),
-        )
+        time, where, event = _event_cells(row)
+        if narrow:
+            table.add_row(Text(f"{time}\n{where}"), Text.assemble(event, "\n", escape_text(row["message"] or "")))
+        else:
+            table.add_row(Text(time), Text(where), event, Text(escape_text(row["message"] or "")))
     console.print(table)
     _more(console, len(rows), limit, "events")
+    _closing(console, len(rows), limit, "event")
+
+
+def _event_cells(row: dict[str, Any]) -> tuple[str, str, Text]:
+    """An event's time (date and time on two lines), where (partition and offset, producer id and
+    epoch, transactional id) and kind or check."""
+    where = escape_text(f"{row['topic']}-{row['partition']}") + f" @{row['offset']}"
+    if row["producer_id"] not in (None, -1):
+        where += f"\npid {row['producer_id']}"
+        if row["producer_epoch"] is not None:
+            where += f" e{row['producer_epoch']}"
+    if row["transactional_id"]:
+        where += f"\n{escape_text(row['transactional_id'])}"
+    event = row["check"] if row["kind"] == "finding" else row["kind"]
+    return _short_time(row["timestamp"]).replace(" ", "\n"), where, Text(escape_text(event or ""), style=_KIND_STYLE.get(row["kind"], ""))
 
 
 def _count(number: int, one: str, many: str) -> str:
-    return f"{number:,} {one if number == 1 else many}"
+    return plural(number, one, many)
 
 
 def _findings_cell(found: dict[str, int]) -> Text:
@@ -149,6 +177,12 @@ def _findings_cell(found: dict[str, int]) -> Text:
 def _short_time(timestamp: int | None) -> str:
     text = iso_time(timestamp)
     return text.replace("T", " ").removesuffix("Z") if text else "-"
+
+
+def _closing(console: Console, total: int, limit: int, noun: str) -> None:
+    """A long view ends with its count, its summary panel having scrolled away."""
+    if total > limit:
+        console.print(Text(f"{plural(total, noun)} in all", style="bold"))
 
 
 def _more(console: Console, total: int, limit: int, what: str) -> None:
