@@ -45,6 +45,8 @@ RUNS: tuple[tuple[str, int, str, int | None], ...] = (
     ("scan-producer-errors.github", 100, "scan fixtures/producer-errors --engine local --format github", None),
     ("scan-healthy.json", 100, "scan fixtures/healthy --engine local --format json", None),
     ("dump-cluster-metadata.txt", 100, "dump fixtures/healthy/__cluster_metadata-0/00000000000000000000.log --records", 12),
+    ("broker-log-scan.txt", 100, "scan fixtures/producer-errors --broker-log "
+     "fixtures/broker-logs/producer-errors.server.log --engine local", -19),
     ("hang-scan.txt", 100, f"scan {_HANG} --engine local", -12),
     ("hang-producers.txt", 100, f"producers {_HANG} --engine local", -18),
     ("hang-timeline.txt", 100, f"timeline {_HANG} --engine local --producer-id 1", -15),
