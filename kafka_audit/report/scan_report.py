@@ -15,7 +15,7 @@ from rich.text import Text
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.report.wording import findings_line, plural, severity_counts, shorten_left, wall_time
-from kafka_audit.rules.catalogue import CHECKS, GROUPS, SEVERITIES, ClientOutcome, Severity
+from kafka_audit.rules.catalogue import CHECKS, GROUPS, ClientOutcome, Severity
 from kafka_audit.rules.findings import FIELD_NAMES, Finding, partition_label
 
 DEFAULT_TABLE_LIMIT = 50
