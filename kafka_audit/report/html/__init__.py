@@ -23,9 +23,11 @@ from pathlib import Path
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.report.html.charts import Chart, Limits, partition_charts
 from kafka_audit.report.html.evidence import culprit_records
-from kafka_audit.report.html.tables import findings_table, producers_table, summary_table
+from kafka_audit.report.html.tables import findings_table, producers_table, story_section, summary_table
 from kafka_audit.report.redact import Redactor
+from kafka_audit.report.story import by_severity, tell
 from kafka_audit.report.views import ReportFilter, timeline
+from kafka_audit.rules.findings import Finding
 
 # The most a report file may weigh: plotly.js (4.6 MiB) and at most 11.4 MiB of tables and charts.
 MAX_REPORT_BYTES = 16 << 20
@@ -55,11 +57,12 @@ def render_report(
     from plotly.offline import get_plotlyjs
 
     events = timeline(result, keep)
-    evidence = culprit_records(result.findings[: limits.findings_rows], segment_paths or {}, redact)
+    ordered = by_severity(result.findings)  # errors, then warnings, then info (machine formats: SPEC order)
+    evidence = culprit_records(ordered[: limits.findings_rows], segment_paths or {}, redact)
     plotly_js = get_plotlyjs()
     while True:  # bounded: the limits halve down to 1 each
         charts, uncharted = partition_charts(result.producers, events, limits)
-        page = _page(result, charts, uncharted, evidence, limits, plotly_js, redact is not None, title)
+        page = _page(result, ordered, charts, uncharted, evidence, limits, plotly_js, redact is not None, title)
         size = len(page.encode("utf-8"))
         if size <= MAX_REPORT_BYTES or limits.halved() == limits:
             return page, ReportStats(size, limits, len(charts))
@@ -73,8 +76,8 @@ def write_report(path: Path, result: ScanResult, keep: ReportFilter, **options) 
     return stats
 
 
-def _page(result: ScanResult, charts: list[Chart], uncharted: list[str], evidence, limits: Limits,
-          plotly_js: str, redacted: bool, title: str) -> str:
+def _page(result: ScanResult, ordered: list[Finding], charts: list[Chart], uncharted: list[str], evidence,
+          limits: Limits, plotly_js: str, redacted: bool, title: str) -> str:
     from kafka_audit import __version__
 
     checks = sorted({f.check for f in result.findings})
@@ -86,7 +89,8 @@ def _page(result: ScanResult, charts: list[Chart], uncharted: list[str], evidenc
         "__SUMMARY__": summary_table(result.summary, result.notes),
         "__FINDING_COUNT__": f"{len(result.findings):,}",
         "__CHECK_OPTIONS__": "".join(f"<option>{escape(c)}</option>" for c in checks),
-        "__FINDINGS__": findings_table(result.findings, evidence, limits.findings_rows),
+        "__STORY__": story_section(tell(result.findings, result.summary)),
+        "__FINDINGS__": findings_table(ordered, evidence, limits.findings_rows),
         "__CHARTS_NOTE__": _charts_note(charts, uncharted, result.summary.get("partitions", 0)),
         "__CHARTS__": "".join(f'<div class="chart" id="chart-{i}" data-traces="{c.traces}" '
                               f'data-partition="{escape(c.label)}"></div>' for i, c in enumerate(charts)),
