@@ -170,9 +170,10 @@ def _cost(findings: list[Finding]) -> list[str]:
         costs.append(f"{len(unreadable):,} batches{known} cannot be read by a consumer, in {_listed(places, 'partition')}.")
     for f in (f for f in findings if f.check == CheckId.HANGING_TRANSACTION):
         d = f.details
+        who = f" of producer {f.producer_id}" if f.producer_id is not None else ""
         costs.append(
             f"Every read_committed consumer of {partition_label(f.topic, f.partition)} is blocked behind the open "
-            f"transaction of producer {f.producer_id} since offset {d.get('first_offset')}: it pins the last stable "
+            f"transaction{who} since offset {d.get('first_offset')}: it pins the last stable "
             f"offset at {d.get('last_stable_offset')} while the log ends at {d.get('log_end_offset')} "
             f"({d.get('records_blocked', 0):,} offsets held back).")
     fenced = sorted({f.producer_id for f in findings if f.producer_id is not None and (
