@@ -80,6 +80,7 @@ def test_a_segment_removed_between_discovery_and_reading(tmp_path: Path) -> None
     result = audit_in_process(found, ScanOptions())
     (finding,) = [f for f in result.findings if f.check == "unreadable_segment"]
     assert finding.segment == f"orders-0/{seg(0)}"
+    assert f"Check the file orders-0/{seg(0)}" in finding.details.pop("remedy")["summary"]
     assert finding.details == {
         "reason": "cannot read (No such file or directory)",
         "base_offset": 0,

@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kafka_audit.cli.app import app
+from kafka_audit.report.html.charts import Limits
 from kafka_audit.report.html.tables import finding_key
 from tests.conftest import FIXTURES
 from tests.support.browser import find_chromium, open_page
@@ -183,7 +184,7 @@ def test_a_large_log_is_aggregated_past_the_shown_limits(tmp_path):
     assert len(_table_rows(page, "producers")) == 4
     assert f"{len(producers) - 4:,} more producers not shown" in page
     (chart,) = _chart_data(page)
-    assert chart["label"] == "busy-0" and "1 not charted: quiet-0" in page
+    assert chart["label"] == "busy-0" and "1 not charted (past the limit): quiet-0" in page
     traces = {t["name"]: t for t in chart["figure"]["data"]}
     lanes = {y for t in traces.values() for y in t["y"]}
     assert f"{len(busy) - 3} other producers" in lanes
@@ -276,3 +277,80 @@ def test_the_findings_sort_and_filter_in_the_browser(tmp_path):
 def _faulty_args() -> list[str]:
     """The scan options ``fixtures/faulty/EXPECTED.json`` names."""
     return json.loads((FIXTURES / "faulty" / "EXPECTED.json").read_text())["scan_args"]
+
+
+FAULTY = FIXTURES / "faulty"
+FAULTY_ARGS = json.loads((FAULTY / "EXPECTED.json").read_text())["scan_args"]
+# fixtures/faulty/EXPECTED.json's --reference-time (ms): the hanging transaction is measured against it.
+FAULTY_REFERENCE_MS = 1_700_003_600_000
+_UNREADABLE = {"crc_mismatch", "truncated_batch", "invalid_batch_size", "unknown_magic", "decompression_failed"}
+
+
+def _text(dom_part: str) -> str:
+    """An HTML fragment's text: tags and ``<wbr>`` dropped, entities read, spaces folded."""
+    from html import unescape
+
+    return " ".join(unescape(re.sub(r"<[^>]+>", "", dom_part)).split())
+
+
+@needs_browser
+def test_the_story_opens_the_document_and_tells_the_findings(tmp_path):
+    """The account's sentences carry the scan's numbers: the unreadable batches, the hanging
+    transaction's LSO, first and last time; the headlines rank by consequence with remedies; the
+    tables list errors, then warnings, then info; every partition with an error or warning that
+    has a time is charted; the hanging transaction is drawn to the reference time."""
+    html, run = _open("faulty", FAULTY, tmp_path, *FAULTY_ARGS)
+    scanned = _json("scan", FAULTY, *FAULTY_ARGS)["findings"]
+    dom = run.dom
+    assert dom.index('id="story"') < dom.index('id="summary"') < dom.index('id="findings-section"')
+    story = _text(dom[dom.index('id="story"'):dom.index('id="summary"')])
+    unreadable = [f for f in scanned if f["check"] in _UNREADABLE]
+    assert f"{len(unreadable)} batches holding at least" in story
+    (hanging,) = [f for f in scanned if f["check"] == "hanging_transaction"]
+    d = hanging["details"]
+    assert (f"Every read_committed consumer of hanging-transaction-0 is blocked behind the open transaction of producer "
+            f"{hanging['producer_id']} since offset {d['first_offset']}: it pins the last stable offset at "
+            f"{d['last_stable_offset']} while the log ends at {d['log_end_offset']} ({d['records_blocked']} offsets held back).") in story
+    times = sorted(f["time"] for f in scanned if f["severity"] != "info" and f["time"])
+    shown = [t.replace("T", " ").removesuffix("Z") + " UTC" for t in (times[0], times[-1])]
+    assert f"It happened between {shown[0]} and {shown[1]}." in story
+    classes = [int(c) for c in re.findall(r'<li class="headline[^"]*" data-class="(\d)"', dom)]
+    # Ranked by consequence; fixtures/faulty has unreadable batches (1), a hanging transaction (2)
+    # and failing producers (3), each with a headline.
+    assert 3 <= len(classes) <= 7 and classes == sorted(classes) and {1, 2, 3} <= set(classes), classes
+    assert "kafka-transactions.sh --bootstrap-server &lt;broker&gt; abort --topic hanging-transaction --partition 0 --start-offset 3" in dom
+    severities = re.findall(r'data-severity="(\w+)"', dom[dom.index('id="findings"'):dom.index('id="timelines"')])
+    rank = {"error": 0, "warning": 1, "info": 2}
+    assert [rank[s] for s in severities] == sorted(rank[s] for s in severities) and len(severities) == len(scanned)
+    charts = _chart_data(html)
+    labels = [c["label"] for c in charts]
+    serious = {f"{f['topic']}-{f['partition']}" for f in scanned if f["severity"] != "info" and f["timestamp"] is not None}
+    # Charted first, up to the stated limit: either all of them, or the limit holds only them.
+    assert serious <= set(labels) or (len(labels) == Limits().charts and set(labels) <= serious), serious - set(labels)
+    assert all(label in serious for label in labels[: len(serious)])
+    assert f"{len(charts)} partitions charted, at most {Limits().charts}" in dom
+    (chart,) = [c for c in charts if c["label"] == "hanging-transaction-0"]
+    (bar,) = [t for t in chart["figure"]["data"] if t.get("name") == "transaction hanging (LSO pinned)"]
+    from datetime import datetime
+
+    start = datetime.fromisoformat(bar["base"][0].replace("Z", "+00:00")).timestamp() * 1000
+    assert round(start) + bar["x"][0] == FAULTY_REFERENCE_MS
+    assert f"hanging: LSO {d['last_stable_offset']}" in dom
+
+
+@needs_browser
+def test_the_printed_document_keeps_every_column(tmp_path):
+    """Printed by Chromium (Letter, its default) and read back by pdftotext: every column header
+    of the findings and producers tables is there (no clipped column)."""
+    from tests.support.browser import pdf_text, print_to_pdf
+
+    if shutil.which("pdftotext") is None:
+        pytest.skip("no pdftotext (Debian's poppler-utils: CI installs it in .ci/run)")
+    page = _report(FIXTURES / "producer-errors", tmp_path / "printed.html", *INCIDENT)
+    headers = [_text(h) for h in re.findall(r'<th data-col="\d+"[^>]*>(.*?)</th>', page.read_text(encoding="utf-8"))]
+    assert len(headers) >= 20  # the findings' columns and the producers'
+    text = pdf_text(print_to_pdf(BROWSER, page, tmp_path))
+    words = set(" ".join(text.split()).split(" "))
+    for header in headers:
+        for word in header.replace(":", "").split():
+            assert word in words or word + ":" in words, f"column {header!r} is not in the printed document"

@@ -365,6 +365,7 @@ def test_retention_gap_log_start_from_the_checkpoint_and_without_it(tmp_path):
     findings = log.scan()
     f = only(findings, "unknown_producer_id")
     assert checks(findings) == ["unknown_producer_id"]
+    assert "(sequences 0-3 are not in this log)" in f.details.pop("remedy")["summary"]
     assert f.details == {"log_start_offset": 0, "missing_sequences": [0, 3], "in_snapshot": False}
     assert (f.severity, f.error_code, f.client_outcome) == ("warning", None, "none")
 

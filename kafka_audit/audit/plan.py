@@ -43,6 +43,7 @@ from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
 from kafka_audit.rules.log_validator import ValidationConfig
 from kafka_audit.rules.producer_activity import count_findings
+from kafka_audit.rules.remedies import attach_remedies
 
 # What an encrypted tiered-storage segment without --rsm-key-file needs (its finding's message).
 ENCRYPTED_HINT = " (its chunks are AES-GCM-encrypted: give --rsm-key-file, the private key that unwraps its data key)"
@@ -338,6 +339,9 @@ def finish_result(
     # (a scanned __transaction_state), and each row's findings, which every partition's step holds.
     coordinator = read_coordinator_view(discovery)
     join_coordinator_view(coordinator, findings, producers, summary)
+    # SPEC section 3: every error and warning finding's remedy, its transactional id joined in.
+    attach_remedies(findings, {s.display_path: n.base_offset for p in discovery.partitions
+                               for s, n in zip(p.segments, p.segments[1:])})
     count_findings(producers, findings)
     if any(storage.is_remote(path) for path in discovery.paths):
         here = storage.fetched_since(sent)

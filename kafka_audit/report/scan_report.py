@@ -14,6 +14,7 @@ from rich.text import Text
 
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
+from kafka_audit.report.story import Story, by_severity, tell
 from kafka_audit.report.wording import findings_line, plural, severity_counts, shorten_left, wall_time
 from kafka_audit.rules.catalogue import CHECKS, GROUPS, ClientOutcome, Severity
 from kafka_audit.rules.findings import FIELD_NAMES, Finding, partition_label
@@ -69,15 +70,27 @@ def render_table(result: ScanResult, console: Console, limit: int = DEFAULT_TABL
     if len(result.notes) > _NOTES_SHOWN:
         console.print(Text(f"... and {len(result.notes) - _NOTES_SHOWN:,} more notes (see --format json)", style="dim"))
     by_group: dict[str, list[Finding]] = {group: [] for group in GROUPS}
-    for finding in result.findings:
+    for finding in by_severity(result.findings):
         by_group[CHECKS[finding.check].group].append(finding)
     if not result.findings:
         console.print(Text("No findings.", style="bold green"))
     for group, findings in by_group.items():
         if findings:
             console.print(_group_table(group, findings, limit, console.width))
+    render_story(tell(result.findings, result.summary), console)
     if result.findings and exit_code is not None:
         console.print(Text(findings_line(result.summary.get("findings_by_severity", {}), exit_code), style="bold"))
+
+
+def render_story(story: Story, console: Console) -> None:
+    """The incident in a few lines (``report/story.py``): the account, then the headlines ranked
+    by consequence (their remedies: ``details.remedy`` in --format json, and the HTML report)."""
+    console.print(Text("What happened", style="bold"))
+    console.print(Text(" ".join(story.sentences)), overflow="fold")
+    for number, headline in enumerate(story.headlines, 1):
+        line = Text(f"{number}. ")
+        line.append(headline.short, style=_SEVERITY_STYLE.get(headline.finding.severity, ""))
+        console.print(line, overflow="fold")
 
 
 def _written_by(summary: dict[str, Any]) -> str:

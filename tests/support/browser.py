@@ -78,3 +78,21 @@ def page_requests(net_log: Path) -> list[str]:
         and event["params"].get("initiator") != "not an origin"
         and not event["params"]["url"].startswith(("file:", "data:", "blob:"))
     ]
+
+
+def print_to_pdf(browser: str, page: Path, work: Path) -> Path:
+    """Print ``page`` as Chromium prints it (its print stylesheet, no header or footer) to a PDF."""
+    pdf = work / (page.stem + ".pdf")
+    _run(browser, [*_flags(work / "profile-pdf"), "--no-pdf-header-footer", f"--print-to-pdf={pdf}",
+                   page.resolve().as_uri()])
+    if not pdf.is_file():
+        raise AssertionError(f"chromium wrote no PDF at {pdf}")
+    return pdf
+
+
+def pdf_text(pdf: Path) -> str:
+    """The text of a PDF as poppler's ``pdftotext`` reads it (Debian's poppler-utils)."""
+    done = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=TIMEOUT_S)
+    if done.returncode != 0:
+        raise AssertionError(f"pdftotext exited {done.returncode}: {done.stderr[-2000:]}")
+    return done.stdout

@@ -127,6 +127,8 @@ def _result(finding: Finding, rule_index: int, baseline_used: bool, locator: Loc
         "partialFingerprints": {FINGERPRINT_VERSION: finding.fingerprint},
         "properties": {name: getattr(finding, name) for name in _PROPERTIES},
     }
+    # SPEC section 3: this finding's remedy (rules/remedies.py); the rule's help stays generic.
+    result["properties"]["remedy"] = finding.details.get("remedy")
     location = _location(finding, locator)
     if location is not None:
         result["locations"] = [location]

@@ -1,13 +1,13 @@
 """``kafka-audit report``: one self-contained HTML postmortem document (SPEC section 3).
 
 The page holds the summary, the findings table (sortable, filterable, with remedies and culprit
-records), a swim-lane timeline chart per partition and the producers table. plotly.js is
-embedded once from the installed plotly package; the page's own script (``report.js``) and
+records), a swim-lane timeline chart per partition and the producers table. A partial plotly.js
+bundle (scatter and bar traces, :data:`PLOTLY_BUNDLE`) is embedded once; the page's own script (``report.js``) and
 style (``report.css``) are inlined from this package, so opening the file makes no request.
 
 Large inputs: tables and charts stop at :class:`~kafka_audit.report.html.charts.Limits` and
 count the rest; when the document would still exceed :data:`MAX_REPORT_BYTES` it is written
-again with every limit halved, so the file stays under that size (plotly.js alone is 4.6 MiB;
+again with every limit halved, so the file stays under that size (the Plotly bundle is 1.2 MB;
 the page at the smallest limits, one row, chart, lane and marker each, is far below it).
 """
 
@@ -20,16 +20,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafka_audit.audit.plan import ScanResult
-from kafka_audit.report.html.charts import Chart, Limits, partition_charts
+from kafka_audit.report.html.charts import Charted, Limits, partition_charts
 from kafka_audit.report.html.evidence import culprit_records
-from kafka_audit.report.html.tables import findings_table, producers_table, summary_table
+from kafka_audit.report.html.tables import findings_table, producers_table, story_section, summary_table
 from kafka_audit.report.redact import Redactor
 from kafka_audit.report.safe_text import html_text as escape  # data never acts (SPEC section 1)
 from kafka_audit.report.safe_text import surrogates_shown
+from kafka_audit.report.story import by_severity, tell
 from kafka_audit.report.views import ReportFilter, timeline
+from kafka_audit.rules.findings import Finding
 
-# The most a report file may weigh: plotly.js (4.6 MiB) and at most 11.4 MiB of tables and charts.
+# The most a report file may weigh: plotly.js (1.2 MB) and at most 14.8 MiB of tables and charts.
 MAX_REPORT_BYTES = 16 << 20
+# The partial Plotly bundle (npm plotly.js-basic-dist-min, MIT: plotly-basic.LICENSE.txt beside it):
+# the scatter and bar traces the charts use, 1.2 MB instead of the full library's 4.6 MiB.
+PLOTLY_BUNDLE = "plotly-basic.min.js"
 _HERE = Path(__file__).parent
 _MARKER = re.compile(r"__[A-Z_]+__")
 
@@ -53,17 +58,16 @@ def render_report(
     title: str = "kafka-audit report",
 ) -> tuple[str, ReportStats]:
     """The document's text for ``result`` (already filtered by ``keep``) and its stats."""
-    from plotly.offline import get_plotlyjs
-
     events = timeline(result, keep)
-    evidence = culprit_records(result.findings[: limits.findings_rows], segment_paths or {}, redact)
-    plotly_js = get_plotlyjs()
+    ordered = by_severity(result.findings)  # errors, then warnings, then info (machine formats: SPEC order)
+    evidence = culprit_records(ordered[: limits.findings_rows], segment_paths or {}, redact)
+    plotly_js = (_HERE / PLOTLY_BUNDLE).read_text(encoding="utf-8")
     while True:  # bounded: the limits halve down to 1 each
-        charts, uncharted = partition_charts(result.producers, events, limits)
-        page = surrogates_shown(_page(result, charts, uncharted, evidence, limits, plotly_js, redact is not None, title))
+        charted = partition_charts(result.producers, events, limits, result.findings)
+        page = surrogates_shown(_page(result, ordered, charted, evidence, limits, plotly_js, redact is not None, title))
         size = len(page.encode("utf-8"))
         if size <= MAX_REPORT_BYTES or limits.halved() == limits:
-            return page, ReportStats(size, limits, len(charts))
+            return page, ReportStats(size, limits, len(charted.charts))
         limits = limits.halved()
 
 
@@ -74,8 +78,8 @@ def write_report(path: Path, result: ScanResult, keep: ReportFilter, **options) 
     return stats
 
 
-def _page(result: ScanResult, charts: list[Chart], uncharted: list[str], evidence, limits: Limits,
-          plotly_js: str, redacted: bool, title: str) -> str:
+def _page(result: ScanResult, ordered: list[Finding], charted: Charted, evidence,
+          limits: Limits, plotly_js: str, redacted: bool, title: str) -> str:
     from kafka_audit import __version__
 
     checks = sorted({f.check for f in result.findings})
@@ -87,13 +91,14 @@ def _page(result: ScanResult, charts: list[Chart], uncharted: list[str], evidenc
         "__SUMMARY__": summary_table(result.summary, result.notes),
         "__FINDING_COUNT__": f"{len(result.findings):,}",
         "__CHECK_OPTIONS__": "".join(f"<option>{escape(c)}</option>" for c in checks),
-        "__FINDINGS__": findings_table(result.findings, evidence, limits.findings_rows),
-        "__CHARTS_NOTE__": _charts_note(charts, uncharted, result.summary.get("partitions", 0)),
-        "__CHARTS__": "".join(f'<div class="chart" id="chart-{i}" data-traces="{c.traces}" '
-                              f'data-partition="{escape(c.label)}"></div>' for i, c in enumerate(charts)),
+        "__STORY__": story_section(tell(result.findings, result.summary)),
+        "__FINDINGS__": findings_table(ordered, evidence, limits.findings_rows),
+        "__CHARTS_NOTE__": _charts_note(charted, limits, result.summary.get("partitions", 0)),
+        "__CHARTS__": "".join(f'<div class="chart{" small" if c.small else ""}" id="chart-{i}" data-traces="{c.traces}" '
+                              f'data-partition="{escape(c.label)}"></div>' for i, c in enumerate(charted.charts)),
         "__PRODUCER_COUNT__": f"{len(result.producers):,}",
         "__PRODUCERS__": producers_table(result.producers, limits.producer_rows),
-        "__CHART_DATA__": _script_json([{"label": c.label, "figure": c.figure} for c in charts]),
+        "__CHART_DATA__": _script_json([{"label": c.label, "figure": c.figure} for c in charted.charts]),
         "__CSS__": (_HERE / "report.css").read_text(encoding="utf-8"),
         "__REPORT_JS__": (_HERE / "report.js").read_text(encoding="utf-8"),
     }
@@ -103,15 +108,22 @@ def _page(result: ScanResult, charts: list[Chart], uncharted: list[str], evidenc
     return _MARKER.sub(lambda m: parts[m.group(0)], template)
 
 
-def _charts_note(charts: list[Chart], uncharted: list[str], partitions: int) -> str:
-    """What the charts leave out: partitions past the limit, and those with nothing to draw (no
-    producer id, no event with a time: plain producers' data only)."""
-    notes = []
-    empty = partitions - len(charts) - len(uncharted)
+def _charts_note(charted: Charted, limits: Limits, partitions: int) -> str:
+    """The stated limit and what the charts leave out: partitions past it, those with an error or
+    warning finding but nothing with a time to draw, and those with nothing at all (no producer
+    id, no event with a time: plain producers' data only)."""
+    charts, uncharted, blank = charted.charts, charted.uncharted, charted.blank
+    notes = [f"{_count(len(charts), 'partition')} charted, at most {limits.charts:,}: those with error findings "
+             "first, then warnings, then the busiest."]
     if uncharted:
         listed = ", ".join(uncharted[:20]) + (f" and {len(uncharted) - 20:,} more" if len(uncharted) > 20 else "")
-        notes.append(f"{_count(len(charts), 'partition')} charted (most findings first); {len(uncharted):,} not charted: "
-                     f"{escape(listed)}. Their findings and producers are in the tables.")
+        notes.append(f"{len(uncharted):,} not charted (past the limit): {escape(listed)}. "
+                     "Their findings and producers are in the tables.")
+    if blank:
+        listed = ", ".join(blank[:20]) + (f" and {len(blank) - 20:,} more" if len(blank) > 20 else "")
+        notes.append(f"{len(blank):,} with an error or warning finding but no time to place it on: {escape(listed)}. "
+                     "Their findings are in the table above.")
+    empty = partitions - len(charts) - len(uncharted) - len(blank)
     if empty > 0:
         notes.append(f"{empty:,} of {_count(partitions, 'partition')} without a producer id or an event with a time: "
                      "nothing to chart.")

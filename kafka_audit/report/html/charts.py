@@ -15,17 +15,25 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-import plotly.graph_objects as go
-
+from kafka_audit.report.html.chart_facts import ChartFacts, OpenEnd
 from kafka_audit.report.safe_text import html_text
 from kafka_audit.rules.catalogue import CHECKS
 from kafka_audit.rules.events import Event, EventKind
-from kafka_audit.rules.findings import iso_time, partition_label
+from kafka_audit.rules.findings import Finding, iso_time, partition_label
 
+# A Plotly trace, as plotly.js reads it.
+Trace = dict[str, Any]
 BROKER_LANE = "broker log"
 PARTITION_LANE = "partition"
 _SEVERITY_COLOR = {"error": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
-_TXN_COLOR = {"committed": "#2ca02c", "aborted": "#d62728", "open": "#ff7f0e"}
+_TXN_COLOR = {"committed": "#2ca02c", "aborted": "#d62728", "open": "#ff7f0e", "hanging": "#b2182b"}
+# A chart's x axis spans at least this long (ms): a lone marker gets second-sized ticks, not
+# sub-millisecond ones; and it is padded by this share of its span on each side.
+_MIN_SPAN_MS, _PAD = 2_000, 0.04
+# Lane height, the chart's frame (title, axis) and one row of its legend in px.
+_LANE_PX, _FRAME_PX, _LEGEND_ROW_PX = 34, 90, 20
+# A chart of at most this many lanes and markers is drawn at half width, two side by side.
+_SMALL_LANES, _SMALL_MARKS = 2, 3
 _EPOCH_COLORS = ("#c6dbef", "#9ecae1", "#6baed6", "#bcbddc", "#9e9ac8")
 _MARKERS = {  # event kind -> (legend name, symbol, color); findings are coloured by severity
     EventKind.EPOCH_BUMP: ("epoch bump", "star", "#7b4173"),
@@ -58,12 +66,14 @@ class Limits:
 
 @dataclass(slots=True)
 class Chart:
-    """One partition's chart: its label, the Plotly figure as JSON-ready dict, what was left out."""
+    """One partition's chart: its label, the Plotly figure as JSON-ready dict, what was left out,
+    and whether it is small (few lanes and markers: half width)."""
 
     label: str
     figure: dict[str, Any]
     traces: int
     not_drawn: int = 0
+    small: bool = False
 
 
 @dataclass(slots=True)
@@ -79,47 +89,94 @@ class _Lanes:
         return self.names.get(producer_id, self.others)
 
 
-def partition_charts(producers: list[dict[str, Any]], events: list[Event], limits: Limits) -> tuple[list[Chart], list[str]]:
-    """The charts of the partitions with the most findings first (then by name), at most
-    ``limits.charts``, and the labels of the partitions left uncharted."""
+@dataclass(slots=True)
+class Charted:
+    """The charts drawn; the partitions past the limit; those with an error or warning finding but
+    nothing with a time to draw (their findings are in the tables)."""
+
+    charts: list[Chart]
+    uncharted: list[str]
+    blank: list[str]
+
+
+def partition_charts(producers: list[dict[str, Any]], events: list[Event], limits: Limits,
+                     findings: list[Finding] | None = None) -> Charted:
+    """Every partition with an error, then with a warning finding (most first), then the others
+    by their events, charted in that order until ``limits.charts`` charts are drawn: a partition
+    with nothing to draw takes no slot."""
+    facts = ChartFacts.of(findings or [], producers)
     rows_by: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for row in producers:
         rows_by[(row["topic"], row["partition"])].append(row)
     events_by: dict[tuple[str, int], list[Event]] = defaultdict(list)
     for event in events:
         events_by[(event.topic, event.partition)].append(event)
-    keys = sorted(set(rows_by) | set(events_by), key=lambda k: (-_weight(events_by[k]), k))
-    charts = [_chart(k, rows_by[k], events_by[k], limits) for k in keys[: limits.charts]]
-    return [c for c in charts if c.traces], [partition_label(*k) for k in keys[limits.charts:]]
+
+    def rank(key: tuple[str, int]) -> tuple:
+        errors, warnings = facts.severity.get(key, (0, 0))
+        return (-errors, -warnings, -_weight(events_by[key]), key)
+
+    done = Charted([], [], [])
+    for key in sorted(set(rows_by) | set(events_by) | set(facts.severity), key=rank):
+        if len(done.charts) >= limits.charts:
+            done.uncharted.append(partition_label(*key))
+            continue
+        chart = _chart(key, rows_by[key], events_by[key], limits, facts)
+        if chart.traces:
+            done.charts.append(chart)
+        elif key in facts.severity:
+            done.blank.append(partition_label(*key))
+    return done
 
 
 def _weight(events: list[Event]) -> int:
     return sum(1 for e in events if e.kind == EventKind.FINDING or e.check)
 
 
-def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event], limits: Limits) -> Chart:
+def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event], limits: Limits,
+           facts: ChartFacts) -> Chart:
     lanes, rest = _lanes(rows, events, limits.lanes)
-    traces = [*_epoch_traces(rows, lanes, events), *_transaction_traces(rows, events, lanes, limits.points)]
-    markers, not_drawn = _marker_traces(events, lanes, limits.points)
+    ends = {pid: end for (topic, partition, pid), end in facts.open_ends.items() if (topic, partition) == key}
+    whole = _whole(rows, events, [e.end for e in ends.values()])
+    traces = [*_epoch_traces(rows, lanes, events, whole),
+              *_transaction_traces(rows, events, lanes, limits.points, ends, whole)]
+    markers, not_drawn = _marker_traces(events, lanes, limits.points, facts.bump_reasons)
     traces.extend(markers)
     label = partition_label(*key)
     title = _escape(label) + (f" - {not_drawn:,} events not drawn (in the tables)" if not_drawn else "")
     title += f" - {rest:,} more producers share the last lane" if rest else ""
     order = [BROKER_LANE, PARTITION_LANE, *lanes.names.values(), *([lanes.others] if lanes.others else [])]
-    shown = [lane for lane in order if any(lane in (t.y or ()) for t in traces)]
-    figure = go.Figure(traces)
-    figure.update_layout(
-        title={"text": title, "x": 0, "font": {"size": 14}},
-        barmode="overlay",
-        height=max(280, 150 + 44 * len(shown)),
-        margin={"l": 10, "r": 10, "t": 40, "b": 10},
-        hovermode="closest",
-        legend={"orientation": "h", "y": -0.1, "yanchor": "top"},
-        xaxis={"type": "date", "title": None, "automargin": True},
-        yaxis={"categoryorder": "array", "categoryarray": shown[::-1], "automargin": True, "type": "category"},
-        plot_bgcolor="#fafafa",
-    )
-    return Chart(label, figure.to_plotly_json(), len(traces), not_drawn)
+    shown = [lane for lane in order if any(lane in t.get("y", ()) for t in traces)]
+    marks = sum(len(t.get("x", ())) for t in markers)
+    small = len(shown) <= _SMALL_LANES and marks <= _SMALL_MARKS and not rest
+    legend_rows = -(-len(traces) // (2 if small else 5)) if len(traces) > 1 else 0  # Plotly shows no legend for one trace
+    layout = {
+        "title": {"text": title, "x": 0, "font": {"size": 14}},
+        "barmode": "overlay",
+        "height": _FRAME_PX + _LANE_PX * max(2, len(shown)) + _LEGEND_ROW_PX * legend_rows,
+        "margin": {"l": 10, "r": 10, "t": 36, "b": 34 + _LEGEND_ROW_PX * legend_rows},
+        "hovermode": "closest",
+        "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "font": {"size": 11}},
+        "xaxis": {"type": "date", "title": None, "automargin": True, "range": _x_range(whole), "gridcolor": "#e6e6e6"},
+        "yaxis": {"categoryorder": "array", "categoryarray": shown[::-1], "automargin": True, "type": "category"},
+        "plot_bgcolor": "#fafafa",
+    }
+    return Chart(label, {"data": traces, "layout": layout}, len(traces), not_drawn, small)
+
+
+def _trace(kind: str, **attributes: Any) -> Trace:
+    """A Plotly trace as the JSON plotly.js reads (``bar`` or ``scatter``): the one place every
+    trace's data passes on its way to the page. Plain dicts: the plotly package's figure
+    validation cost a quarter of a second per chart."""
+    return {"type": kind, **attributes}
+
+
+def _x_range(whole: tuple[int, int]) -> list[str | None]:
+    """The x axis range: the chart's span padded, and at least :data:`_MIN_SPAN_MS` wide."""
+    span = max(whole[1] - whole[0], _MIN_SPAN_MS)
+    middle = (whole[0] + whole[1]) // 2
+    half = int(span * (0.5 + _PAD))
+    return [iso_time(max(0, middle - half)), iso_time(middle + half)]
 
 
 def _lanes(rows: list[dict[str, Any]], events: list[Event], limit: int) -> tuple[_Lanes, int]:
@@ -144,16 +201,16 @@ def _span(start: int, end: int, whole: tuple[int, int]) -> int:
     return max(end - start, (whole[1] - whole[0]) // 400, 1)
 
 
-def _whole(rows: list[dict[str, Any]], events: list[Event]) -> tuple[int, int]:
+def _whole(rows: list[dict[str, Any]], events: list[Event], ends: list[int]) -> tuple[int, int]:
+    """The chart's time span: producers' batches, events, and the open transactions' ends."""
     times = [t for r in rows for t in (r["first_timestamp"], r["last_timestamp"]) if t is not None]
-    times += [e.timestamp for e in events if e.timestamp is not None]
+    times += [e.timestamp for e in events if e.timestamp is not None] + ends
     return (min(times), max(times)) if times else (0, 0)
 
 
-def _epoch_traces(rows: list[dict[str, Any]], lanes: _Lanes, events: list[Event]) -> list[go.Bar]:
+def _epoch_traces(rows: list[dict[str, Any]], lanes: _Lanes, events: list[Event], whole: tuple[int, int]) -> list[Trace]:
     """One bar per (producer, epoch): from the epoch's first batch (its bump event; the first
     epoch from the producer's first batch) to the next epoch's start or the producer's last batch."""
-    whole = _whole(rows, events)
     bumps = {(e.producer_id, e.producer_epoch): e.timestamp for e in events
              if e.kind == EventKind.EPOCH_BUMP and e.timestamp is not None}
     bars: dict[str, list] = defaultdict(list)
@@ -181,13 +238,13 @@ def _epoch_traces(rows: list[dict[str, Any]], lanes: _Lanes, events: list[Event]
     traces = _others_bar(rows, lanes, whole)
     if not bars:
         return traces
-    return traces + [go.Bar(name="epochs (sequence range)", orientation="h", y=bars["lane"], base=bars["base"], x=bars["x"],
+    return traces + [_trace("bar", name="epochs (sequence range)", orientation="h", y=bars["lane"], base=bars["base"], x=bars["x"],
                    width=0.7, text=bars["text"], textposition="inside", insidetextanchor="middle",
                    marker={"color": bars["color"], "line": {"width": 0.5, "color": "#555"}},
                    hovertext=bars["hover"], hoverinfo="text")]
 
 
-def _others_bar(rows: list[dict[str, Any]], lanes: _Lanes, whole: tuple[int, int]) -> list[go.Bar]:
+def _others_bar(rows: list[dict[str, Any]], lanes: _Lanes, whole: tuple[int, int]) -> list[Trace]:
     """The shared lane of the producers beyond the limit: one bar over their active time."""
     others = [r for r in rows if r["producer_id"] not in lanes.names and r["first_timestamp"] is not None]
     if lanes.others is None or not others:
@@ -196,14 +253,17 @@ def _others_bar(rows: list[dict[str, Any]], lanes: _Lanes, whole: tuple[int, int
     end = max(r["last_timestamp"] for r in others)
     hover = (f"{len(others):,} producers<br>{sum(r['batches'] for r in others):,} batches, "
              f"{sum(r['records'] for r in others):,} records<br>{iso_time(start)} - {iso_time(end)}")
-    return [go.Bar(name="other producers", orientation="h", y=[lanes.others], base=[iso_time(start)],
+    return [_trace("bar", name="other producers", orientation="h", y=[lanes.others], base=[iso_time(start)],
                    x=[_span(start, end, whole)], width=0.7, marker={"color": "#d9d9d9"},
                    hovertext=[hover], hoverinfo="text")]
 
 
-def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: _Lanes, points: int) -> list[go.Bar]:
-    """Transactions from their begin to their commit or abort marker (open ones to the producer's
-    last batch), a bar each; more than ``points`` are binned in time per lane."""
+def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: _Lanes, points: int,
+                        ends: dict[int, OpenEnd], whole: tuple[int, int]) -> list[Trace]:
+    """Transactions from their begin to their commit or abort marker, a bar each; an open one to
+    the reference time its finding measured it against (``--reference-time``, else the
+    partition's newest timestamp), a hanging one with the LSO it holds back, else to the
+    producer's last batch. More than ``points`` are binned in time per lane."""
     last = {r["producer_id"]: r["last_timestamp"] for r in rows}
     began: dict[int, int] = {}
     spans: list[tuple[str, int, int, str]] = []  # lane, start, end, outcome
@@ -218,18 +278,23 @@ def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: 
             continue
         start = began.pop(event.producer_id, event.timestamp)
         spans.append((lane, start, event.timestamp, "committed" if event.kind == EventKind.TRANSACTION_COMMIT else "aborted"))
+    open_bars = []
     for pid, start in began.items():
-        spans.append((lanes.of(pid) or "", start, max(start, last.get(pid) or start), "open"))
+        end = ends.get(pid)
+        if end is not None and end.hanging and lanes.of(pid):
+            open_bars.append(_hanging_bar(lanes.of(pid) or "", start, end, whole))
+            continue
+        stop = end.end if end is not None else last.get(pid) or start
+        spans.append((lanes.of(pid) or "", start, max(start, stop), "open"))
     if not spans:
-        return []
-    whole = _whole(rows, events)
+        return open_bars
     if len(spans) > points:
-        return _binned_transactions(spans, whole, max(_MIN_BINS, points // (len(lanes.names) + 1)))
-    traces = []
+        return open_bars + _binned_transactions(spans, whole, max(_MIN_BINS, points // (len(lanes.names) + 1)))
+    traces = open_bars
     for outcome in ("committed", "aborted", "open"):
         chosen = [s for s in spans if s[3] == outcome]
         if chosen:
-            traces.append(go.Bar(
+            traces.append(_trace("bar",
                 name=f"transactions {outcome}", orientation="h", y=[s[0] for s in chosen],
                 base=[iso_time(s[1]) for s in chosen], x=[_span(s[1], s[2], whole) for s in chosen],
                 width=_TXN_WIDTH, offset=_TXN_OFFSET, marker={"color": _TXN_COLOR[outcome]}, hoverinfo="text",
@@ -237,7 +302,20 @@ def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: 
     return traces
 
 
-def _binned_transactions(spans: list[tuple[str, int, int, str]], whole: tuple[int, int], bins: int) -> list[go.Bar]:
+def _hanging_bar(lane: str, start: int, end: OpenEnd, whole: tuple[int, int]) -> Trace:
+    """A hanging transaction: from its first batch to the reference time, labelled with the last
+    stable offset it pins (every read_committed consumer waits there)."""
+    held = f": {end.records_blocked:,} offsets held back" if end.records_blocked is not None else ""
+    return _trace("bar",
+        name="transaction hanging (LSO pinned)", orientation="h", y=[lane], base=[iso_time(start)],
+        x=[_span(start, max(start, end.end), whole)], width=_TXN_WIDTH * 1.6, offset=_TXN_OFFSET - 0.1,
+        marker={"color": _TXN_COLOR["hanging"], "pattern": {"shape": "/"}}, text=[f"hanging: LSO {end.last_stable_offset}"],
+        textposition="inside", insidetextanchor="start", hoverinfo="text",
+        hovertext=[f"transaction hanging<br>{iso_time(start)} - {iso_time(end.end)} (reference time)<br>"
+                   f"pins the last stable offset at {end.last_stable_offset}{held}"])
+
+
+def _binned_transactions(spans: list[tuple[str, int, int, str]], whole: tuple[int, int], bins: int) -> list[Trace]:
     """Transactions counted per lane in ``bins`` equal time bins (by start): a bar per non-empty
     bin, orange when one is open, else red when at least half aborted, else green; the counts on
     hover."""
@@ -253,7 +331,7 @@ def _binned_transactions(spans: list[tuple[str, int, int, str]], whole: tuple[in
         colors.append(_TXN_COLOR["open" if c["open"] else "aborted" if 2 * c["aborted"] >= sum(c.values()) else "committed"])
         hovers.append(f"{sum(c.values()):,} transactions from {iso_time(start)} to {iso_time(start + width)}<br>"
                       f"{c['committed']:,} committed, {c['aborted']:,} aborted, {c['open']:,} open")
-    return [go.Bar(name=f"transactions ({len(spans):,}, binned)", orientation="h", y=lanes, base=bases,
+    return [_trace("bar", name=f"transactions ({len(spans):,}, binned)", orientation="h", y=lanes, base=bases,
                    x=[width] * len(lanes), width=_TXN_WIDTH, offset=_TXN_OFFSET, marker={"color": colors}, hovertext=hovers, hoverinfo="text")]
 
 
@@ -271,25 +349,41 @@ def _priority(event: Event) -> int:
     return 1
 
 
-def _marker_traces(events: list[Event], lanes: _Lanes, points: int) -> tuple[list[go.Scatter], int]:
+def _marker_style(event: Event, bump_reasons: dict[tuple[str, int, int], str]) -> tuple[str, str, str, int]:
+    """(legend name, symbol, color, size) of an event's marker. An epoch bump that is a finding
+    (a fenced instance, a timeout abort, an idempotent bump: ``epoch_bumps.py``) stands out with
+    its reason; the bump a transactions-v2 coordinator makes at every transaction end (KIP-890,
+    an event without a check) is drawn small and grey."""
+    if event.kind == EventKind.FINDING:
+        severity = str(CHECKS[event.check].severity) if event.check in CHECKS else "info"
+        return (f"finding: {severity}", "x", _SEVERITY_COLOR[severity], 12)
+    if event.kind == EventKind.EPOCH_BUMP:
+        if not event.check:
+            return ("epoch bump (transaction end, routine)", "line-ns-open", "#9a9a9a", 9)
+        reason = bump_reasons.get((event.topic, event.partition, event.offset or -1), "")
+        color = "#d62728" if reason == "fenced" else "#7b4173"
+        return (f"epoch bump: {reason.replace('_', ' ') or 'finding'}", "star", color, 16)
+    name, symbol, color = _MARKERS.get(event.kind, (str(event.kind), "circle", "#444"))
+    return (name, symbol, color, 12)
+
+
+def _marker_traces(events: list[Event], lanes: _Lanes, points: int,
+                   bump_reasons: dict[tuple[str, int, int], str]) -> tuple[list[Trace], int]:
     """Markers for findings (by severity) and the point events, the most severe first up to
     ``points``; returns the traces and how many were not drawn."""
     marks = [e for e in events if e.timestamp is not None and (e.kind not in _TXN_KINDS or e.check)]
     marks.sort(key=_priority)
     drawn = marks[:points]
-    groups: dict[tuple[str, str, str], list[Event]] = defaultdict(list)
+    groups: dict[tuple[str, str, str, int], list[Event]] = defaultdict(list)
     for event in drawn:
-        if event.kind == EventKind.FINDING:
-            severity = str(CHECKS[event.check].severity) if event.check in CHECKS else "info"
-            groups[(f"finding: {severity}", "x", _SEVERITY_COLOR[severity])].append(event)
-        else:
-            groups[_MARKERS.get(event.kind, (str(event.kind), "circle", "#444"))].append(event)
+        groups[_marker_style(event, bump_reasons)].append(event)
     traces = []
-    for (name, symbol, color), group in groups.items():
-        traces.append(go.Scatter(
+    for (name, symbol, color, size), group in groups.items():
+        line = {"width": 1, "color": "#222"} if not symbol.endswith("-open") else {"width": 2, "color": color}
+        traces.append(_trace("scatter",
             name=name, mode="markers", x=[iso_time(e.timestamp) for e in group],
             y=[_marker_lane(e, lanes) for e in group],
-            marker={"symbol": symbol, "size": 12, "color": color, "line": {"width": 1, "color": "#222"}},
+            marker={"symbol": symbol, "size": size, "color": color, "line": line},
             hovertext=[_hover(e) for e in group], hoverinfo="text"))
     return traces, len(marks) - len(drawn)
 

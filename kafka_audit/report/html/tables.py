@@ -11,6 +11,7 @@ from typing import Any
 from kafka_audit.report.html.evidence import Evidence
 from kafka_audit.report.safe_text import html_text as escape  # data never acts (SPEC section 1)
 from kafka_audit.report.scan_report import summary_rows
+from kafka_audit.report.story import CLASS_NAMES, Story
 from kafka_audit.rules.findings import Finding, iso_time, partition_label
 
 # The message cell also holds the remedy, the culprit record and the details, under the message.
@@ -80,15 +81,22 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
             producer += f" ({f.transactional_id})"
     error = f"{f.error_name} ({f.error_code})" if f.error_name else ""
     client = f.client_outcome + (f" ({f.details['client_exception']})" if f.details.get("client_exception") else "")
-    details = {k: v for k, v in f.details.items() if k not in ("remedy", "client_exception")}
+    shown_apart = ("remedy", "client_exception", "explanation", "log_line")
+    details = {k: v for k, v in f.details.items() if k not in shown_apart}
     message = _breakable(f.message)
-    if f.details.get("remedy"):
-        message += f'<div class="remedy"><b>remedy</b> {_remedy(f.details["remedy"])}</div>'
+    if isinstance(f.details.get("log_line"), str):
+        message += f'<div class="log-line"><b>broker log</b> <code>{_paragraphs(f.details["log_line"])}</code></div>'
+    if isinstance(f.details.get("explanation"), str):
+        message += f'<div class="explanation"><b>why</b> {_paragraphs(f.details["explanation"])}</div>'
+    if isinstance(f.details.get("remedy"), dict):
+        message += remedy_block(f.details["remedy"])
     if evidence:
         lines = "<br>".join(escape(line) for line in evidence.lines())
         message += f'<div class="culprit"><b>culprit record</b><br><code>{lines}</code></div>'
     if details:
-        message += f'<details><summary>details</summary><code>{escape(json.dumps(details, sort_keys=True))}</code></details>'
+        items = "".join(f"<dt>{escape(k)}</dt><dd>{_breakable(v if isinstance(v, str) else json.dumps(v, sort_keys=True))}</dd>"
+                        for k, v in sorted(details.items()))
+        message += f'<details><summary>details</summary><dl class="details">{items}</dl></details>'
     where = (f.segment or "") + (f" pos {f.position}" if f.segment and f.position is not None else "")
     cells = [
         _cell(f.severity + (" (known: baseline)" if f.baseline else ""), _SEVERITY_RANK.get(f.severity, 3), f"sev-{f.severity}"),
@@ -105,6 +113,34 @@ def _finding_row(f: Finding, evidence: Evidence | None, keep: list[int]) -> str:
     ]
     return (f'<tr data-finding="{escape(finding_key(f))}" data-severity="{escape(f.severity)}" '
             f'data-check="{escape(f.check)}">' + "".join(cells[i] for i in keep) + "</tr>")
+
+
+def story_section(story: Story) -> str:
+    """The account in words, then the headline findings ranked by consequence with their remedies."""
+    account = "".join(f"<p class=\"story-line\">{escape(sentence)}</p>" for sentence in story.sentences)
+    items = "".join(
+        f'<li class="headline sev-{escape(h.finding.severity)}" data-class="{h.rank}" data-check="{escape(h.finding.check)}">'
+        f'<span class="class">{escape(CLASS_NAMES[h.rank])}</span> {_breakable(h.title)}'
+        + (remedy_block(h.remedy) if h.remedy else "") + "</li>"
+        for h in story.headlines
+    )
+    return f'<div class="story">{account}</div>' + (f'<ol class="headlines">{items}</ol>' if items else "")
+
+
+def remedy_block(remedy: dict[str, Any]) -> str:
+    """A finding's remedy (SPEC section 3): its summary, the commands one per line, what it loses,
+    its references."""
+    commands = "".join(f"<code>{escape(str(c))}</code>" for c in remedy.get("commands") or [])
+    references = ", ".join(escape(str(r)) for r in remedy.get("references") or [])
+    return (f'<div class="remedy"><b>remedy</b> {escape(str(remedy.get("summary", "")))}'
+            + (f'<div class="commands">{commands}</div>' if commands else "")
+            + f'<div class="loses"><b>loses</b> {escape(str(remedy.get("loses", "")))}</div>'
+            + (f'<div class="refs">{references}</div>' if references else "") + "</div>")
+
+
+def _paragraphs(text: str) -> str:
+    """Text with its line breaks kept (a broker log explanation may hold several lines)."""
+    return "<br>".join(escape(line) for line in text.splitlines())
 
 
 def producers_table(rows: list[dict[str, Any]], limit: int) -> str:
@@ -143,11 +179,3 @@ def _time(timestamp: int | None) -> str:
     text = iso_time(timestamp)
     return text.replace("T", " ").removesuffix("Z") if text else "-"
 
-
-def _remedy(remedy: Any) -> str:
-    """A remedy as text, or SPEC section 3's object: its summary, commands, what it loses."""
-    if not isinstance(remedy, dict):
-        return f"<code>{escape(str(remedy))}</code>"
-    commands = "".join(f"<br><code>{escape(str(c))}</code>" for c in remedy.get("commands") or ())
-    loses = f"<br><i>loses:</i> {escape(str(remedy['loses']))}" if remedy.get("loses") else ""
-    return escape(str(remedy.get("summary", ""))) + commands + loses
