@@ -86,10 +86,10 @@ def render_story(story: Story, console: Console) -> None:
     """The incident in a few lines (``report/story.py``): the account, then the headlines ranked
     by consequence (their remedies: ``details.remedy`` in --format json, and the HTML report)."""
     console.print(Text("What happened", style="bold"))
-    console.print(Text(" ".join(story.sentences)), overflow="fold")
+    console.print(Text(escape_text(" ".join(story.sentences))), overflow="fold")
     for number, headline in enumerate(story.headlines, 1):
         line = Text(f"{number}. ")
-        line.append(headline.short, style=_SEVERITY_STYLE.get(headline.finding.severity, ""))
+        line.append(escape_text(headline.short), style=_SEVERITY_STYLE.get(headline.finding.severity, ""))
         console.print(line, overflow="fold")
 
 
