@@ -314,3 +314,15 @@ def test_a_library_error_loses_the_option_values_and_uri_credentials():
     finally:
         storage.configure(None)
     assert line == "at http://127.0.0.1:9 with *** for s3://***@bucket/x"
+
+
+def test_the_progress_line_shows_the_master_url_as_text():
+    from rich.console import Console
+
+    from kafka_audit.report.progress import PhaseDisplay
+
+    screen = io.StringIO()
+    with PhaseDisplay(Console(file=screen, force_terminal=True, width=150)) as display:
+        display.starting_spark("spark://[bold red]host\x1b[2J:7077")
+    shown = screen.getvalue()
+    assert "spark://[bold red]host\\x1b[2J:7077" in shown and "\x1b[2J" not in shown
