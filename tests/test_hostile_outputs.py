@@ -215,9 +215,11 @@ def test_output_parquet_is_moved_into_place_and_a_full_filesystem_leaves_nothing
     target = tmp_path / "datasets"
     target.mkdir()
     (target / "notes.txt").write_text("kept")
-    for _ in range(2):  # the second run replaces the datasets
-        kafka_audit("scan", log_dir, "--output-parquet", target, *OPTIONS, "--quiet")
+    (target / "findings").mkdir()
+    (target / "findings" / "stale.parquet").write_bytes(b"from an older scan")
+    kafka_audit("scan", log_dir, "--output-parquet", target, *OPTIONS, "--quiet")
     assert sorted(p.name for p in target.iterdir()) == ["batches", "findings", "notes.txt", "producers"]
+    assert [p.name for p in (target / "findings").iterdir()] == ["part-00000.parquet"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["datasets", "tiny"]
     (tiny_filesystem / "filler").write_bytes(b"x" * (60 << 10))
     done = kafka_audit("scan", log_dir, "--output-parquet", tiny_filesystem / "pq", *OPTIONS, "--quiet", check_code=(2,))
@@ -242,7 +244,9 @@ def test_a_report_replaces_its_file_whole(log_dir, tmp_path):
 def test_error_lines_redact_secrets_and_escape_names(tmp_path):
     typo = kafka_audit("scan", tmp_path, "--storage-option", "secret:TOPSECRET-VALUE", check_code=(2,))
     assert b"TOPSECRET" not in typo.stderr and typo.stderr.count(b"\n") == 1
-    uri = kafka_audit("scan", "s3://AKIAKEY:TOPSECRET@bucket/x", "--engine", "local", check_code=(2,))
+    nowhere = ["--storage-option", "endpoint_url=http://127.0.0.1:1", "--storage-option",
+               'config_kwargs={"retries": {"max_attempts": 1}, "connect_timeout": 2}']  # never the Internet
+    uri = kafka_audit("scan", "s3://AKIAKEY:TOPSECRET@bucket/x", "--engine", "local", *nowhere, check_code=(2,))
     assert b"TOPSECRET" not in uri.stderr and b"AKIAKEY" not in uri.stderr and b"s3://***@bucket/x" in uri.stderr
     missing = kafka_audit("scan", tmp_path / "gone\x1b[2J\n::error::x", check_code=(2,))
     line = missing.stderr.decode()
@@ -310,3 +314,15 @@ def test_a_library_error_loses_the_option_values_and_uri_credentials():
     finally:
         storage.configure(None)
     assert line == "at http://127.0.0.1:9 with *** for s3://***@bucket/x"
+
+
+def test_the_progress_line_shows_the_master_url_as_text():
+    from rich.console import Console
+
+    from kafka_audit.report.progress import PhaseDisplay
+
+    screen = io.StringIO()
+    with PhaseDisplay(Console(file=screen, force_terminal=True, width=150)) as display:
+        display.starting_spark("spark://[bold red]host\x1b[2J:7077")
+    shown = screen.getvalue()
+    assert "spark://[bold red]host\\x1b[2J:7077" in shown and "\x1b[2J" not in shown

@@ -92,6 +92,8 @@ def audit_paths(
     except SparkFailure as failure:  # one line naming the root cause and the kept log
         raise fail(f"Spark failed: {failure}") from None
     set_wall_time(result.summary, time.monotonic() - _started_at[0])
+    # A URI's credentials (s3://key:secret@bucket) are never shown in a report.
+    result.summary["paths"] = [storage.redact_secrets(p) for p in result.summary.get("paths", [])]
     return result
 
 

@@ -73,11 +73,11 @@ def expand_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
 
 
 def summary_batch(summaries: list[tuple]) -> pa.RecordBatch:
-    """Typed rows (``schemas.SUMMARY_FIELDS``) of summary tuples, built a column at a time
+    """Typed rows (``schemas.SUMMARIES``) of summary tuples, built a column at a time
     (zip(*summaries) of thousands of tuples took ten times as long)."""
     values = [list(map(itemgetter(i), summaries)) for i in range(len(schemas.SUMMARY_FIELDS))]
-    for i in (0, 2):  # topic and segment: names as bytes
-        values[i] = list(map(schemas.name_bytes, values[i]))
+    for i in (0, 2):  # topic and segment: names from file names, as dataset text
+        values[i] = list(map(schemas.name_text, values[i]))
     return pa.RecordBatch.from_arrays(
-        [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARY_FIELDS)], schema=schemas.SUMMARIES
+        [pa.array(column, type=f.type) for column, f in zip(values, schemas.SUMMARIES)], schema=schemas.SUMMARIES
     )

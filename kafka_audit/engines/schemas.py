@@ -166,8 +166,10 @@ SUMMARY_FIELDS = [
 ]
 SUMMARY_NAMES = [f.name for f in SUMMARY_FIELDS]
 
-# A batch summary as a typed row (the ``batches`` dataset's source).
-SUMMARIES = pa.schema(SUMMARY_FIELDS)
+# A batch summary as a typed row (the ``batches`` dataset's source), its names made text on the
+# executor (:func:`name_text`: Spark's ``decode`` refuses bytes that are not UTF-8).
+SUMMARIES = pa.schema([pa.field(f.name, pa.string()) if f.name in ("topic", "segment") else f
+                       for f in SUMMARY_FIELDS])
 
 # What the segment step emits and the partition step reads: the kind, the replica's ``place``,
 # the sort keys of batch rows (the segment and the position of their first batch) and a value.
@@ -201,9 +203,9 @@ def name_bytes(name: str) -> bytes:
 
 
 def name_text(name: str) -> str:
-    """A name as dataset text: bytes that are not UTF-8 become U+FFFD, as Spark's ``decode``
-    makes them on the executors."""
-    return name_bytes(name).decode("utf-8", "replace")
+    """A name as dataset text: bytes that are not UTF-8 shown as ``\\xNN`` (SPEC section 1), on
+    the driver and on the executors alike (Spark's ``decode`` refuses them)."""
+    return name_bytes(name).decode("utf-8", "backslashreplace")
 
 
 def finding_json(finding: dict[str, Any]) -> str:

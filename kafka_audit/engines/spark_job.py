@@ -113,7 +113,7 @@ class ScanFrames:
 
         values = self.segment_rows.where(F.col("kind").isin(schemas.BATCH, schemas.KEPT_BATCH)).select("blob")
         rows = values.mapInArrow(expand_batches, schemas.spark_schema(schemas.SUMMARIES))
-        source = {"codec": F.col("compression"), "topic": F.decode("topic", "UTF-8"), "segment": F.decode("segment", "UTF-8")}
+        source = {"codec": F.col("compression")}
         return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
 
     def producers(self, spark, rows: list[dict[str, Any]]):

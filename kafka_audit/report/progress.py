@@ -9,9 +9,11 @@ from __future__ import annotations
 from types import TracebackType
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from kafka_audit.audit.plan import Progress as AuditProgress
+from kafka_audit.report.safe_text import escape_text
 
 STARTING_SPARK = "starting Spark"
 AUDITING = "auditing segments"
@@ -51,7 +53,8 @@ class PhaseDisplay:
 
     def starting_spark(self, master: str) -> None:
         """The Spark session is starting (its clock runs until :meth:`spark_started`)."""
-        self._spark = self._bars.add_task(STARTING_SPARK, total=None, detail=master)
+        # The detail column is Rich markup: the URL is shown as text (SPEC section 1).
+        self._spark = self._bars.add_task(STARTING_SPARK, total=None, detail=escape(escape_text(master)))
 
     def spark_started(self) -> None:
         if self._spark is not None:

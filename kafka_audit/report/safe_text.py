@@ -4,9 +4,9 @@ headers, folder names, transactional and client ids, broker log lines) is untrus
 - :func:`escape_text`: a data string for a terminal or a text output. Control characters (Unicode
   category Cc: C0, DEL, C1) and the bidi controls are written as ``\\x1b`` / ``\\u202e``, a
   literal backslash is doubled, a path byte that is not UTF-8 (a surrogate escape of
-  ``os.fsdecode``) is ``\\xNN``; a ``:`` before ``:`` and a ``#`` before ``#[`` get a backslash after them (``::`` is ``:\\:``,
-  ``##[`` is ``#\\#[``), so no line
-  of a CI log starts a GitHub runner command (``::cmd``, or the older ``##[cmd]``) from data.
+  ``os.fsdecode``) is ``\\xNN``; a ``:`` before ``:`` and a ``#`` before ``#[`` get a backslash
+  after them (``::`` is ``:\\:``, ``##[`` is ``#\\#[``), so no line of a CI log starts a GitHub
+  runner command (``::cmd``, or the older ``##[cmd]``) from data.
 - :func:`json_text`: a serialized JSON document made safe without changing a value: raw C1, DEL
   and bidi controls and the ``#`` of ``##[`` written as JSON escapes, surrogate escapes as ``\\xNN``.
 - :func:`xml_text`: the same for an XML document (character references).
@@ -75,11 +75,16 @@ def escape_controls(text: str, line_breaks: bool = False) -> str:
     return (_CONTROLS_BUT_BREAKS if line_breaks else _CONTROLS).sub(_text_escape, text)
 
 
+# HTML gives a backslash no meaning: it is not doubled there.
+_HTML_CONTROLS = re.compile(f"[\x00-\x1f\x7f-\x9f{_BIDI}{_SURROGATES}]")
+
+
 def html_text(text: str) -> str:
     """Data for HTML, or for a chart library that renders HTML in its labels (Plotly): control
-    characters escaped as :func:`escape_controls` does, then ``&``, ``<``, ``>`` and quotes as
-    entities, so that no data string makes an element or a link."""
-    return html.escape(escape_controls(text))
+    characters shown escaped (``\\x1b``, ``\\x0a``: no line of the file starts with data), then
+    ``&``, ``<``, ``>`` and quotes as entities, so that no data string makes an element or a
+    link, and the ``#`` of ``##[`` as ``&#35;``."""
+    return html.escape(_HTML_CONTROLS.sub(lambda m: _code(m.group()), text)).replace("##[", "#&#35;[")
 
 
 _LONE_SURROGATE = re.compile(f"[{_SURROGATES}]")
