@@ -1,6 +1,6 @@
 """Replica sets written by the fixture writer (tests/support/writer.write_replica_sets), one topic
-per case Kafka's fetcher tests cover, all in one set of three... two brokers' log dirs: what each
-case gives, on both engines."""
+per case Kafka's fetcher tests cover, all in the same two brokers' log dirs: what each case gives,
+on both engines."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ CASES: dict[str, list[ReplicaSpec]] = {
         ReplicaSpec(2, [(1, "a0"), (1, "a1"), (2, "c2"), (2, "c3"), (4, "c4")]),
     ],
     "no-checkpoints": _diverged(hw=7, epochs=NO_CHECKPOINT),
+    # Empty checkpoint files: the batches' epochs stand for them, as for missing ones.
+    "empty-checkpoints": _diverged(hw=7, epochs=[]),
     # Each cleaner ran on its own clock: offsets below both checkpoints are not compared.
     "compacted": [
         ReplicaSpec(1, _values("a", 10), removed=frozenset({1, 2, 4}), cleaner_offset=6),
@@ -65,6 +67,10 @@ EXPECTED = {
         ("replica_truncation", "error", 2, 2, {"truncate_to": 2, "records": 3, "leader_epochs": [2, 4]}),
     ],
     "no-checkpoints": [
+        ("replica_divergence", "error", None, 5, {"diverged_at": 5}),
+        ("replica_truncation", "error", 2, 5, {"truncate_to": 5, "records": 2, "below_high_watermark": True}),
+    ],
+    "empty-checkpoints": [
         ("replica_divergence", "error", None, 5, {"diverged_at": 5}),
         ("replica_truncation", "error", 2, 5, {"truncate_to": 5, "records": 2, "below_high_watermark": True}),
     ],

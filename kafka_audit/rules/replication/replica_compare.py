@@ -59,8 +59,9 @@ class ReplicaDigest:
         return self.batches[-1].last_offset + 1 if self.batches else self.log_start_offset
 
     def lineage(self) -> LeaderEpochCache:
-        """The ``leader-epoch-checkpoint``, or the batches' epochs where it is missing."""
-        if self.checkpoint_epochs is not None:
+        """The ``leader-epoch-checkpoint``, or the batches' epochs where it is missing or empty
+        (``LogSegment.recover`` assigns each recovered batch's epoch: a log with epochs has entries)."""
+        if self.checkpoint_epochs:
             return LeaderEpochCache(self.checkpoint_epochs)
         return lineage_from_batches((b.leader_epoch, b.base_offset) for b in self.batches)
 
