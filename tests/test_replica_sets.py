@@ -149,3 +149,17 @@ def test_a_finding_alike_on_both_replicas_is_reported_once_with_its_nodes(tmp_pa
     (gap_finding,) = [f for f in result.findings if f.check == "offset_gap"]
     assert gap_finding.details["node_ids"] == [1, 2]
     assert not [f for f in result.findings if f.check.startswith("replica_")]
+
+
+def test_producers_side_by_side_where_replicas_differ(tmp_path):
+    """An idempotent producer whose last batches only broker 2 holds: its producers row on each
+    replica, with the node; the kept replica's counted first."""
+    sets = {"t": [ReplicaSpec(1, _values("a", 5) + _values("b", 3, epoch=1), producer_id=7),
+                  ReplicaSpec(2, _values("a", 5) + _values("z", 2), high_watermark=7, producer_id=7)],
+            "same": [ReplicaSpec(1, _values("a", 4), producer_id=8), ReplicaSpec(2, _values("a", 4), producer_id=8)]}
+    dirs = write_replica_sets(tmp_path, sets)
+    result = audit_in_process(discover([str(d) for d in dirs]), ScanOptions())
+    rows = [(r["topic"], r.get("node_id"), r["last_offset"], r["records"]) for r in result.producers]
+    assert rows == [("same", None, 3, 4), ("t", 1, 7, 8), ("t", 2, 6, 7)]
+    (truncation,) = [f for f in result.findings if f.check == "replica_truncation"]
+    assert truncation.details["producer_ids"] == [7]

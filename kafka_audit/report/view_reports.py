@@ -58,11 +58,13 @@ def to_ndjson(rows: list[dict[str, Any]]) -> str:
 
 
 def to_csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+    if any("node_id" in row for row in rows) and "node_id" not in fields:
+        fields = (*fields, "node_id")  # SPEC section 6: replicas side by side where they differ
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(fields)
     for row in rows:
-        writer.writerow([_csv_cell(row[name]) for name in fields])
+        writer.writerow([_csv_cell(row.get(name)) for name in fields])
     return out.getvalue()
 
 
@@ -87,8 +89,9 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
         epochs = _epoch_lines(row["epochs"], row["sequences"])
         txn = row["transactions"]
         found = row["findings"]
+        replica = f"\nbroker {row['node_id']}" if "node_id" in row else ""
         table.add_row(
-            f"{row['topic']}-{row['partition']}",
+            f"{row['topic']}-{row['partition']}{replica}",
             producer,
             epochs,
             f"{row['first_offset']}-{row['last_offset']}",
