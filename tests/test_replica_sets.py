@@ -1,6 +1,6 @@
 """Replica sets written by the fixture writer (tests/support/writer.write_replica_sets), one topic
-per case Kafka's fetcher tests cover, all in one set of three... two brokers' log dirs: what each
-case gives, on both engines."""
+per case Kafka's fetcher tests cover, all in the same two brokers' log dirs: what each case gives,
+on both engines."""
 
 from __future__ import annotations
 
@@ -39,6 +39,8 @@ CASES: dict[str, list[ReplicaSpec]] = {
         ReplicaSpec(2, [(1, "a0"), (1, "a1"), (2, "c2"), (2, "c3"), (4, "c4")]),
     ],
     "no-checkpoints": _diverged(hw=7, epochs=NO_CHECKPOINT),
+    # Empty checkpoint files: the batches' epochs stand for them, as for missing ones.
+    "empty-checkpoints": _diverged(hw=7, epochs=[]),
     # Each cleaner ran on its own clock: offsets below both checkpoints are not compared.
     "compacted": [
         ReplicaSpec(1, _values("a", 10), removed=frozenset({1, 2, 4}), cleaner_offset=6),
@@ -65,6 +67,10 @@ EXPECTED = {
         ("replica_truncation", "error", 2, 2, {"truncate_to": 2, "records": 3, "leader_epochs": [2, 4]}),
     ],
     "no-checkpoints": [
+        ("replica_divergence", "error", None, 5, {"diverged_at": 5}),
+        ("replica_truncation", "error", 2, 5, {"truncate_to": 5, "records": 2, "below_high_watermark": True}),
+    ],
+    "empty-checkpoints": [
         ("replica_divergence", "error", None, 5, {"diverged_at": 5}),
         ("replica_truncation", "error", 2, 5, {"truncate_to": 5, "records": 2, "below_high_watermark": True}),
     ],
@@ -143,3 +149,17 @@ def test_a_finding_alike_on_both_replicas_is_reported_once_with_its_nodes(tmp_pa
     (gap_finding,) = [f for f in result.findings if f.check == "offset_gap"]
     assert gap_finding.details["node_ids"] == [1, 2]
     assert not [f for f in result.findings if f.check.startswith("replica_")]
+
+
+def test_producers_side_by_side_where_replicas_differ(tmp_path):
+    """An idempotent producer whose last batches only broker 2 holds: its producers row on each
+    replica, with the node; the kept replica's counted first."""
+    sets = {"t": [ReplicaSpec(1, _values("a", 5) + _values("b", 3, epoch=1), producer_id=7),
+                  ReplicaSpec(2, _values("a", 5) + _values("z", 2), high_watermark=7, producer_id=7)],
+            "same": [ReplicaSpec(1, _values("a", 4), producer_id=8), ReplicaSpec(2, _values("a", 4), producer_id=8)]}
+    dirs = write_replica_sets(tmp_path, sets)
+    result = audit_in_process(discover([str(d) for d in dirs]), ScanOptions())
+    rows = [(r["topic"], r.get("node_id"), r["last_offset"], r["records"]) for r in result.producers]
+    assert rows == [("same", None, 3, 4), ("t", 1, 7, 8), ("t", 2, 6, 7)]
+    (truncation,) = [f for f in result.findings if f.check == "replica_truncation"]
+    assert truncation.details["producer_ids"] == [7]

@@ -91,13 +91,30 @@ class ReplicaSets:
             members.sort(key=lambda t: name_order(t.digest))
             comparison = compare_replicas([t.digest for t in members], self.is_compacted(topic))
             findings.extend(replica_findings(topic, partition, comparison))
+            kept = next(t for t in members if t.digest is comparison.kept)
+            merged.merge(kept)
+            _producers_side_by_side(merged, kept, [t for t in members if t is not kept])
             for totals in members:
-                if totals.digest is comparison.kept:
-                    merged.merge(totals)
-                else:
+                if totals is not kept:
                     merged.requests += totals.requests
                     merged.bytes_fetched += totals.bytes_fetched
         self.held.clear()
+
+
+def _producers_side_by_side(merged, kept, others: list) -> None:
+    """SPEC section 6: where a replica's ``producers`` rows differ from the kept replica's, both
+    are shown, each with its ``node_id`` (the kept replica's rows are the ones counted)."""
+    kept_rows = {row["producer_id"]: row for row in kept.producer_rows}
+    differing = [
+        {**row, "node_id": totals.digest.name}
+        for totals in others
+        for row in totals.producer_rows
+        if kept_rows.get(row["producer_id"]) != row
+    ]
+    if differing:
+        for row in kept.producer_rows:
+            row["node_id"] = kept.digest.name
+        merged.producer_rows.extend(differing)
 
 
 def merge_replica_findings(findings: list[Finding], discovery: Discovery, sets: dict[tuple, SetKey]) -> list[Finding]:

@@ -62,11 +62,13 @@ def to_ndjson(rows: list[dict[str, Any]]) -> str:
 
 
 def to_csv(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
+    if any("node_id" in row for row in rows) and "node_id" not in fields:
+        fields = (*fields, "node_id")  # SPEC section 6: replicas side by side where they differ
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(fields)
     for row in rows:
-        writer.writerow([csv_cell(row[name]) for name in fields])
+        writer.writerow([csv_cell(row.get(name)) for name in fields])
     return out.getvalue()
 
 
@@ -96,7 +98,8 @@ def _producer_cells(row: dict[str, Any], narrow: bool) -> tuple[Any, ...]:
     producer = Text(str(row["producer_id"]))
     if row["transactional_id"]:
         producer.append(f"\n{escape_text(row['transactional_id'])}", style="cyan")
-    partition = Text(escape_text(f"{row['topic']}-{row['partition']}"))
+    replica = f"\nbroker {escape_text(str(row['node_id']))}" if "node_id" in row else ""  # replicas side by side
+    partition = Text(escape_text(f"{row['topic']}-{row['partition']}") + replica)
     offsets = f"{row['first_offset']}-{row['last_offset']}"
     txn = row["transactions"]
     counts = f"{_count(row['batches'], 'batch', 'batches')}\n{_count(row['records'], 'record', 'records')}\n"

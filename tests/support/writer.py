@@ -1230,6 +1230,8 @@ class ReplicaSpec:
     high_watermark: int | None = None
     leader_epochs: list[tuple[int, int]] | None = None
     cleaner_offset: int | None = None
+    # An idempotent producer's id for every batch (epoch 0, sequence = offset - start); -1: none.
+    producer_id: int = NO_PRODUCER_ID
 
 
 def write_replica_sets(root: str | os.PathLike, sets: dict[str, list[ReplicaSpec]],
@@ -1272,8 +1274,9 @@ def _write_replica(partition: PartitionWriter, spec: ReplicaSpec) -> None:
         offset = spec.start + index
         if offset in spec.removed:
             continue
+        producer = {} if spec.producer_id < 0 else {"producer_id": spec.producer_id, "producer_epoch": 0, "base_sequence": index}
         batch = BatchSpec(records=records([value], keys=[f"k{offset % 4}"]), base_offset=offset,
-                          base_timestamp=TS_BASE + offset * 1000, partition_leader_epoch=epoch)
+                          base_timestamp=TS_BASE + offset * 1000, partition_leader_epoch=epoch, **producer)
         partition.append(batch, roll=bool(spec.roll_every) and index > 0 and index % spec.roll_every == 0)
     if spec.delete_segments:
         partition.delete_segments(spec.delete_segments)

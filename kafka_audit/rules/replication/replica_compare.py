@@ -59,16 +59,17 @@ class ReplicaDigest:
         return self.batches[-1].last_offset + 1 if self.batches else self.log_start_offset
 
     def lineage(self) -> LeaderEpochCache:
-        """The ``leader-epoch-checkpoint``, or the batches' epochs where it is missing."""
-        if self.checkpoint_epochs is not None:
+        """The ``leader-epoch-checkpoint``, or the batches' epochs where it is missing or empty
+        (``LogSegment.recover`` assigns each recovered batch's epoch: a log with epochs has entries)."""
+        if self.checkpoint_epochs:
             return LeaderEpochCache(self.checkpoint_epochs)
         return lineage_from_batches((b.leader_epoch, b.base_offset) for b in self.batches)
 
     def epoch_log(self) -> EpochLog:
         return EpochLog(self.lineage(), self.log_end_offset, self.high_watermark)
 
-    def batch_at(self, offset: int) -> BatchDigest | None:
-        """The batch holding ``offset`` (batches are in offset order)."""
+    def index_from(self, offset: int) -> int:
+        """The index of the first batch whose last offset is at or above ``offset``."""
         low, high = 0, len(self.batches)
         while low < high:
             middle = (low + high) // 2
@@ -76,6 +77,11 @@ class ReplicaDigest:
                 low = middle + 1
             else:
                 high = middle
+        return low
+
+    def batch_at(self, offset: int) -> BatchDigest | None:
+        """The batch holding ``offset`` (batches are in offset order)."""
+        low = self.index_from(offset)
         found = self.batches[low] if low < len(self.batches) else None
         return found if found is not None and found.base_offset <= offset else None
 
@@ -107,14 +113,16 @@ def first_difference(a: ReplicaDigest, b: ReplicaDigest, compacted: bool) -> int
     if compacted:
         low = max(low, a.cleaner_offset or 0, b.cleaner_offset or 0)
     high = min(a.log_end_offset, b.log_end_offset)
-    by_base = {d.base_offset: d for d in b.batches if d.base_offset >= low and d.last_offset < high}
+    # Plain indexing and one dict: this walks every batch of both replicas.
+    by_base = {d[0]: d[:_COMPARED] for d in b.batches if d[0] >= low and d[1] < high}
+    pop = by_base.pop
     first: int | None = None
     for digest in a.batches:
-        if digest.base_offset < low or digest.last_offset >= high:
+        base = digest[0]
+        if base < low or digest[1] >= high:
             continue
-        other = by_base.pop(digest.base_offset, None)
-        if other is None or not same_batch(digest, other):
-            first = digest.base_offset
+        if pop(base, None) != digest[:_COMPARED]:
+            first = base
             break
     left = min(by_base, default=None) if first is None else min((o for o in by_base if o < first), default=None)
     return left if left is not None and (first is None or left < first) else first
@@ -155,7 +163,7 @@ def compare_replicas(replicas: list[ReplicaDigest], compacted: bool) -> Comparis
         if differs is not None and (result.diverged_at is None or differs < result.diverged_at):
             result.diverged_at = differs
         offset = truncation_offset(replica.epoch_log(), leader)
-        dropped = [d for d in replica.batches if d.last_offset >= offset]
+        dropped = replica.batches[replica.index_from(offset):]
         if any(not _kept_holds(kept_by_base, d) for d in dropped):
             result.truncations.append(Truncation(replica, offset, dropped, _below_high_watermark(replicas, replica, dropped[0], offset)))
         elif differs is None and replica.log_end_offset < kept.log_end_offset:

@@ -150,6 +150,8 @@ def _lag(where: dict, common: dict, comparison: Comparison, replica: ReplicaDige
         f"Broker {replica.name}'s copy of {where['topic']}-{where['partition']} ends at offset {replica.log_end_offset}, "
         f"{behind} behind broker {comparison.kept.name} (a prefix of its log)",
         **where,
+        # Where its log ends: its last segment (a location for CI formats).
+        segment=replica.segments[replica.batches[-1].segment] if replica.batches else None,
         offset=replica.log_end_offset,
         details={**common, "node_id": replica.name, "log_end_offset": replica.log_end_offset, "behind": behind,
                  "remedy": remedy},
