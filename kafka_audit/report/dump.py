@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
@@ -142,7 +142,7 @@ def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) 
 
 
 def record_lines(
-    batch: RecordBatch, records: list[Record], print_data: bool, decoder: Decoder | None = None,
+    batch: RecordBatch, records: Sequence[Record], print_data: bool, decoder: Decoder | None = None,
     redact: Redactor | None = None,
 ) -> str:
     """The Python record-printing loop: one :func:`_record_text` line per record, joined (no
