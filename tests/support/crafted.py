@@ -172,3 +172,58 @@ def write_healthy_segment(path: Path, batches: int = 3) -> None:
     path.write_bytes(bytes(data))
 
 
+
+
+def peak_rss_kib() -> int:
+    """This process's peak RSS (VmHWM of /proc/self/status). Not ru_maxrss: Linux keeps a vforked
+    child's ru_maxrss from its parent across exec, hiding any growth below the parent's peak."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
+# A child that runs the kafka-audit CLI (argv[2:]) and writes its own peak RSS in KiB to argv[1]
+# at exit (atexit runs on the CLI's SystemExit, before the interpreter tears down).
+PEAK_CHILD = r"""
+import atexit, sys
+from tests.support.crafted import peak_rss_kib
+def _write_peak():
+    with open(sys.argv[1], "w") as out:
+        out.write(str(peak_rss_kib()))
+atexit.register(_write_peak)
+from kafka_audit.cli.app import main
+main(sys.argv[2:])
+"""
+
+
+def write_repeated_gzip_bomb(path: Path, value_mib: int, records: int, random_per_mib: int = 17 * 1024) -> CraftedBatch:
+    """:func:`write_bomb_segment` for gzip, fast: every 1 MiB block of every value is the same
+    bytes, compressed once behind a full flush (so its deflate output can be repeated), the gzip
+    trailer's CRC-32 and size computed over the whole. ``random_per_mib`` sets the ratio."""
+    block = os.urandom(random_per_mib) + bytes(MIB - random_per_mib)
+    deflate = zlib.compressobj(1, zlib.DEFLATED, -15)
+    packed_block = deflate.compress(block) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc, size = 0, 0
+    parts: list[bytes] = []
+    for index in range(records):
+        body_head = bytes((0,)) + encode_varint(0) + encode_varint(index) + encode_varint(-1) + encode_varint(value_mib * MIB)
+        head = encode_varint(len(body_head) + value_mib * MIB + 1) + body_head
+        parts.append(deflate.compress(head) + deflate.flush(zlib.Z_FULL_FLUSH))
+        crc, size = zlib.crc32(head, crc), size + len(head)
+        for _ in range(value_mib):
+            parts.append(packed_block)
+            crc, size = zlib.crc32(block, crc), size + MIB
+        parts.append(deflate.compress(b"\x00") + deflate.flush(zlib.Z_FULL_FLUSH))
+        crc, size = zlib.crc32(b"\x00", crc), size + 1
+    parts.append(deflate.flush())
+    gzip_header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    payload = gzip_header + b"".join(parts) + struct.pack("<II", crc, size & 0xFFFFFFFF)
+    from kafka_audit.record.record_batch import encode_v2_batch
+
+    batch = encode_v2_batch(
+        payload, base_offset=1, partition_leader_epoch=0, attributes=GZIP, last_offset_delta=records - 1,
+        base_timestamp=BASE_TIMESTAMP, max_timestamp=BASE_TIMESTAMP, producer_id=-1, producer_epoch=-1,
+        base_sequence=-1, record_count=records,
+    )
+    first = _small_batch(0)
+    path.write_bytes(first + batch + _small_batch(1 + records))
+    return CraftedBatch(len(first), len(batch), size, 1, records)
