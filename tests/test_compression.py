@@ -573,7 +573,7 @@ def test_decompression_bomb_is_refused_without_allocating_its_output(name: str, 
     assert kind == "TooLarge"
     assert "inflates past 67108864 bytes" in message
     # The cap is 64 MiB; the whole output would be 500 MB.
-    assert report["rss_growth_kib"] < (256 if mode == "whole" else 64) * 1024
+    assert report["rss_growth_kib"] < (256 if mode == "whole" else 128) * 1024
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -69,9 +69,11 @@ def decompress(codec: int, data, magic: int, max_size: int) -> bytes:
 
 
 def decompress_stream(codec: int, pieces: Iterable[bytes | memoryview], magic: int, max_size: int) -> Iterator[bytes]:
-    """:func:`decompress` as a stream: the payload given in pieces, the output yielded in pieces of
-    at most about :data:`PIECE_BYTES` (``DefaultRecordBatch.compressedIterator`` reads through the
-    codec's ``InputStream`` the same way). The same errors, raised when the stream meets them."""
+    """:func:`decompress` as a stream: the payload given in pieces, the output yielded in bounded
+    pieces (``DefaultRecordBatch.compressedIterator`` reads through the codec's ``InputStream``
+    the same way): gzip :data:`PIECE_BYTES` per call, an lz4 block (4 MiB at most), zstd 32 MiB
+    per slice of input at most, a snappy block (:data:`SNAPPY_BLOCK_MAX`). The same errors,
+    raised when the stream meets them."""
     if codec == CompressionType.NONE:
         return (bytes(piece) for piece in pieces)
     if codec == CompressionType.GZIP:
@@ -81,7 +83,7 @@ def decompress_stream(codec: int, pieces: Iterable[bytes | memoryview], magic: i
     if codec == CompressionType.LZ4:
         return decompress_lz4_stream(ByteStream(pieces), max_size, magic)
     if codec == CompressionType.ZSTD:
-        return decompress_zstd_stream(pieces, max_size)
+        return decompress_zstd_stream(ByteStream(pieces), max_size)
     raise DecompressionError(f"Unknown compression type id: {codec}")
 
 

@@ -128,9 +128,11 @@ def record_at(records: Iterable[Record], index: int | slice) -> Record:
     raise IndexError(index)
 
 
-def _varint(stream: ByteStream, max_bytes: int) -> int:
+def _varint(stream: ByteStream, max_bytes: int, inline: bool = True) -> int:
+    """A varint field; at the very end of the data, decode_records's inline read of its first
+    byte (``inline``) ends the record, read_varint's (a header's fields) says the varint does."""
     buf, pos = stream.window(max_bytes)
-    if pos >= len(buf):
+    if pos >= len(buf) and inline:
         raise MalformedRecord(_ENDED)
     value, end = read_varint(buf, pos, max_bytes)
     stream.advance(end)
@@ -207,13 +209,13 @@ def _headers(stream: ByteStream, record_end: int, count: int, keep: int) -> tupl
     """DefaultRecord.readHeaders from the stream; with ``keep`` 0 the headers are skipped."""
     headers = []
     for _ in range(count):
-        key_size = _varint(stream, MAX_VARINT_BYTES)
+        key_size = _varint(stream, MAX_VARINT_BYTES, inline=False)
         if key_size < 0:
             raise MalformedRecord(f"Invalid negative header key size {key_size}")
         if stream.position + key_size > record_end:
             raise MalformedRecord(f"Invalid header key size {key_size}: past the end of the record")
         key = _bytes(stream, key_size, keep)
-        value_size = _varint(stream, MAX_VARINT_BYTES)
+        value_size = _varint(stream, MAX_VARINT_BYTES, inline=False)
         value = None
         if value_size >= 0:
             if stream.position + value_size > record_end:
