@@ -92,6 +92,9 @@ class SegmentAuditor:
         # do not hold one) concerns, as those bytes were written after it.
         self._last_timestamp: int | None = None
         self._counts: Counter = Counter()  # findings per check (run)
+        # Findings of a batch counted but not listed (a streamed batch's beyond the cap), added
+        # to ``_counts`` once the batch's listed findings have passed :meth:`_capped`.
+        self._omitted: Counter = Counter()
         # An internal topic's test for records its decoder cannot read (unknown type or version, or
         # not decodable by its schema), which are counted.
         self._internal = unread_test_for_topic(task.topic)
@@ -115,6 +118,9 @@ class SegmentAuditor:
             counts[finding.check] += 1
             if counts[finding.check] <= MAX_FINDINGS_PER_CHECK:
                 yield finding
+        if self._omitted:
+            counts.update(self._omitted)
+            self._omitted.clear()
 
     # Over 60 lines on purpose: the segment step's loop over batches, with its problem, oversize and
     # read-failure branches inline (one generator level per batch; bench/run.py measures it).
@@ -272,6 +278,7 @@ class SegmentAuditor:
         is_control = batch.is_control
         if valid:
             decoded = segment.records(batch, with_data=is_control)
+            self._omitted.update(decoded.omitted)
             batch = decoded.batch or batch
             stats.records += decoded.count
             violations, control = self._validate(batch, decoded)
@@ -311,7 +318,8 @@ class SegmentAuditor:
             violations += [_decode_violation(p) for p in decoded.problems]
         else:
             violations += validate_records(
-                batch, decoded.records, self.task.topic, topic_partition, config, self.reference_time
+                batch, decoded.records, self.task.topic, topic_partition, config, self.reference_time,
+                self._omitted, MAX_FINDINGS_PER_CHECK,
             )
         if not any(v.spec is None for v in violations):
             appended = validate_appended_size(batch, topic_partition, config)

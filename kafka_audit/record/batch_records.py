@@ -5,9 +5,12 @@ decompression-bomb cap (:func:`max_decompressed_size`).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kafka_audit.record.compression import DecompressionError, decompress
+from kafka_audit.record.byte_stream import MAX_LISTED_RECORDS, STREAM_BOUND
+from kafka_audit.record.compression import DecompressionError, TooLarge, decompress
 from kafka_audit.record.default_record import decode_records
 from kafka_audit.record.legacy_record import (
     decode_legacy_batch,
@@ -22,6 +25,7 @@ from kafka_audit.record.record_batch import (
     Record,
     RecordBatch,
 )
+from kafka_audit.record.streamed_batch import ReadRange, streamed_legacy, streamed_v2
 
 # Decompression-bomb cap: a batch may inflate to 64 times its size on disk, and always to 64 MiB.
 _MIN_DECOMPRESSED_CAP = 64 * 1024 * 1024
@@ -43,9 +47,11 @@ class BatchRecords:
     count come from its inner set); None where it is the batch that was read.
     """
 
-    records: list[Record]
+    records: Sequence[Record]
     problems: list[Problem] = field(default_factory=list)
     batch: RecordBatch | None = None
+    # Problems of a check met beyond those listed (a streamed batch lists a bounded number).
+    omitted: Counter = field(default_factory=Counter)
 
     @property
     def count(self) -> int:
@@ -54,15 +60,27 @@ class BatchRecords:
 
 
 def v2_records_data(buf, batch: RecordBatch):
-    """A v2 batch's records, decompressed (in place when uncompressed); raises
-    :class:`DecompressionError` as :func:`read_batch_records` reports it."""
+    """A v2 batch's records in one buffer, decompressed (in place when uncompressed); raises
+    :class:`DecompressionError` as :func:`read_batch_records` reports it, and :class:`TooLarge`
+    for a batch to be read as a stream (larger than :data:`STREAM_BOUND`, on disk or inflated)."""
+    if batch.size > STREAM_BOUND:
+        raise TooLarge(f"a batch of {batch.size} bytes is read as a stream")
     payload = memoryview(buf)[batch.position + V2_RECORD_BATCH_OVERHEAD : batch.position + batch.size]
     if batch.codec:
-        return decompress(batch.codec, payload, MAGIC_VALUE_V2, max_decompressed_size(batch))
+        cap = max_decompressed_size(batch)
+        return decompress(batch.codec, payload, MAGIC_VALUE_V2, min(cap, STREAM_BOUND))
     return payload
 
 
-def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
+def _streamed(batch: RecordBatch) -> bool:
+    """Whether a batch is read as a stream whatever its payload: larger than :data:`STREAM_BOUND`
+    on disk, or counting more records than :data:`MAX_LISTED_RECORDS`."""
+    return batch.size > STREAM_BOUND or (batch.record_count or 0) > MAX_LISTED_RECORDS
+
+
+def read_batch_records(
+    buf, batch: RecordBatch, with_data: bool = True, read_range: ReadRange | None = None
+) -> BatchRecords:
     """Decode a batch's records on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterator).
 
     Problems: ``decompression_failed`` for an unknown codec or a payload that does not
@@ -73,12 +91,24 @@ def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> Batch
     ``truncated_batch``
     for a v0/v1 inner message set that ends early, ``crc_mismatch`` for bad inner messages.
     """
+    cap = max_decompressed_size(batch)
     if batch.magic in (MAGIC_VALUE_V0, MAGIC_VALUE_V1):
-        legacy = decode_legacy_batch(buf, batch, with_data, max_decompressed_size(batch))
-        return BatchRecords(legacy.records, legacy.problems, batch=legacy.batch)
-
+        if batch.size <= STREAM_BOUND:
+            try:
+                legacy = decode_legacy_batch(buf, batch, with_data, cap, bound=STREAM_BOUND)
+                return BatchRecords(legacy.records, legacy.problems, batch=legacy.batch)
+            except TooLarge:
+                pass  # inflates past the bound: read as a stream below
+        streamed = streamed_legacy(buf, batch, with_data, cap, _reader(buf, read_range))
+        return BatchRecords(streamed.records, streamed.problems, streamed.batch, streamed.omitted)
+    if _streamed(batch):
+        streamed = streamed_v2(buf, batch, with_data, cap, _reader(buf, read_range))
+        return BatchRecords(streamed.records, streamed.problems, None, streamed.omitted)
     try:
         data = v2_records_data(buf, batch)
+    except TooLarge:
+        streamed = streamed_v2(buf, batch, with_data, cap, _reader(buf, read_range))
+        return BatchRecords(streamed.records, streamed.problems, None, streamed.omitted)
     except DecompressionError as exc:
         return BatchRecords(
             [],
@@ -111,3 +141,11 @@ def read_batch_records(buf, batch: RecordBatch, with_data: bool = True) -> Batch
             )
         )
     return BatchRecords(decoded.records, problems)
+
+
+def _reader(buf, read_range: ReadRange | None) -> ReadRange:
+    """Ranged reads of the file (or of ``buf`` when the caller has no other way to its bytes)."""
+    if read_range is not None:
+        return read_range
+    view = memoryview(buf)
+    return lambda start, stop: bytes(view[start:stop])

@@ -1,5 +1,6 @@
 """The one error of every codec (:class:`DecompressionError`) and its two sentences: a payload that
-does not decompress (:func:`failed`) and one that would pass the size cap (:func:`too_large`).
+does not decompress (:func:`failed`) and one that would pass the size cap (:func:`too_large`,
+a :class:`TooLarge`).
 """
 
 from __future__ import annotations
@@ -11,8 +12,13 @@ class DecompressionError(Exception):
     """A payload that does not decompress, an unknown codec id, or a decompression bomb."""
 
 
+class TooLarge(DecompressionError):
+    """The output passes the size given: a bomb against the batch's cap, or, against the one-call
+    bound (:data:`kafka_audit.record.byte_stream.STREAM_BOUND`), a payload to inflate as a stream."""
+
+
 def too_large(codec: int, max_size: int) -> DecompressionError:
-    return DecompressionError(
+    return TooLarge(
         f"{codec_label(codec)} payload inflates past {max_size} bytes, the most this batch may hold "
         f"(decompression bomb or corrupt length)"
     )

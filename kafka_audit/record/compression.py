@@ -24,14 +24,18 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
+from collections.abc import Iterable, Iterator
 
 import cramjam
 import zstandard
 
-from kafka_audit.record.codec_errors import DecompressionError, failed, too_large
-from kafka_audit.record.lz4_frame import compress_lz4, decompress_lz4
+from kafka_audit.record.byte_stream import PIECE_BYTES, ByteStream, StreamEnded
+from kafka_audit.record.codec_errors import DecompressionError, TooLarge, failed, too_large
+from kafka_audit.record.lz4_frame import compress_lz4, decompress_lz4, decompress_lz4_stream
 from kafka_audit.record.record_batch import MAGIC_VALUE_V0, MAGIC_VALUE_V2, CompressionType
-from kafka_audit.record.zstd_frame import decompress_zstd
+from kafka_audit.record.zstd_frame import decompress_zstd, decompress_zstd_stream
+
+__all__ = ["DecompressionError", "TooLarge", "compress", "decompress", "decompress_stream"]
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")
@@ -61,6 +65,25 @@ def decompress(codec: int, data, magic: int, max_size: int) -> bytes:
         return decompress_lz4(data, max_size, magic)
     if codec == CompressionType.ZSTD:
         return decompress_zstd(data, max_size)
+    raise DecompressionError(f"Unknown compression type id: {codec}")
+
+
+def decompress_stream(codec: int, pieces: Iterable[bytes | memoryview], magic: int, max_size: int) -> Iterator[bytes]:
+    """:func:`decompress` as a stream: the payload given in pieces, the output yielded in bounded
+    pieces (``DefaultRecordBatch.compressedIterator`` reads through the codec's ``InputStream``
+    the same way): gzip :data:`PIECE_BYTES` per call, an lz4 block (4 MiB at most), zstd 32 MiB
+    per slice of input at most, a snappy block (:data:`SNAPPY_BLOCK_MAX`). The same errors,
+    raised when the stream meets them."""
+    if codec == CompressionType.NONE:
+        return (bytes(piece) for piece in pieces)
+    if codec == CompressionType.GZIP:
+        return _gunzip_stream(pieces, max_size)
+    if codec == CompressionType.SNAPPY:
+        return _unsnappy_stream(ByteStream(pieces), max_size)
+    if codec == CompressionType.LZ4:
+        return decompress_lz4_stream(ByteStream(pieces), max_size, magic)
+    if codec == CompressionType.ZSTD:
+        return decompress_zstd_stream(ByteStream(pieces), max_size)
     raise DecompressionError(f"Unknown compression type id: {codec}")
 
 
@@ -103,6 +126,36 @@ def _gunzip(data: bytes, max_size: int) -> bytes:
             return bytes(out)
 
 
+def _gunzip_stream(pieces: Iterable[bytes | memoryview], max_size: int) -> Iterator[bytes]:
+    """:func:`_gunzip` in pieces: each call of the inflater gives at most :data:`PIECE_BYTES`."""
+    produced = 0
+    inflater = None  # None between members
+    pending = True  # GZIPInputStream: a stream holds at least one member
+    for piece in pieces:
+        data = bytes(piece)
+        while data:
+            if inflater is None:
+                inflater, pending = zlib.decompressobj(wbits=31), True
+            while True:
+                try:
+                    out = inflater.decompress(data, PIECE_BYTES)
+                except zlib.error as exc:
+                    raise failed(CompressionType.GZIP, exc) from None
+                produced += len(out)
+                if produced > max_size:
+                    raise too_large(CompressionType.GZIP, max_size)
+                if out:
+                    yield out
+                data = inflater.unconsumed_tail
+                # A full piece out with no input left may leave output pending: call again.
+                if inflater.eof or (not data and len(out) < PIECE_BYTES):
+                    break
+            if inflater.eof:
+                data, inflater, pending = inflater.unused_data, None, False
+    if pending:
+        raise failed(CompressionType.GZIP, "the gzip stream ends early")
+
+
 # -- snappy -------------------------------------------------------------------------------------
 
 
@@ -142,6 +195,73 @@ def _unxerial(data: bytes, max_size: int) -> bytes:
         out += _unsnappy_raw(data[pos : pos + length], max_size, len(out))
         pos += length
     return bytes(out)
+
+
+# The largest snappy block inflated (in one call, as xerial's SnappyInputStream inflates a block):
+# a raw snappy payload is one block, and snappy cannot inflate a block in pieces.
+SNAPPY_BLOCK_MAX = 128 * 1024 * 1024
+
+
+def _unsnappy_stream(stream: ByteStream, max_size: int) -> Iterator[bytes]:
+    """:func:`_unsnappy` in pieces: xerial blocks one at a time; a raw payload (one block) whole,
+    up to :data:`SNAPPY_BLOCK_MAX`."""
+    head = stream.window(len(XERIAL_MAGIC))
+    if bytes(head[0][head[1] : head[1] + len(XERIAL_MAGIC)]) != XERIAL_MAGIC:
+        block = _snappy_block(stream, 1 << 62)
+        yield _unsnappy_raw(_at_most_block_max(block, max_size), max_size)
+        return
+    try:
+        stream.read(_XERIAL_HEADER.size)
+    except StreamEnded:
+        raise failed(CompressionType.SNAPPY, "the xerial snappy header is truncated") from None
+    produced = 0
+    while not stream.at_end():
+        at = stream.position
+        try:
+            (length,) = _XERIAL_BLOCK_LENGTH.unpack(stream.read(4))
+        except StreamEnded:
+            raise failed(CompressionType.SNAPPY, f"xerial block length truncated at byte {at}") from None
+        if length < 0:
+            raise failed(CompressionType.SNAPPY, f"xerial block length {length} at byte {at} runs past the end")
+        block = _snappy_block(stream, length, at)
+        out = _unsnappy_raw(_at_most_block_max(block, max_size - produced), max_size, produced)
+        produced += len(out)
+        for start in range(0, len(out), PIECE_BYTES):
+            yield out[start : start + PIECE_BYTES]
+
+
+def _at_most_block_max(block: bytes, room: int) -> bytes:
+    """The block, when it inflates to at most :data:`SNAPPY_BLOCK_MAX` (its header says); one
+    past ``room`` (what is left of the cap) is left to :func:`_unsnappy_raw` to call too large."""
+    try:
+        size = cramjam.snappy.decompress_raw_len(block)
+    except Exception as exc:  # cramjam's own error types for a bad length header
+        raise failed(CompressionType.SNAPPY, exc) from None
+    if SNAPPY_BLOCK_MAX < size <= room:
+        raise failed(
+            CompressionType.SNAPPY,
+            f"a snappy block that inflates to {size} bytes, more than the {SNAPPY_BLOCK_MAX} inflated at once",
+        )
+    return block
+
+
+def _snappy_block(stream: ByteStream, length: int, at: int | None = None) -> bytes:
+    """One snappy block of ``length`` bytes (all that is left for a raw payload), refused past
+    :data:`SNAPPY_BLOCK_MAX` before it is gathered; its inflated size is checked by
+    :func:`_unsnappy_raw` against its header before it is inflated."""
+    parts = []
+    size = 0
+    while size < length and not stream.at_end():
+        buf, pos = stream.window(1)
+        step = min(length - size, len(buf) - pos)
+        if size + step > SNAPPY_BLOCK_MAX:
+            raise failed(CompressionType.SNAPPY, f"a snappy block larger than {SNAPPY_BLOCK_MAX} bytes")
+        parts.append(bytes(buf[pos : pos + step]))
+        stream.advance(pos + step)
+        size += step
+    if at is not None and size < length:
+        raise failed(CompressionType.SNAPPY, f"xerial block length {length} at byte {at} runs past the end")
+    return b"".join(parts)
 
 
 def _xerial_frame(data: bytes) -> bytes:

@@ -85,7 +85,7 @@ class MalformedRecord(Exception):
     """Internal signal that the bytes of one record cannot be decoded; never leaves this package."""
 
 
-def read_varint(data: bytes, pos: int, max_bytes: int = MAX_VARLONG_BYTES) -> tuple[int, int]:
+def read_varint(data: bytes | memoryview, pos: int, max_bytes: int = MAX_VARLONG_BYTES) -> tuple[int, int]:
     """ByteUtils.readVarlong: a zig-zag varint at ``pos``; returns (value, next position).
 
     At most ``max_bytes`` bytes are read, so a varint that never ends cannot hang the reader.

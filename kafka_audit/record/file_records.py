@@ -27,7 +27,9 @@ import crc32c
 
 from kafka_audit.io import rsm_objects, storage
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
+from kafka_audit.record.byte_stream import STREAM_BOUND, stream_checksum
 from kafka_audit.record.legacy_record import (
+    LegacyMessage,
     batch_from_message,
     parse_message,
     record_overhead,
@@ -43,6 +45,7 @@ from kafka_audit.record.record_batch import (
     V2_RECORD_BATCH_OVERHEAD,
     RecordBatch,
 )
+from kafka_audit.record.stream_legacy import read_message_header
 
 _OFFSET_SIZE = struct.Struct(">qi")
 
@@ -61,6 +64,7 @@ def iter_batches(
     end: int | None = None,
     fd: int | None = None,
     need: Callable[[int, int], None] | None = None,
+    read_range: Callable[[int, int], bytes] | None = None,
 ) -> Iterator[RecordBatch | Problem]:
     """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
 
@@ -69,7 +73,9 @@ def iter_batches(
     a bad CRC is yielded (``crc_valid`` False) after its ``crc_mismatch`` problem. ``fd``, the
     file ``buf`` maps, lets a zero-filled tail be recognised from the file's holes
     (``SEEK_DATA``) instead of by reading it. ``need(a, b)``, when given, is called before
-    ``buf[a:b]`` is read (a :class:`RangeBuffer` fetches the bytes then).
+    ``buf[a:b]`` is read (a :class:`RangeBuffer` fetches the bytes then). ``read_range(a, b)``,
+    when given, reads a batch larger than :data:`STREAM_BOUND` by ranged reads instead of
+    through ``buf``: its header and CRC, as a stream (:func:`_large_batch`).
     """
     end = len(buf) if end is None else end
     stop = end if stop is None else min(stop, end)
@@ -112,7 +118,8 @@ def iter_batches(
             )
             return
         entry_size = LOG_OVERHEAD + size
-        if need is not None:
+        large = read_range is not None and entry_size > STREAM_BOUND
+        if need is not None and not large:
             need(pos, pos + entry_size)
         if magic > MAGIC_VALUE_V2:
             yield Problem(
@@ -132,13 +139,16 @@ def iter_batches(
             if size < V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
                 yield _too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
                 return
-            batch = _v2_batch(buf, pos, size)
+            batch = _v2_batch(buf, pos, size) if not large else _large_batch(buf, pos, size, read_range)
         else:
             overhead = record_overhead(magic)
             if size < overhead:
                 yield _too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
                 return
-            message = parse_message(buf, pos, pos + entry_size)
+            if large:
+                message = _large_message(read_range, pos, entry_size)
+            else:
+                message = parse_message(buf, pos, pos + entry_size)
             if isinstance(message, str):
                 yield Problem("invalid_batch_size", pos, message, offset=base_offset, details={"size": size})
                 framing_problems += 1
@@ -153,12 +163,33 @@ def iter_batches(
             yield Problem(
                 "crc_mismatch",
                 pos,
-                _crc_message(buf, batch),
+                _crc_message(buf, batch, read_range if large else None),
                 offset=batch.base_offset,
                 details={"stored_crc": batch.stored_crc},
             )
         yield batch
         pos += entry_size
+
+
+def _large_batch(buf, pos: int, size: int, read_range) -> RecordBatch:
+    """:func:`_v2_batch` of a batch too large for one buffer: its header from ``buf``, its CRC
+    by ranged reads (``read_range``), never the whole batch in memory."""
+    header = bytes(memoryview(buf)[pos : pos + V2_RECORD_BATCH_OVERHEAD])
+    batch = _v2_batch(header, 0, V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
+    batch.position, batch.size = pos, LOG_OVERHEAD + size
+    crc = stream_checksum(read_range, pos + V2_ATTRIBUTES_OFFSET, pos + LOG_OVERHEAD + size, crc32c.crc32c)
+    batch.crc_valid = crc == batch.stored_crc
+    return batch
+
+
+def _large_message(read_range, pos: int, entry_size: int) -> LegacyMessage | str:
+    """parse_message of a v0/v1 message too large for one buffer: its fields by ranged reads, its
+    CRC-32 (magic..end) as a stream."""
+    message = read_message_header(read_range, pos, pos + entry_size)
+    if not isinstance(message, str):
+        crc = stream_checksum(read_range, pos + LOG_OVERHEAD + 4, pos + entry_size, zlib.crc32)
+        message.crc_valid = crc == message.crc
+    return message
 
 
 def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
@@ -201,14 +232,16 @@ def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
     )
 
 
-def _crc_message(buf, batch: RecordBatch) -> str:
-    """DefaultRecordBatch.ensureValid / LegacyRecord.ensureValid wording."""
+def _crc_message(buf, batch: RecordBatch, read_range=None) -> str:
+    """DefaultRecordBatch.ensureValid / LegacyRecord.ensureValid wording (a large batch's CRC
+    computed again by ranged reads)."""
     start = batch.position + (V2_ATTRIBUTES_OFFSET if batch.magic == MAGIC_VALUE_V2 else LOG_OVERHEAD + 4)
-    view = memoryview(buf)[start : batch.position + batch.size]
-    if batch.magic == MAGIC_VALUE_V2:
-        computed = crc32c.crc32c(view)
-        return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {computed})"
-    return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {zlib.crc32(view)})"
+    update = crc32c.crc32c if batch.magic == MAGIC_VALUE_V2 else zlib.crc32
+    if read_range is not None:
+        computed = stream_checksum(read_range, start, batch.position + batch.size, update)
+    else:
+        computed = update(memoryview(buf)[start : batch.position + batch.size])
+    return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {computed})"
 
 
 def _too_small(pos: int, base_offset: int, size: int, overhead: int) -> Problem:
@@ -397,15 +430,26 @@ class FileRecords:
         if self._ranges is not None:
             self._ranges.walk(start, stop)
             need = self._ranges.need
-        for item in iter_batches(self._map, start, stop, self.size, fd, need):
+        for item in iter_batches(self._map, start, stop, self.size, fd, need, self.read_range):
             yield item
+            if self._ranges is not None and isinstance(item, RecordBatch) and item.size > STREAM_BOUND:
+                self._ranges.skip(item.position + item.size)  # read by ranges, not into the buffer
             position = item.position
             if position is not None and position - released >= _RELEASE_EVERY:
                 self._release(released, position)
                 released = position
 
     def records(self, batch: RecordBatch, with_data: bool = True) -> BatchRecords:
-        return read_batch_records(self._map, batch, with_data)
+        return read_batch_records(self._map, batch, with_data, self.read_range)
+
+    def read_range(self, start: int, stop: int) -> bytes:
+        """``[start, stop)`` of the file by one ranged read (``pread``, or the store's), not
+        through :attr:`buffer`: how a batch larger than :data:`STREAM_BOUND` is read."""
+        stop = min(stop, self.size)
+        if self._ranges is not None:
+            return self._ranges.ranges.read(start, stop)
+        assert self._file is not None
+        return os.pread(self._file.fileno(), max(0, stop - start), start)
 
     def _release(self, start: int, stop: int) -> None:
         """madvise(MADV_DONTNEED) the walked pages: they leave RSS and stay in the page cache."""

@@ -14,7 +14,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field, replace
 
-from kafka_audit.record.compression import DecompressionError, compress, decompress
+from kafka_audit.record.compression import DecompressionError, TooLarge, compress, decompress
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import (
     COMPRESSION_CODEC_MASK,
@@ -137,7 +137,9 @@ class LegacyRecords:
 
 # Over 60 lines: AbstractLegacyRecordBatch's iterator cases (wrapper, inner set, v0/v1 offsets) in
 # the order Kafka checks them, each answering with its own problem.
-def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompressed: int) -> LegacyRecords:
+def decode_legacy_batch(
+    buf, batch: RecordBatch, with_data: bool, max_decompressed: int, bound: int | None = None
+) -> LegacyRecords:
     """Decode the records of a top-level v0/v1 message.
 
     A lone message is its own single record. A wrapper's value is decompressed (at most
@@ -145,7 +147,8 @@ def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompress
     AbstractLegacyRecordBatch: v1 ``wrapperOffset - lastInnerRelativeOffset + innerOffset``,
     v0 the stored offsets. ``batch`` is left as it is; the result's ``batch`` is a copy with
     the base offset and record count of the inner set. Inner messages under a LOG_APPEND_TIME
-    v1 wrapper take the wrapper's timestamp.
+    v1 wrapper take the wrapper's timestamp. A payload that inflates past ``bound`` (below the
+    cap) raises :class:`TooLarge`: the caller reads it as a stream.
     """
     position = batch.position
     message = parse_message(buf, position, position + batch.size)
@@ -160,9 +163,12 @@ def decode_legacy_batch(buf, batch: RecordBatch, with_data: bool, max_decompress
         )
         return LegacyRecords([], problems, batch)
     start, stop = message.value_span
+    limit = max_decompressed if bound is None else min(bound, max_decompressed)
     try:
-        inner = decompress(batch.codec, buf[start:stop], batch.magic, max_decompressed)
+        inner = decompress(batch.codec, buf[start:stop], batch.magic, limit)
     except DecompressionError as exc:
+        if isinstance(exc, TooLarge) and limit < max_decompressed:
+            raise
         problems.append(Problem("decompression_failed", position, str(exc), details={"codec": batch.compression}))
         return LegacyRecords([], problems, batch)
 

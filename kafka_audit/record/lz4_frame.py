@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import struct
 import threading
+from collections.abc import Iterator
 
 import cramjam
 import xxhash
 
-from kafka_audit.record.codec_errors import failed, too_large
+from kafka_audit.record.byte_stream import ByteStream, StreamEnded
+from kafka_audit.record.codec_errors import DecompressionError, failed, too_large
 from kafka_audit.record.record_batch import MAGIC_VALUE_V0, CompressionType
 
 LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
@@ -185,6 +187,125 @@ def _unlz4_blocks(
         if xxhash.xxh32_intdigest(bytes(out)) != stored:
             raise failed(codec, "Content checksum mismatch")
     return bytes(out)
+
+
+def _stream_descriptor(stream: ByteStream, magic: int) -> tuple[int, int, int]:
+    """The frame descriptor of :func:`decompress_lz4`, read from a stream: (flg, bd, block max)."""
+    codec = CompressionType.LZ4
+    try:
+        head = stream.read(6)
+    except StreamEnded:
+        raise failed(codec, "not an LZ4 frame (bad magic number)") from None
+    if not head.startswith(LZ4_FRAME_MAGIC):
+        raise failed(codec, "not an LZ4 frame (bad magic number)")
+    flg, bd = head[4], head[5]
+    if flg >> 6 != 1:
+        raise failed(codec, f"unsupported LZ4 frame version {flg >> 6}")
+    block_max = _LZ4_BLOCK_MAX_SIZES.get((bd >> 4) & 0x07)
+    if block_max is None:
+        raise failed(codec, f"invalid LZ4 block maximum size id {(bd >> 4) & 0x07}")
+    extra = (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
+    try:
+        descriptor = head + stream.read(extra + 1)
+    except StreamEnded:
+        raise failed(codec, "the LZ4 frame header is truncated") from None
+    if magic != MAGIC_VALUE_V0 and descriptor[-1] != _header_checksum(descriptor, len(descriptor) - 1, False):
+        raise failed(codec, "LZ4 frame descriptor checksum mismatch (Stream frame descriptor corrupted)")
+    return flg, bd, block_max
+
+
+def decompress_lz4_stream(stream: ByteStream, max_size: int, magic: int) -> Iterator[bytes]:
+    """:func:`decompress_lz4` in pieces, as ``Lz4BlockInputStream`` reads a frame: one block (at
+    most the frame's block size, 4 MiB) read, checked and inflated at a time; linked blocks get
+    the last 64 KiB of output as their history (see :func:`_unlz4_blocks`). A block that fails
+    is reported after the rest of the frame is walked, as :func:`decompress_lz4` walks the whole
+    frame before it inflates: an error of the frame's structure is the one reported."""
+    flg, bd, block_max = _stream_descriptor(stream, magic)
+    content = xxhash.xxh32() if flg & 0x04 else None
+    header = bytearray(LZ4_FRAME_MAGIC + bytes((0x40, bd)))
+    header.append(_header_checksum(bytes(header), len(header), False))
+    history = b""
+    produced = 0
+    while True:
+        block = _stream_block(stream, flg, block_max)
+        if block is None:
+            break
+        try:
+            out = _inflate_block(block, bytes(header), history, block_max, flg)
+        except DecompressionError:
+            while _stream_block(stream, flg, block_max) is not None:
+                pass
+            _content_checksum(stream, content, check=False)
+            raise
+        produced += len(out)
+        if produced > max_size:
+            raise too_large(CompressionType.LZ4, max_size)
+        if content is not None:
+            content.update(out)
+        if not flg & _LZ4_BLOCK_INDEPENDENCE:
+            history = (history + out)[-_LZ4_WINDOW:]
+        yield out
+    _content_checksum(stream, content, check=True)
+
+
+def _stream_block(stream: ByteStream, flg: int, block_max: int) -> tuple[int, bytes, int | None] | None:
+    """The next block of a frame: (word, bytes, stored block checksum), None at the end mark."""
+    codec = CompressionType.LZ4
+    try:
+        (word,) = _U32_LE.unpack(stream.read(4))
+    except StreamEnded:
+        raise failed(codec, "the LZ4 frame ends before its end mark") from None
+    if word == 0:
+        return None
+    length = word & ~_LZ4_UNCOMPRESSED_BIT
+    if length > block_max:
+        raise failed(codec, f"LZ4 block of {length} bytes exceeds the frame's maximum block size {block_max}")
+    try:
+        block = stream.read(length)
+        stored = _U32_LE.unpack(stream.read(4))[0] if flg & 0x10 else None
+    except StreamEnded:
+        raise failed(codec, "an LZ4 block runs past the end of the payload") from None
+    return word, block, stored
+
+
+def _inflate_block(item: tuple[int, bytes, int | None], header: bytes, history: bytes, block_max: int, flg: int) -> bytes:
+    word, block, stored = item
+    if stored is not None and xxhash.xxh32_intdigest(block) != stored:
+        raise failed(CompressionType.LZ4, "Block checksum mismatch")
+    if word & _LZ4_UNCOMPRESSED_BIT:
+        return block
+    if not flg & _LZ4_BLOCK_INDEPENDENCE:
+        return _linked_block(header, history, block)
+    try:
+        scratch = _lz4_scratch(block_max)
+        return scratch[: LZ4_BLOCK_INTO(block, scratch)].tobytes()
+    except Exception as exc:
+        raise failed(CompressionType.LZ4, exc) from None
+
+
+def _content_checksum(stream: ByteStream, content, check: bool) -> None:
+    """The frame's content checksum: present (always), and equal to the output's (``check``)."""
+    if content is None:
+        return
+    try:
+        (stored,) = _U32_LE.unpack(stream.read(4))
+    except StreamEnded:
+        raise failed(CompressionType.LZ4, "the LZ4 content checksum is truncated") from None
+    if check and content.intdigest() != stored:
+        raise failed(CompressionType.LZ4, "Content checksum mismatch")
+
+
+def _linked_block(header: bytes, history: bytes, block: bytes) -> bytes:
+    """One block of a linked-block frame, inflated after its history (see :func:`_unlz4_blocks`)."""
+    parts = [header]
+    if history:
+        parts += [_U32_LE.pack(len(history) | _LZ4_UNCOMPRESSED_BIT), history]
+    parts += [_U32_LE.pack(len(block)), block, _U32_LE.pack(0)]
+    try:
+        inflated = cramjam.lz4.decompress(b"".join(parts))
+    except Exception as exc:
+        raise failed(CompressionType.LZ4, exc) from None
+    return bytes(memoryview(inflated)[len(history) :])
 
 
 def compress_lz4(data: bytes, broken_header_checksum: bool) -> bytes:

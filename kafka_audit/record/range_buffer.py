@@ -91,6 +91,13 @@ class RangeBuffer:
             self._high = end
         self._read_ahead()
 
+    def skip(self, upto: int) -> None:
+        """The walk passed over ``[high, upto)`` without the buffer (a batch read by ranges): read
+        on from ``upto``, not the bytes before it."""
+        if upto > self._high:
+            self._drain()
+            self._low = self._high = upto
+
     def released(self, upto: int) -> None:
         """The walk freed the pages before ``upto``: they read as zeros now."""
         if upto > self._low:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_audit.record.batch_records import max_decompressed_size, v2_records_data
+from kafka_audit.record.byte_stream import STREAM_BOUND
 from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.default_record import decode_records
 from kafka_audit.record.lz4_frame import LZ4_BLOCK_INTO
@@ -67,9 +68,14 @@ def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: b
     pass ``screen``: the segment step's quick path, one call per batch. With ``want_record``, a
     batch of one record that passes answers its ``(key, value)`` instead of True (a control
     batch's record). Uncompressed, LZ4 and zstd payloads are inflated and screened in one C call;
-    other codecs (and framings the C inflater leaves alone) are decompressed here first."""
+    other codecs (and framings the C inflater leaves alone) are decompressed here first. A batch
+    larger than :data:`STREAM_BOUND`, on disk or inflated, is not screened (False): the full path
+    reads it as a stream."""
+    if batch.size > STREAM_BOUND:
+        return False
     passed = _compiled_payload(
-        buf, batch, screen, max_decompressed_size(batch), want_record, LZ4_BLOCK_INTO, ZSTD_DECOMPRESSOR
+        buf, batch, screen, min(max_decompressed_size(batch), STREAM_BOUND), want_record, LZ4_BLOCK_INTO,
+        ZSTD_DECOMPRESSOR,
     )
     if passed is not None:
         return passed

@@ -6,9 +6,11 @@ the streaming inflater fed small slices for the rest.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 
 import zstandard
 
+from kafka_audit.record.byte_stream import ByteStream
 from kafka_audit.record.codec_errors import failed, too_large
 from kafka_audit.record.record_batch import CompressionType
 
@@ -51,6 +53,52 @@ def decompress_zstd(data: bytes, max_size: int) -> bytes:
     if not inflater.eof:
         raise failed(CompressionType.ZSTD, "the zstd frame ends early")
     return bytes(out)
+
+
+# Output gathered before it is handed on (many small outputs joined into one piece).
+_STREAM_PIECE = 256 * 1024
+
+
+def decompress_zstd_stream(stream: ByteStream, max_size: int) -> Iterator[bytes]:
+    """:func:`decompress_zstd` in pieces (``ZstdCompression``'s ``ZstdInputStream``): the input fed
+    in the same slices of :data:`_ZSTD_SLICE` bytes as the one-buffer inflater (so a damaged
+    payload gets the library's same sentence), at most 32 MiB out per slice, handed on as it
+    comes."""
+    produced = 0
+    inflater = None  # None between frames
+    pending = True  # the payload holds at least one frame
+    held: list[bytes] = []
+    held_size = 0
+    while True:
+        window, pos = stream.window(_ZSTD_SLICE)
+        chunk = bytes(window[pos : pos + _ZSTD_SLICE])
+        if not chunk:
+            break
+        if inflater is None:
+            inflater, pending = zstandard.ZstdDecompressor().decompressobj(), True
+        try:
+            out = inflater.decompress(chunk)
+        except zstandard.ZstdError as exc:
+            raise failed(CompressionType.ZSTD, exc) from None
+        produced += len(out)
+        if produced > max_size:
+            raise too_large(CompressionType.ZSTD, max_size)
+        if out:
+            held.append(out)
+            held_size += len(out)
+            if held_size >= _STREAM_PIECE:
+                yield b"".join(held)
+                held, held_size = [], 0
+        if inflater.eof:
+            # Concatenated frames: the next starts after this one's last byte.
+            stream.advance(pos + len(chunk) - len(inflater.unused_data))
+            inflater, pending = None, False
+        else:
+            stream.advance(pos + len(chunk))
+    if pending:
+        raise failed(CompressionType.ZSTD, "the zstd frame ends early")
+    if held:
+        yield b"".join(held)
 
 
 _ZSTD_FRAME_MAGIC = b"\x28\xb5\x2f\xfd"

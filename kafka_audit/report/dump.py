@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
@@ -142,7 +142,7 @@ def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) 
 
 
 def record_lines(
-    batch: RecordBatch, records: list[Record], print_data: bool, decoder: Decoder | None = None,
+    batch: RecordBatch, records: Sequence[Record], print_data: bool, decoder: Decoder | None = None,
     redact: Redactor | None = None,
 ) -> str:
     """The Python record-printing loop: one :func:`_record_text` line per record, joined (no
@@ -206,16 +206,19 @@ def _record_json(record: Record, print_data: bool, redact: Redactor | None = Non
         data["key"], data["value"] = redact(record.key), redact(record.value)
     elif print_data:
         data["headers"] = [_bytes_field("key", h.key.encode(), {}) | _bytes_field("value", h.value, {}) for h in record.headers]
-        _bytes_field("key", record.key, data)
-        _bytes_field("value", record.value, data)
+        _bytes_field("key", record.key, data, record.key_size)
+        _bytes_field("value", record.value, data, record.value_size)
     return data
 
 
-def _bytes_field(name: str, value: bytes | None, into: dict[str, Any]) -> dict[str, Any]:
-    """UTF-8 text where valid, else base64 under ``<name>_b64`` (SPEC section 3)."""
+def _bytes_field(name: str, value: bytes | None, into: dict[str, Any], size: int | None = None) -> dict[str, Any]:
+    """UTF-8 text where valid, else base64 under ``<name>_b64`` (SPEC section 3). A key or value
+    of a batch read as a stream is a bounded prefix of its ``size`` bytes: ``<name>_truncated``."""
     if value is None:
         into[name] = None
         return into
+    if size is not None and len(value) < size:
+        into[f"{name}_truncated"] = True
     try:
         into[name] = value.decode("utf-8")
     except UnicodeDecodeError:
@@ -278,16 +281,20 @@ def _record_text(
         if record.headers:
             line += " headers: [" + ",".join(f"{escape_text(h.key)}={redact(h.value)}" for h in record.headers) + "]"
     elif print_data:
-        line += f" key: {_text(record.key)} payload: {_text(record.value)}"
+        line += f" key: {_text(record.key, record.key_size)} payload: {_text(record.value, record.value_size)}"
     return line
 
 
-def _text(value: bytes | None) -> str:
+def _text(value: bytes | None, size: int | None = None) -> str:
     """A key or value as text: UTF-8, other bytes as ``\\xNN``, nothing that can act in a
-    terminal or CI log (:func:`~kafka_audit.report.safe_text.escape_text`)."""
+    terminal or CI log (:func:`~kafka_audit.report.safe_text.escape_text`); a bounded prefix (a
+    batch read as a stream) says how much of ``size`` it is."""
     if value is None:
         return "null"
-    return escape_text(value.decode("utf-8", errors="surrogateescape"))
+    text = escape_text(value.decode("utf-8", errors="surrogateescape"))
+    if size is not None and len(value) < size:
+        return f"{text}... ({len(value)} of {size} bytes shown)"
+    return text
 
 
 def _problem_line(path: str, position: int | None, check: str, message: str, as_json: bool) -> str:

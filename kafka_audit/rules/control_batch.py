@@ -4,13 +4,15 @@ which shapes a broker writes, as ``LogValidator`` and the Raft client accept the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from kafka_audit.record.control_record import ControlRecord, parse_control_record
 from kafka_audit.record.record_batch import NO_PRODUCER_ID, Record, RecordBatch
 from kafka_audit.rules.log_validator import Violation
 
 
 def validate_control_batch(
-    batch: RecordBatch, records: list[Record], *, compacted: bool = False
+    batch: RecordBatch, records: Sequence[Record], *, compacted: bool = False
 ) -> tuple[list[Violation], ControlRecord | None]:
     """A transaction marker batch holds exactly one well-formed control record (ControlRecordType,
     EndTransactionMarker); a KRaft control batch may hold several well-formed KRaft control records,
@@ -39,7 +41,7 @@ def validate_control_batch(
     return ([] if violation is None else [violation]), control
 
 
-def _kraft_control_batch(batch: RecordBatch, records: list[Record]) -> tuple[list[Violation], ControlRecord | None]:
+def _kraft_control_batch(batch: RecordBatch, records: Sequence[Record]) -> tuple[list[Violation], ControlRecord | None]:
     """Several control records in one batch: each must be a well-formed KRaft control record; a
     transaction marker among them breaks the one-record rule of markers."""
     controls = [parse_control_record(record) for record in records]

@@ -19,6 +19,8 @@ that order (``audit/segment_audit.py``).
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS
@@ -92,11 +94,13 @@ class Violation:
 
 def validate_records(
     batch: RecordBatch,
-    records: list[Record],
+    records: Sequence[Record],
     topic: str,
     topic_partition: str,
     config: ValidationConfig,
     reference_time: int | None,
+    omitted: Counter | None = None,
+    keep: int = 0,
 ) -> list[Violation]:
     """LogValidator's per-record rules: each record gets at most one violation, the first rule
     it breaks in Kafka's order (validateRecordCompression, then validateRecord: magic, key,
@@ -113,6 +117,9 @@ def validate_records(
     The segment audit's quick path skips this function for v2 batches whose records pass
     :func:`record_screen`'s screen: a new or stricter per-record rule must narrow that screen too
     (the screen may only say that this function would find nothing).
+
+    With ``omitted``, only the first ``keep`` violations of each check are listed and the others
+    counted there: a batch of millions of records read as a stream keeps a bounded list.
     """
     found: list[Violation] = []
     compressed_legacy = batch.magic <= MAGIC_VALUE_V1 and batch.codec != CompressionType.NONE
@@ -124,6 +131,7 @@ def validate_records(
     create_time = batch.timestamp_type == TimestampType.CREATE_TIME
     offsets_spec = UNCOMPRESSED_OFFSET_DELTAS if batch.magic == MAGIC_VALUE_V2 and batch.codec == CompressionType.NONE else None
     previous_stored: int | None = None
+    listed: Counter = Counter()
     for record in records:
         violation = _record_rule_violation(
             batch, record, topic_partition, config, reference_time,
@@ -138,7 +146,11 @@ def validate_records(
             offset_violation.spec = offsets_spec
             violation = offset_violation
         if violation is not None:
-            found.append(violation)
+            if omitted is None or listed[violation.check] < keep:
+                found.append(violation)
+                listed[violation.check] += 1
+            else:
+                omitted[violation.check] += 1
     return _process_record_errors(found)
 
 
