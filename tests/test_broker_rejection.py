@@ -14,9 +14,9 @@ from kafka_audit.cli.app import main
 from kafka_audit.io.broker_log import read_broker_logs
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.events import EventKind
+from tests.support.audit_run import BUNDLED
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms, write_issue_log_dir
 from tests.support.writer import LogDirWriter, Producer, records
-from tests.test_broker_log import REAL_BROKER
 from tests.test_cli import cli, shared_session  # noqa: F401  (fixtures)
 
 T0 = "2022-03-14 16:10:00"
@@ -250,11 +250,10 @@ def test_timeline_events_of_retention_and_rejections(tmp_path):
     assert events[3].message.startswith("UNKNOWN_PRODUCER_ID: producer 557891's last batch before 16:11:05 was epoch 0")
 
 
-@pytest.mark.skipif(REAL_BROKER is None, reason="real-broker corpus not found")
 def test_the_real_retention_log_adds_no_finding_and_dates_the_log_start(tmp_path):
     """retention-producer-expiry: its server.log has retention lines and no produce error, so the
     scan's findings do not change; the timeline gets the log start move to 2620 at 08:51:33.056."""
-    case = REAL_BROKER / "retention-producer-expiry"
+    case = BUNDLED / "real-broker" / "retention-producer-expiry"
     found = discover([str(case / "data")])
     plain = audit_in_process(found, ScanOptions())
     log = read_broker_logs([str(case / "broker" / "server.log.txt")])
@@ -349,14 +348,13 @@ def test_old_fencing_wording_finds_the_producer_at_the_brokers_epoch(tmp_path):
     )
 
 
-@pytest.mark.skipif(REAL_BROKER is None, reason="real-broker corpus not found")
 def test_a_line_placed_in_the_real_idle_window_finds_the_state_the_real_broker_expired(tmp_path):
     """retention-producer-expiry: P (producer id 0) stopped at sequence 2999 and idled 25 s with
     producer.id.expiration.ms=10000 (server.properties); the real broker's own log then says
     "Wrote producer snapshot at offset 3100 with 0 producer ids" (08:52:02). A Kafka 2.3 broker
     would have answered P's next batch UNKNOWN_PRODUCER_ID (the 3.6 broker accepted it): that line,
     placed at 08:52:01 in the real log, is explained by the real batches and the expiry."""
-    case = REAL_BROKER / "retention-producer-expiry"
+    case = BUNDLED / "real-broker" / "retention-producer-expiry"
     real = (case / "broker" / "server.log.txt").read_text()
     assert "Wrote producer snapshot at offset 3100 with 0 producer ids" in real
     line = append_failed(
