@@ -142,6 +142,9 @@ class CheckId(_StrEnum):
     REMOTE_LOG_GAP = "remote_log_gap"
     REMOTE_SEGMENT_MISSING = "remote_segment_missing"
     REMOTE_TXN_INDEX_FLAG = "remote_txn_index_flag"
+    INCOMPLETE_TAIL = "incomplete_tail"
+    SEGMENT_CHANGED = "segment_changed"
+    MISSING_SEGMENT = "missing_segment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +227,12 @@ CHECKS: dict[str, Check] = {
         _check(C.REMOTE_LOG_GAP, W, None, Group.TIERED_STORAGE),
         _check(C.REMOTE_SEGMENT_MISSING, E, None, Group.TIERED_STORAGE),
         _check(C.REMOTE_TXN_INDEX_FLAG, I, None, Group.TIERED_STORAGE),
+        # A live log dir (SPEC section 2): LogSegment.recover truncates an incomplete tail; its
+        # severity is info when the file changed during the scan (INCOMPLETE_TAIL_LIVE).
+        _check(C.INCOMPLETE_TAIL, W, None, Group.FILES),
+        _check(C.SEGMENT_CHANGED, W, None, Group.FILES),
+        # Info for a checkpoint case on a copy of a running broker (MISSING_SEGMENT_LIVE).
+        _check(C.MISSING_SEGMENT, W, None, Group.FILES),
     )
 }
 
@@ -269,6 +278,9 @@ DESCRIPTIONS: dict[str, str] = {
     CheckId.REMOTE_LOG_GAP: "Offsets in no remote segment, or between the remote segments and the local log start.",
     CheckId.REMOTE_SEGMENT_MISSING: "A remote segment COPY_SEGMENT_FINISHED whose object is absent or of another size.",
     CheckId.REMOTE_TXN_INDEX_FLAG: "TxnIndexEmpty disagrees with the transaction index in remote storage (KAFKA-16780).",
+    CheckId.INCOMPLETE_TAIL: "The newest segment ends inside its last batch: a write in progress, an unclean stop or a copy taken mid-write.",
+    CheckId.SEGMENT_CHANGED: "A file the scan listed was deleted, swapped or shrunk before it was read in full.",
+    CheckId.MISSING_SEGMENT: "Sidecars or checkpoints name offsets whose segment is not there.",
 }
 assert set(DESCRIPTIONS) == set(CHECKS), "every check has a description"
 
@@ -277,4 +289,8 @@ assert set(DESCRIPTIONS) == set(CHECKS), "every check has a description"
 # (LogValidator.assignOffsetsNonCompressed), so non-consecutive deltas there are accepted and
 # stored as sent: a warning that no producer saw as an error. ``make_finding(..., spec=...)``.
 UNCOMPRESSED_OFFSET_DELTAS = _check(C.NON_MONOTONIC_OFFSETS, W, None, CULPRIT_RECORDS)
+# SPEC incomplete_tail: info when the file changed while the scan ran (a write in progress on a
+# live broker); SPEC missing_segment: info for a checkpoint case on a copy of a running broker.
+INCOMPLETE_TAIL_LIVE = _check(C.INCOMPLETE_TAIL, I, None, Group.FILES)
+MISSING_SEGMENT_LIVE = _check(C.MISSING_SEGMENT, I, None, Group.FILES)
 del E, W, I, C
