@@ -266,3 +266,37 @@ def test_a_scan_drops_only_the_pages_it_brought_in(tmp_path: Path) -> None:
     cached = [b & 1 for b in before]
     assert 0 < sum(cached) < len(cached)
     assert [b & 1 for b in after] == cached  # the consumer's pages stay, the scan's own are dropped
+
+
+def test_the_read_rate_cap_waits_for_its_share(monkeypatch) -> None:
+    clock, slept = [100.0], []
+    monkeypatch.setattr(local_file.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(local_file.time, "sleep", slept.append)
+    cap = local_file.RateCap(2.0)  # MB/s
+    for _ in range(4):
+        cap.take(1_000_000)
+    assert slept == pytest.approx([0.5, 1.0, 1.5, 2.0])
+    free = local_file.RateCap(None)
+    free.take(10**9)
+    assert len(slept) == 4
+
+
+def test_max_read_rate_is_a_scan_option_that_reaches_the_reader(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from kafka_audit.cli.app import app
+
+    build_log_dir(tmp_path / "data")
+    caps = []
+    real_init = local_file.RateCap.__init__
+
+    def noting(self, mb_per_s):
+        caps.append(mb_per_s)
+        real_init(self, mb_per_s)
+
+    monkeypatch.setattr(local_file.RateCap, "__init__", noting)
+    runner = CliRunner()
+    assert "--max-read-rate" in runner.invoke(app, ["scan", "--help"], env={"COLUMNS": "200"}).stdout
+    out = runner.invoke(app, ["scan", str(tmp_path / "data"), "--engine", "local", "--quiet", "--max-read-rate", "500"])
+    assert out.exit_code == 0, out.stdout
+    assert caps and set(caps) == {500.0}
