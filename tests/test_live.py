@@ -300,3 +300,15 @@ def test_max_read_rate_is_a_scan_option_that_reaches_the_reader(tmp_path: Path, 
     out = runner.invoke(app, ["scan", str(tmp_path / "data"), "--engine", "local", "--quiet", "--max-read-rate", "500"])
     assert out.exit_code == 0, out.stdout
     assert caps and set(caps) == {500.0}
+
+
+def test_a_folder_left_with_only_the_indexes_of_its_segment(tmp_path: Path) -> None:
+    """Issue 30: partitions copied with their .index/.timeindex/.snapshot but not the .log."""
+    root = tmp_path / "data"
+    build_log_dir(root, segments=1)
+    (log,) = (root / FOLDER).glob("*.log")
+    log.unlink()
+    (root / FOLDER / f"{7:020d}.snapshot").write_bytes(b"")
+    result = scan(root)
+    (finding,) = [f for f in result.findings if f.check == "missing_segment"]
+    assert finding.details["files"] == [f"{0:020d}.index", f"{0:020d}.timeindex"]

@@ -76,7 +76,7 @@ def audit_paths(
     discovery = discover(
         [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
     )
-    if not discovery.segment_count and not discovery.unreadable:
+    if not discovery.segment_count and not discovery.unreadable and not any(p.orphan_sidecars for p in discovery.partitions):
         raise fail(_nothing_found(discovery, paths, topic or [], partition or []))
     problem = reference_time_problem([str(p) for p in paths], options)
     if problem:

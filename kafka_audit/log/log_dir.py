@@ -260,6 +260,10 @@ class _Walker:
                 self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
             elif parse_partition_dir(self.fs.basename(folder)) and not self._is_sidecar(name):
                 self.skip(display, "not a Kafka segment or sidecar file", folder)
+            elif parse_base_offset(name) is not None and parse_partition_dir(self.fs.basename(folder)):
+                # A segment's index: its folder is a partition even if no .log is left in it
+                # (found_partitions.orphan_sidecars: missing_segment, never silent).
+                self._partition(folder, root)
             return
         base_offset = parse_base_offset(name)
         if base_offset is None:
