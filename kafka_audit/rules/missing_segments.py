@@ -19,7 +19,8 @@ from kafka_audit.rules.findings import Finding, make_finding
 
 
 def orphan_sidecar_finding(topic: str, partition: int, folder: str, base_offset: int, names: list[str]) -> Finding:
-    """An ``.index``/``.timeindex``/``.txnindex`` of ``base_offset`` whose ``.log`` is absent."""
+    """An ``.index``/``.timeindex``/``.txnindex`` of ``base_offset`` whose ``.log`` is absent; the
+    finding's file is the first of them (one that exists, for the reports that link to it)."""
     log = f"{base_offset:020d}.log"
     return make_finding(
         CheckId.MISSING_SEGMENT,
@@ -27,7 +28,7 @@ def orphan_sidecar_finding(topic: str, partition: int, folder: str, base_offset:
         "(not copied, or deleted)",
         topic=topic,
         partition=partition,
-        segment=f"{folder}/{log}",
+        segment=f"{folder}/{names[0]}",
         offset=base_offset,
         details={"base_offset": base_offset, "files": list(names)},
     )
