@@ -150,11 +150,29 @@ def test_file_ending_inside_a_header():
     assert problems[0].check == "truncated_batch" and "inside a batch header" in problems[0].message
 
 
-def test_zero_filled_tail_is_one_problem_naming_it():
+def test_zero_filled_tail_is_not_data():
+    # SPEC incomplete_tail / FileRecords.open: zeros after the last complete batch (a
+    # preallocated segment) are not data and never a finding.
     buf = kp_v2(0, 2) + bytes(4096)
     batches, problems = split(list(iter_batches(buf)))
-    assert len(batches) == 1 and len(problems) == 1
-    assert problems[0].details == {"zero_filled_bytes": 4096}
+    assert len(batches) == 1 and problems == []
+
+
+def test_a_batch_failing_its_crc_with_only_zeros_after_it_is_an_incomplete_write():
+    # SPEC incomplete_tail, log.preallocate: a half-written batch followed by zeros.
+    whole = kp_v2(0, 2)
+    buf = kp_v2(0, 2) + whole[: len(whole) // 2] + bytes(4096 + len(whole) - len(whole) // 2)
+    batches, problems = split(list(iter_batches(buf)))
+    assert len(batches) == 1
+    (problem,) = problems
+    assert (problem.check, problem.position, problem.incomplete) == ("truncated_batch", len(whole), True)
+
+
+def test_a_batch_failing_its_crc_at_the_end_of_the_file_is_a_crc_mismatch():
+    whole = bytearray(kp_v2(0, 2))
+    whole[-1] ^= 0xFF
+    _, problems = split(list(iter_batches(bytes(whole))))
+    assert [(p.check, p.incomplete) for p in problems] == [("crc_mismatch", False)]
 
 
 @pytest.mark.parametrize("size", [-5, 0, 13])

@@ -204,24 +204,29 @@ def test_crc_mismatch_v0_lone_message(tmp_path):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_truncated_last_batch(tmp_path):
+def test_truncated_last_batch_of_the_newest_segment_is_an_incomplete_tail(tmp_path):
+    # SPEC incomplete_tail: LogSegment.recover truncates it; an older segment's is truncated_batch
+    # (tests/test_live.py).
     log = Log(tmp_path)
     w = log.partition()
     fill(w, 3)
     r = w.append(BatchSpec(records=keyed(w.next_offset, 3), faults=Faults(truncate=7)))
     findings = log.scan()
-    assert summary(findings) == [("truncated_batch", r.base_offset, None)]
-    assert_error(findings[0], CORRUPT)
+    assert summary(findings) == [("incomplete_tail", r.base_offset, None)]
+    assert (findings[0].severity, findings[0].error_name) == ("warning", None)
     assert findings[0].position == r.position
 
 
-def test_size_field_past_the_end_is_truncation(tmp_path):
+@pytest.mark.parametrize(("size", "check"), [(10_000, "incomplete_tail"), (2_000_000, "truncated_batch")])
+def test_size_field_past_the_end_is_truncation(tmp_path, size, check):
+    # In the newest segment a size a broker could write is a batch not yet complete (SPEC
+    # incomplete_tail); one above max.message.bytes is corruption (FileLogInputStream.nextBatch).
     log = Log(tmp_path)
     w = log.partition()
     fill(w, 2)
-    r = w.append(BatchSpec(records=keyed(w.next_offset, 2), faults=Faults(size=10_000)))
+    r = w.append(BatchSpec(records=keyed(w.next_offset, 2), faults=Faults(size=size)))
     findings = log.scan()
-    assert summary(findings) == [("truncated_batch", r.base_offset, None)]
+    assert summary(findings) == [(check, r.base_offset, None)]
     assert findings[0].position == r.position
 
 

@@ -387,12 +387,15 @@ def test_one_flipped_byte_of_a_valid_segment_is_found_or_harmless(segment, data)
         assert [f for f in after if f not in before], f"flip at byte {at} went unnoticed"
 
 
-_FRAMING = ("truncated_batch", "invalid_batch_size", "crc_mismatch", "unknown_magic", "decompression_failed")
+_FRAMING = ("truncated_batch", "invalid_batch_size", "crc_mismatch", "unknown_magic", "decompression_failed",
+            "incomplete_tail")
 
 
 @FEWER
 @given(segments(max_batches=3), st.data())
-def test_a_truncated_segment_is_a_truncated_batch_where_it_was_cut(segment, data):
+def test_a_truncated_segment_is_an_incomplete_tail_where_it_was_cut(segment, data):
+    """The segment is its partition's newest: a cut batch is an incomplete tail (SPEC), and a
+    cut that leaves only zero bytes (a batch's base offset 0) is no data at all."""
     raw, spans = segment
     cut = data.draw(st.integers(1, len(raw) - 1), label="cut")
     after = _audit_segment(raw[:cut])
@@ -400,10 +403,11 @@ def test_a_truncated_segment_is_a_truncated_batch_where_it_was_cut(segment, data
     # Producer-state findings of random producer fields may come and go with the lost batches;
     # the framing findings must say exactly where the file was cut.
     framing = [(f.check, f.position) for f in after.findings if f.check in _FRAMING]
-    if cut in starts:
+    last = max(s for s in starts if s <= cut)
+    if cut in starts or not any(raw[last:cut]):
         assert framing == []
     else:
-        assert framing == [("truncated_batch", max(s for s in starts if s < cut))]
+        assert framing == [("incomplete_tail", last)]
 
 
 # -- (d) sidecars and codecs --------------------------------------------------------------------

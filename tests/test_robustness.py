@@ -14,6 +14,7 @@ minimal bytes that crashed.
 from __future__ import annotations
 
 import builtins
+import errno
 import gzip
 import hashlib
 import json
@@ -27,9 +28,9 @@ import crc32c
 import pytest
 
 from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
-from kafka_audit.io import storage
+from kafka_audit.io import local_file, storage
 from kafka_audit.log.log_dir import discover
-from kafka_audit.record import batch_records, file_records
+from kafka_audit.record import batch_records
 from kafka_audit.record.compression import compress
 from kafka_audit.rules.catalogue import CHECKS
 from tests.conftest import REPO
@@ -172,22 +173,28 @@ def segment(scene: Scene, topic: str = "bad", base: int = 0) -> Path:
 # -- truncation and zero tails ------------------------------------------------------------------
 
 
-def test_truncated_batch_at_the_end(scene):
+def test_truncated_batch_at_the_end_of_the_newest_segment_is_an_incomplete_tail(scene):
+    # SPEC incomplete_tail: a still copy (nothing changed during the scan) is a warning, and
+    # recovery truncates at the cut batch (LogSegment.recover).
     w = scene.partition("bad")
     w.append(BatchSpec(records=records(["a", "b"])))
     cut = w.append(BatchSpec(records=records(["c", "d"]), faults=Faults(truncate=9)))
     result = scene.scan()
-    assert only(result) == [("truncated_batch", cut.position)]
+    assert only(result) == [("incomplete_tail", cut.position)]
+    (finding,) = damaged(result)
+    assert finding.severity == "warning"
+    assert finding.details["truncate_to_offset"] == 2 and finding.details["changed_during_scan"] is False
+    assert finding.details["bytes"] == cut.size  # the bytes written of the cut batch
 
 
-def test_zero_filled_tail_of_a_crash_with_a_preallocated_segment(scene):
+def test_zero_filled_tail_of_a_preallocated_segment_is_not_data(scene):
+    # SPEC incomplete_tail: zeros after the last complete batch (FileRecords.open) are never a finding.
     w = scene.partition("bad")
     w.append(BatchSpec(records=records(["a"])))
-    tail = w.append(BatchSpec(records=records(["b"]), faults=Faults(zero_tail=70000)))
+    w.append(BatchSpec(records=records(["b"]), faults=Faults(zero_tail=70000)))
     result = scene.scan()
-    (finding,) = damaged(result)
-    assert (finding.check, finding.position) == ("truncated_batch", tail.position + tail.size - 70000)
-    assert finding.details["zero_filled_bytes"] == 70000
+    assert damaged(result) == []
+    assert result.summary["segment_bytes"]["bad-0/00000000000000000000.log"]["read"] > 70000
 
 
 def _max_rss_kib_of_audit(path: Path) -> tuple[list, int]:
@@ -207,7 +214,7 @@ def _max_rss_kib_of_audit(path: Path) -> tuple[list, int]:
     return json.loads(lines[0]), int(lines[1])
 
 
-def test_huge_sparse_segment_of_zeros_is_reported_without_reading_it(scene):
+def test_huge_sparse_segment_of_zeros_is_passed_without_reading_it(scene):
     w = scene.partition("bad")
     w.append(BatchSpec(records=records(["a"])))
     scene.close()
@@ -215,14 +222,11 @@ def test_huge_sparse_segment_of_zeros_is_reported_without_reading_it(scene):
     start = log.stat().st_size
     with open(log, "r+b") as handle:
         handle.truncate(2 << 30)  # 2 GiB, a hole after the first batch
+    assert start < (2 << 30)
     result = scene.scan()
-    (finding,) = damaged(result)
-    assert (finding.check, finding.position) == ("truncated_batch", start)
-    assert finding.details["zero_filled_bytes"] == (2 << 30) - start
+    assert damaged(result) == []  # preallocated zeros: not data (SPEC incomplete_tail)
     findings, max_rss_kib = _max_rss_kib_of_audit(scene.root / "bad-0")
-    assert [(check, position, details["zero_filled_bytes"]) for check, position, details in findings] == [
-        ("truncated_batch", start, (2 << 30) - start)
-    ]
+    assert findings == []
     assert max_rss_kib < 512 * 1024  # far below the 2 GiB a read of the hole would map in
 
 
@@ -503,7 +507,7 @@ def test_an_unreadable_segment_is_an_error_finding(scene, monkeypatch, how):
             pytest.skip("root reads files whatever their mode; the 'simulated' variant covers the path")
         locked.chmod(0)
     else:
-        _deny(monkeypatch, file_records, locked)
+        _deny(monkeypatch, local_file, locked)
     try:
         healthy = audit(scene.alone)
         result = audit(scene.root)
@@ -641,24 +645,23 @@ def test_a_garbage_index_gives_a_bounded_number_of_findings(scene):
     assert len(found) == min(batches + 1, MAX_FINDINGS_PER_INDEX + 1) + 1
 
 
-def test_a_segment_that_cannot_be_mapped_is_an_unreadable_segment(scene, monkeypatch):
+def test_a_segment_whose_read_fails_is_an_unreadable_segment(scene, monkeypatch):
     w = scene.partition("bad")
     w.append(BatchSpec(records=records(["a"])))
     scene.close()
-    real_mmap = file_records.mmap.mmap
+    real_preadv = os.preadv
 
-    class Unmappable:
-        def __new__(cls, fileno, *args, **kwargs):
-            if os.readlink(f"/proc/self/fd/{fileno}").endswith(f"bad-0/{0:020d}.log"):
-                raise ValueError("cannot mmap an empty file")
-            return real_mmap(fileno, *args, **kwargs)
+    def failing(fd, buffers, offset):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(f"bad-0/{0:020d}.log"):
+            raise OSError(errno.EIO, "Input/output error")
+        return real_preadv(fd, buffers, offset)
 
-    monkeypatch.setattr(file_records.mmap, "mmap", Unmappable)
+    monkeypatch.setattr(local_file.os, "preadv", failing)
     healthy = audit(scene.alone)
     result = audit(scene.root)
     assert findings_of(result) == findings_of(healthy)
-    assert unreadable(result) == [(f"bad-0/{0:020d}.log", "cannot read (cannot map the file (cannot mmap an empty file))")]
-    assert [f.check for f in damaged(result)] == ["unreadable_segment"]
+    (finding,) = [f for f in damaged(result) if f.check == "unreadable_segment"]
+    assert "Input/output error" in finding.message and finding.details["unread_bytes"] == 69
 
 
 def test_sidecars_that_disagree_with_the_log(scene):

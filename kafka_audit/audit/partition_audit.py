@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from kafka_audit.audit.replica_sets import digest_batches
 from kafka_audit.audit.segment_indexes import (
@@ -33,6 +34,7 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, partition_label
+from kafka_audit.rules.missing_segments import checkpoint_findings
 from kafka_audit.rules.offset_continuity import OffsetContinuity
 from kafka_audit.rules.producer_activity import ProducerActivityLog
 from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
@@ -76,6 +78,10 @@ class PartitionMeta:
     # A replica with peers (SPEC section 6): its set and its broker's facts, the digest to fill.
     replica_set: tuple | None = None
     replica: ReplicaDigest | None = None
+    # SPEC missing_segment's checkpoint cases (rules.missing_segments), for a partition without
+    # tiered segments: the checkpointed log start and recovery point, the first local segment's
+    # base offset, and per checkpoint file whether it was written after the newest segment.
+    checkpoints: dict[str, Any] | None = None
 
     @classmethod
     def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
@@ -90,6 +96,7 @@ class PartitionMeta:
             if s.state == "live" and not (s.remote_id and cutoff is not None and s.base_offset >= cutoff)
         ]
         first_base = min((s.base_offset for s in live), default=0)
+        newest = max((s.base_offset for s in live), default=None)
         if found.folder_first_offset is not None:
             first_base = min(first_base, found.folder_first_offset)
         checkpointed = found.checkpointed_log_start
@@ -106,7 +113,8 @@ class PartitionMeta:
             transaction_version_feature=options.written_by.of(found.display_path).transaction_version,
             segments={
                 s.display_path: SegmentFiles(
-                    s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size
+                    s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size,
+                    s.base_offset == newest and (found.folder_last_offset or 0) <= newest, s.file_id,
                 )
                 for s in live
             },
@@ -117,7 +125,22 @@ class PartitionMeta:
             remote_segments=frozenset(s.display_path for s in live if s.remote_id),
             local_log_start=cutoff,
             empty_objects=frozenset(found.empty_objects),
+            checkpoints=None if found.remote or cutoff is not None else _checkpoints(found, live, first_base),
         )
+
+
+def _checkpoints(found, live: list, first_base: int) -> dict[str, Any]:
+    """What :func:`checkpoint_findings` needs of a discovered partition (``PartitionDir``)."""
+    newest_mtime = max((s.mtime_ms for s in live if s.mtime_ms is not None), default=None)
+    return {
+        "log_start": found.checkpointed_log_start,
+        "first_local_offset": first_base if live else None,
+        "recovery_point": found.checkpointed_recovery_point,
+        "written_after": {
+            name: mtime is not None and newest_mtime is not None and mtime > newest_mtime
+            for name, mtime in found.checkpoint_mtimes.items()
+        },
+    }
 
 
 @dataclass(slots=True)
@@ -168,14 +191,19 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     current_segment: str | None = None
 
     verified: set[str] = set()
+    changed: set[str] = set()  # segments deleted, swapped or shrunk since the listing
 
     def verify(segment: str, batches: list[BatchSummary]) -> None:
         verified.add(segment)
+        files = meta.segments[segment]
+        if not files.still_listed():
+            changed.add(segment)
+            return
         if segment in meta.indexes_apart:
             return
-        files = meta.segments[segment]
         where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
-        findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches))
+        newest_size = files.size if files.newest else None
+        findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches, newest_size))
 
     unreadable = {files.segment for files in meta.segments.values() if unreadable_with_sidecars(files)}
     snapshots = [_shown_as(read_producer_snapshot(path), display) for path, display in meta.snapshots]
@@ -230,6 +258,10 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
                 continue  # deleted/cleaned/swap files: audited record by record, not replayed
             if current_segment is not None:
                 verify(current_segment, segment_batches)
+                if current_segment in changed:
+                    # Its bytes after the last batch read were not read (segment_changed): the
+                    # offsets up to this segment are not missing, only unread.
+                    continuity.unreadable.append((None, summary.segment_base_offset - 1))
             current_segment, segment_batches = summary.segment, []
             buffer = segment_batches.append
         buffer(summary)
@@ -256,6 +288,9 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
             verify(segment, [])
     if coverage.gap_at_end():
         replay.untrusted()
+    if meta.checkpoints is not None and any(files.newest for files in live.values()):
+        end = _log_end(live, continuity.previous)
+        findings.extend(checkpoint_findings(meta.topic, meta.partition, log_end_offset=end, **meta.checkpoints))
     replayed = replay.finish()
     findings.extend(_not_scanned(meta, f) for f in replayed)
     # One count of transactions, the replay's (TransactionTracker, Kafka's CompletedTxn): completed
@@ -348,6 +383,20 @@ class _Coverage:
 # The replay's findings on a producer with no earlier state: with earlier segments not scanned,
 # its earlier batches may simply lie there.
 _NO_EARLIER_STATE = frozenset({"unknown_producer_id", "retention_gap"})
+
+
+def _log_end(live: dict[str, SegmentFiles], last: BatchSummary | None) -> int | None:
+    """The log end offset, where the newest segment was read whole as batches (UnifiedLog's
+    logEndOffset: after its last batch, or its base offset when empty); None where its end is
+    not known (its tail did not read as batches: the segment step reported why)."""
+    newest = next((files for files in live.values() if files.newest), None)
+    if newest is None or newest.size is None:
+        return None
+    if newest.size == 0:
+        return newest.base_offset
+    if last is None or last.segment != newest.segment or last.position + last.size < newest.size:
+        return None
+    return last.last_offset + 1
 
 
 def _not_scanned(meta: PartitionMeta, finding: Finding) -> Finding:

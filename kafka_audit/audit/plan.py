@@ -34,14 +34,16 @@ from kafka_audit.io.rsm_objects import ENCRYPTED
 from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.feature_levels import ClusterLevels, WrittenBy, read_written_by
+from kafka_audit.log.log_names import LIVE
 from kafka_audit.log.offset_index import read_offset_index
-from kafka_audit.record.file_records import FileRecords, split_points
+from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
 from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.rules.missing_segments import orphan_sidecar_finding
 from kafka_audit.rules.producer_activity import count_findings
 from kafka_audit.rules.remedies import attach_remedies
 
@@ -85,6 +87,9 @@ def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
     storage.configure(discovery.storage_options)  # splitting a remote segment reads its index
     tasks: list[SegmentTask] = []
     for partition in discovery.partitions:
+        newest = max((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
+        if newest is not None and partition.folder_last_offset is not None:
+            newest = max(newest, partition.folder_last_offset)
         for segment in partition.segments:
             task = SegmentTask(
                 topic=partition.topic,
@@ -96,6 +101,8 @@ def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
                 state=segment.state,
                 mtime_ms=segment.mtime_ms,
                 size=segment.size,
+                file_id=segment.file_id,
+                newest=segment.state == LIVE and segment.base_offset == newest,
                 storage_options=storage.options_tuple(discovery.storage_options),
             )
             if segment.size <= split_bytes * 3 // 2:
@@ -113,8 +120,8 @@ def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[Segme
         if storage.is_remote(task.path):
             points = _index_split_points(task, index, split_bytes)
         else:
-            with FileRecords(task.path) as segment:
-                points = split_points(segment.buffer, segment.size, split_bytes)
+            with FileRecords(task.path, task.size, task.file_id) as segment:
+                points = segment.split_points(split_bytes)
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
     stops: list[int | None] = [*points[1:], None]
@@ -320,6 +327,7 @@ def finish_result(
         "findings_by_severity": dict(sorted(Counter(f.severity for f in findings).items())),
         "segments_unreadable": by_check.get(CheckId.UNREADABLE_SEGMENT, 0),
         "files_skipped": by_check.get(CheckId.SKIPPED_FILE, 0),
+        "files_changed": sorted(stats.changed),
         **_feature_levels(options.written_by),
         "internal_records_unknown": stats.internal_records_unknown,
         "findings_baseline": sum(f.baseline for f in findings),
@@ -380,11 +388,15 @@ def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:
             )
         )
     for partition in discovery.partitions:
+        found.extend(
+            orphan_sidecar_finding(partition.topic, partition.partition, partition.display_path, offset, names)
+            for offset, names in partition.orphan_sidecars.items()
+        )
         for segment in partition.segments:
             read = stats.bytes_read.get(segment.display_path, 0)
             reason = stats.unread.get(segment.display_path)
-            if reason is None and read >= segment.size:
-                continue
+            if reason is None and (read >= segment.size or segment.display_path in stats.changed):
+                continue  # read in full, or a segment_changed finding says what was not
             reason = reason or f"only {read:,} of its {segment.size:,} bytes were read"
             hint = ENCRYPTED_HINT if reason == ENCRYPTED else ""
             found.append(

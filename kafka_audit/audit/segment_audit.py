@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask
 from kafka_audit.io import storage
+from kafka_audit.io.local_file import FileChanged
 from kafka_audit.io.rsm_objects import EncryptedSegment
 from kafka_audit.log.internal_topics import count_unread, unread_test_for_topic
 from kafka_audit.record.batch_records import BatchRecords
@@ -30,7 +31,7 @@ from kafka_audit.record.record_batch import (
 from kafka_audit.record.record_screen import RecordScreen, screen_payload
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.batch_validation import validate_appended_size, validate_batch_header, validate_batch_size
-from kafka_audit.rules.catalogue import Check, CheckId
+from kafka_audit.rules.catalogue import INCOMPLETE_TAIL_LIVE, Check, CheckId
 from kafka_audit.rules.control_batch import control_record_violation, validate_control_batch
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
 from kafka_audit.rules.log_validator import (
@@ -127,7 +128,12 @@ class SegmentAuditor:
     def _walk(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
         try:
-            segment = FileRecords(task.path, task.size or None)
+            segment = FileRecords(task.path, task.size or None, task.file_id)
+        except FileChanged as exc:
+            # Deleted by retention or swapped in by the cleaner since the listing (SPEC segment_changed).
+            self.stats.segments = 0
+            yield from self._capped((self._changed_finding(exc, task.start, task.byte_count),))
+            return
         except EncryptedSegment as exc:
             # A tiered-storage segment this process cannot decrypt (SPEC 5: reason ``encrypted``).
             self.stats.unread[task.segment] = exc.reason
@@ -143,11 +149,8 @@ class SegmentAuditor:
             read = max(0, stop - task.start)
             self.stats.bytes += read
             self.stats.bytes_read[task.segment] += read
-            if segment.size < task.size:
-                self.stats.unread[task.segment] = (
-                    f"the file shrank from {task.size:,} to {segment.size:,} bytes between discovery and reading"
-                )
             pending: list[Problem] = []
+            next_offset = task.base_offset if task.start == 0 else None
             walked = task.start
             first = True
             try:
@@ -163,7 +166,9 @@ class SegmentAuditor:
                         return
                     first = False
                     if isinstance(item, Problem):
-                        if item.check == CheckId.CRC_MISMATCH:
+                        if item.incomplete and task.newest and self._could_be_written(item):
+                            yield from self._capped((self._incomplete_tail(item, segment, next_offset),))
+                        elif item.check == CheckId.CRC_MISMATCH:
                             pending.append(item)  # its batch follows at once
                         else:
                             yield from self._capped((self._problem_finding(item, None),))
@@ -180,6 +185,7 @@ class SegmentAuditor:
                             yield from self._capped(self._problem_finding(problem, item) for problem in pending)
                         pending.clear()
                     walked = item.position
+                    next_offset = item.last_offset + 1
                     summary = self._quick_summary(segment.buffer, item)
                     if summary is None:
                         findings, summary = self._audit_batch(segment, item)
@@ -190,6 +196,12 @@ class SegmentAuditor:
                     if self._internal is not None and item.crc_valid:
                         self.stats.internal_records_unknown += count_unread(segment, item, self._internal)
                     yield summary
+            except FileChanged as exc:
+                # Shrunk, deleted or swapped under the walk: pread came back short (SPEC
+                # segment_changed); the bytes from the batch it stopped in are not read.
+                self.stats.bytes -= stop - walked
+                self.stats.bytes_read[task.segment] -= stop - walked
+                yield from self._capped((self._changed_finding(exc, walked, stop - walked),))
             except OSError as exc:
                 # A ranged read of an object in a store failed part way (network, object gone):
                 # what was read is audited, the rest is said to be unread (SPEC section 1).
@@ -203,6 +215,46 @@ class SegmentAuditor:
                 ),))
             finally:
                 self._fold_quick_counts()
+                how = segment.changed()
+                if how is not None:
+                    self.stats.changed[task.segment] = how
+
+    def _could_be_written(self, problem: Problem) -> bool:
+        """Whether a cut-off batch's size field is one a broker writes: FileLogInputStream.nextBatch
+        throws CorruptRecordException for a size above max.message.bytes before it looks at the
+        end of the file, so such a size is corruption, not a write in progress."""
+        return int(problem.details.get("size", 0)) <= self.config.max_message_bytes
+
+    def _changed_finding(self, exc: FileChanged, position: int, not_read: int) -> Finding:
+        """A ``segment_changed`` finding: what was listed and not read (counted as not read)."""
+        self.stats.changed[self.task.segment] = exc.reason
+        return self._finding(
+            CheckId.SEGMENT_CHANGED,
+            f"{self.task.segment} {exc.reason} during the scan ({exc.strerror}): {not_read:,} bytes from "
+            f"position {position} were not read",
+            None,
+            position=position,
+            details={"reason": exc.reason, "bytes_not_read": not_read},
+        )
+
+    def _incomplete_tail(self, problem: Problem, segment: FileRecords, next_offset: int | None) -> Finding:
+        """The last batch of the partition's newest segment is cut off: LogSegment.recover would
+        truncate the segment at its position (at ``next_offset``). Info when the file changed during
+        the scan (a write in progress), a warning otherwise (an unclean stop, a copy taken mid-write)."""
+        changed = segment.changed() is not None
+        truncate_to = next_offset if next_offset is not None else problem.offset
+        cut = problem.details.get("unread_bytes", 0)
+        where = "a write in progress" if changed else "an unclean stop or a copy taken mid-write"
+        return self._finding(
+            CheckId.INCOMPLETE_TAIL,
+            f"The newest segment ends inside its last batch ({cut:,} bytes at position {problem.position}): "
+            f"{where}; recovery truncates the log at offset {truncate_to} ({problem.message})",
+            None,
+            position=problem.position,
+            offset=problem.offset,
+            details={"bytes": cut, "truncate_to_offset": truncate_to, "changed_during_scan": changed},
+            spec=INCOMPLETE_TAIL_LIVE if changed else None,
+        )
 
     def _not_a_segment(self, problem: Problem) -> bool:
         """Whether the framing problem at position 0 shows a file that is no segment at all: no

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kafka_audit.io import storage
+from kafka_audit.io.local_file import unchanged
 from kafka_audit.io.rsm_objects import is_segment_log
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
@@ -19,10 +20,18 @@ from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, v
 
 
 def verify_indexes(
-    index: str | None, time_index: str | None, base_offset: int, where: dict, batches: list[BatchSummary]
+    index: str | None,
+    time_index: str | None,
+    base_offset: int,
+    where: dict,
+    batches: list[BatchSummary],
+    newest_size: int | None = None,
 ) -> list[Finding]:
     """A live segment's ``.index`` and ``.timeindex`` against its batches (DumpLogSegments
-    ``--verify-index-only``); ``where`` holds topic, partition and segment."""
+    ``--verify-index-only``); ``where`` holds topic, partition and segment. ``newest_size``: the
+    listed size of the partition's newest segment, whose indexes a live broker keeps appending to
+    after the listing (LogSegment.append writes the log, then the index): its entries at or past
+    what was read are not checked (SPEC incomplete_tail)."""
     segment = where["segment"]
     log = SegmentBatches.of(batches)
     found: list[Finding] = []
@@ -32,13 +41,37 @@ def verify_indexes(
     ):
         if not path:
             continue
-        # An entry per batch at most (the time index has one more, written when the segment
-        # closes: LogSegment.onBecomeInactiveSegment).
-        parsed = reader(path, base_offset, len(batches) + 1)
+        parsed = reader(path, base_offset, None) if newest_size is not None else None
+        entries = None if parsed is None else _read_part(parsed.entries, newest_size or 0, batches)
+        if parsed is None or entries is None:
+            # An entry per batch at most (the time index has one more, written when the segment
+            # closes: LogSegment.onBecomeInactiveSegment).
+            parsed = reader(path, base_offset, len(batches) + 1)
+            entries = parsed.entries
         display = sidecar_display(segment, extension)
-        found.extend(verify(parsed.entries, log, where, display))
+        found.extend(verify(entries, log, where, display))
         found.extend(sidecar_problem_findings(parsed.problems, where, display))
     return found
+
+
+def _read_part(entries: list, listed_size: int, batches: list[BatchSummary]) -> list | None:
+    """The entries of the newest segment's index about what the scan read (an offset index entry
+    at a position before the listed size, a time index entry at an offset below the end of the
+    last batch read), when the others follow them as a live broker appends them (offsets, and
+    positions, rising); None when they do not (then the index is checked whole, as any other)."""
+    end_offset = batches[-1].last_offset + 1 if batches else None
+    kept = 0
+    for entry in entries:
+        position = getattr(entry, "position", None)
+        within = position < listed_size if position is not None else end_offset is not None and entry.offset < end_offset
+        if not within:
+            break
+        kept += 1
+    later = entries[kept:]
+    for before, after in zip(entries[max(0, kept - 1):], later):
+        if after.offset <= before.offset or getattr(after, "position", 1) <= getattr(before, "position", 0):
+            return None
+    return entries[:kept]
 
 
 def sidecar_display(segment: str, extension: str) -> str:
@@ -68,6 +101,16 @@ class SegmentFiles:
     log: str | None = None
     # The segment file's size at discovery (None: unknown).
     size: int | None = None
+    # The partition's newest live segment (a live broker's active one).
+    newest: bool = False
+    # The segment file's inode at discovery (0: unknown).
+    file_id: int = 0
+
+    def still_listed(self) -> bool:
+        """Whether the segment file is still the one listed (io.local_file.unchanged): the indexes
+        of one deleted, swapped or shrunk since are not checked against what was read of it (its
+        segment_changed finding says what was not read)."""
+        return self.log is None or unchanged(storage.local_path(self.log), self.size, self.file_id)
 
 
 @dataclass(slots=True)
@@ -89,11 +132,15 @@ def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary]) -> list[
     partition step does (the segment step reported why it did not)."""
     storage.configure(check.storage_options)
     files, batches = check.files, list(summaries)
+    if not files.still_listed():
+        return []
     if not batches and (unreadable_with_sidecars(files) or not can_open(files.log, True)):
         return []
     where = dict(topic=check.topic, partition=check.partition, segment=files.segment)
     with storage.prefetching([files.index, files.time_index], MAX_SIDECAR_BYTES + 1, check.empty_objects):
-        return verify_indexes(files.index, files.time_index, files.base_offset, where, batches)
+        return verify_indexes(
+            files.index, files.time_index, files.base_offset, where, batches, files.size if files.newest else None
+        )
 
 
 def unreadable_with_sidecars(files: SegmentFiles) -> bool:

@@ -37,6 +37,12 @@ class SegmentTask:
     size: int = 0
     start: int = 0
     stop: int | None = None
+    # The inode the listing saw (0: unknown, an object in a store): a file swapped in at the same
+    # path since (the log cleaner's .swap) is not the segment listed.
+    file_id: int = 0
+    # The partition's newest live segment: an incomplete batch at its end is an incomplete tail
+    # (a write in progress, LogSegment.recover's truncation), not corruption.
+    newest: bool = False
     storage_options: tuple = field(default=(), repr=False, compare=False)  # credentials: not in reprs
 
     @property
@@ -106,6 +112,9 @@ class SegmentStats:
     bytes_fetched: int = 0
     # Records of internal topics whose type or version no schema here knows (SPEC section 3).
     internal_records_unknown: int = 0
+    # Files that grew, shrank, vanished or were swapped while the scan ran (display path to how:
+    # io.local_file), the summary's ``files_changed``.
+    changed: dict[str, str] = field(default_factory=dict)
 
     def merge(self, other: "SegmentStats") -> "SegmentStats":
         self.segments += other.segments
@@ -120,4 +129,6 @@ class SegmentStats:
         self.bytes_fetched += other.bytes_fetched
         for segment, reason in other.unread.items():
             self.unread.setdefault(segment, reason)
+        for segment, how in other.changed.items():
+            self.changed.setdefault(segment, how)
         return self

@@ -26,6 +26,7 @@ from kafka_audit.cli.options import (
     EngineOption,
     FailOn,
     MasterOption,
+    MaxReadRateOption,
     OutputFormat,
     PartitionOption,
     PathsArgument,
@@ -106,6 +107,7 @@ def scan(
     conf: ConfOption = None,
     storage_option: StorageOption = None,
     rsm_key_file: RsmKeyFileOption = None,
+    max_read_rate: MaxReadRateOption = None,
     remote: Annotated[
         Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
     ] = None,
@@ -148,7 +150,7 @@ def scan(
         result = audit_paths(
             paths, options, topic=topic, partition=partition, engine=engine, master=master, conf=conf, quiet=quiet,
             remote=remote, output_parquet=parquet_folder, storage_option=storage_option,
-            rsm_key_file=rsm_key_file,
+            rsm_key_file=rsm_key_file, max_read_rate=max_read_rate,
             spark_secret_file=spark_secret_file,
         )
     finish_views(result, keep)

@@ -54,6 +54,7 @@ def audit_paths(
     output_parquet: Optional[str] = None,
     rsm_key_file: Optional[Path] = None,
     spark_secret_file: Optional[Path] = None,
+    max_read_rate: Optional[float] = None,
 ) -> "ScanResult":
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
@@ -66,6 +67,8 @@ def audit_paths(
     from kafka_audit.log.log_dir import discover
 
     storage_options = with_rsm_key(parse_storage_options(storage_option or []), rsm_key_file)
+    if max_read_rate is not None:  # travels with the tasks as the storage options do
+        storage_options[storage.READ_RATE_OPTION] = max_read_rate
     storage.configure(storage_options)
     check_paths(paths)
     spark_conf = parse_conf(conf or [])
@@ -73,7 +76,7 @@ def audit_paths(
     discovery = discover(
         [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
     )
-    if not discovery.segment_count and not discovery.unreadable:
+    if not discovery.segment_count and not discovery.unreadable and not any(p.orphan_sidecars for p in discovery.partitions):
         raise fail(_nothing_found(discovery, paths, topic or [], partition or []))
     problem = reference_time_problem([str(p) for p in paths], options)
     if problem:

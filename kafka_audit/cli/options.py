@@ -279,6 +279,17 @@ RsmKeyFileOption = Annotated[
     typer.Option("--rsm-key-file", help="Private key (PEM) that unwraps the data keys of encrypted tiered-storage "
                  "segments; never printed or logged."),
 ]
+MaxReadRateOption = Annotated[
+    Optional[float],
+    typer.Option(
+        "--max-read-rate",
+        min=0.001,
+        metavar="MB/S",
+        help="Read local files no faster than this many MB/s (per reading process), to spare a live "
+        "broker's disk. Local files are always read at idle I/O priority, and the pages a read brought "
+        "into the page cache are dropped after it. Default: no cap.",
+    ),
+]
 BaselineOption = Annotated[
     Optional[Path],
     typer.Option("--baseline", help="Findings whose fingerprint this baseline lists are known: shown, "

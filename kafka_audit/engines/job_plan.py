@@ -56,7 +56,7 @@ def task_table(
             rows.append((
                 slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
                 name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size,
-                task.start, task.stop, None if meta is None else pickle.dumps(meta),
+                task.start, task.stop, task.file_id, task.newest, None if meta is None else pickle.dumps(meta),
                 places.get((task.replica_key, task.segment)),
             ))
     columns = zip(*rows) if rows else [()] * len(schemas.TASKS)

@@ -129,6 +129,8 @@ TASKS = pa.schema(
         ("size", pa.int64()),
         ("start", pa.int64()),
         ("stop", pa.int64()),
+        ("file_id", pa.int64()),
+        ("newest", pa.bool_()),
         ("meta", pa.binary()),
         ("check_place", pa.int32()),
     ]

@@ -4,7 +4,7 @@ One home for "URI -> filesystem, listing, ranged reads". A PATH with a scheme (`
 ``s3a://``, ``gs://``, ``abfs://``, ``abfss://``, ``hdfs://``) is read through fsspec (s3fs, gcsfs,
 adlfs; HDFS through fsspec's wrapper of ``pyarrow.fs.HadoopFileSystem``), each an optional extra
 (``pip install 'kafka-audit[s3]'``). ``file://`` URIs and plain paths stay local: they keep
-:class:`~kafka_audit.record.file_records.FileRecords`' memory map.
+:class:`~kafka_audit.record.file_records.FileRecords`' ``pread`` reads (:mod:`.local_file`).
 
 Credentials and endpoints come from the libraries' usual environment (``AWS_*`` and
 ``AWS_ENDPOINT_URL`` for s3fs, ``GOOGLE_APPLICATION_CREDENTIALS`` for gcsfs, ``AZURE_STORAGE_*`` for
@@ -48,6 +48,10 @@ _options: dict[str, Any] = {}
 # (``rsm_objects.RsmKey``).
 RSM_KEY_OPTION = "rsm_key"
 _rsm_key: Any = None
+# The option under which ``--max-read-rate`` (MB/s) travels with the tasks to every process that
+# reads local files (io.local_file); no filesystem library sees it.
+READ_RATE_OPTION = "max_read_rate"
+_read_rate: list[float | None] = [None]
 _generation = 0
 # Marks the sidecar path of an index inside a tiered-storage ``.indexes`` object (rsm_objects).
 INDEX_REF_MARK = ".indexes#"
@@ -148,7 +152,13 @@ def configure(options: Mapping[str, Any] | Iterable[tuple[str, Any]] | None) -> 
     global _options, _rsm_key, _generation
     _options = dict(options or {})
     _rsm_key = _options.pop(RSM_KEY_OPTION, None)
+    _read_rate[0] = _options.pop(READ_RATE_OPTION, None)
     _generation += 1
+
+
+def max_read_rate() -> float | None:
+    """The ``--max-read-rate`` cap (MB/s) installed by :func:`configure`, or None (no cap)."""
+    return _read_rate[0]
 
 
 def generation() -> int:

@@ -33,6 +33,9 @@ class SegmentFile:
     # was copied with it (``__remote_log_metadata``'s TxnIndexEmpty is checked against that).
     remote_id: str | None = None
     remote_txn_index: bool | None = None
+    # The local file's inode when listed (0 for an object in a store): the file a task reads must
+    # be that one (io.local_file).
+    file_id: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +104,16 @@ class PartitionDir:
     # folder's live segments below the first one scanned, and the folder's first base offset.
     unscanned_segments: list[str] = field(default_factory=list)
     folder_first_offset: int | None = None
+    # The folder's newest live segment's base offset (scanned or not): only that segment's end
+    # can be a write in progress (SPEC incomplete_tail).
+    folder_last_offset: int | None = None
+    # The log dir's recovery-point-offset-checkpoint entry for this partition, and each checkpoint
+    # file's modification time (name to epoch ms; None for an object in a store).
+    checkpointed_recovery_point: int | None = None
+    checkpoint_mtimes: dict[str, int | None] = field(default_factory=dict)
+    # Live ``.index``/``.timeindex``/``.txnindex`` files whose ``.log`` is absent, by base offset
+    # (SPEC missing_segment).
+    orphan_sidecars: dict[int, list[str]] = field(default_factory=dict)
     # A tiered-storage folder (LocalTieredStorage's or the Aiven plugin's layout); once joined to
     # the local folder of its partition (tiered_history), the local log's first offset: remote
     # batches from there on are the local ones again and are not replayed twice.

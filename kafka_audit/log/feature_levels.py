@@ -201,9 +201,9 @@ def _apply(levels: dict[str, int], paths: Iterable[str], start: int) -> bool:
 
 @contextmanager
 def _opened(path: str) -> Iterator[Any]:
-    """A file's bytes: a local file mapped (FileRecords), an object read whole."""
+    """A file's bytes: a local file read into a map (FileRecords), an object read whole."""
     if storage.is_remote(path):
         yield storage.read_bytes(path, _MAX_FILE_BYTES)
         return
     with FileRecords(path) as records:
-        yield records.buffer if records.size else b""
+        yield records.loaded() if records.size else b""

@@ -5,11 +5,15 @@ relative path (kept apart)."""
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 
 from kafka_audit.io.listing import Tree
 from kafka_audit.log.discovery import PartitionDir
 from kafka_audit.log.log_names import LIVE, parse_base_offset, segment_state
+
+# A live segment's index file (LogFileUtils: <20-digit base offset>.index/.timeindex/.txnindex).
+_SEGMENT_SIDECAR = re.compile(r"^(\d{20})\.(?:index|timeindex|txnindex)$")
 
 
 def note_unscanned_segments(partition: PartitionDir, fs: Tree, notes: list[str]) -> None:
@@ -32,16 +36,32 @@ def note_unscanned_segments(partition: PartitionDir, fs: Tree, notes: list[str])
         for name in names
         if segment_state(name) == (LIVE, "") and (offset := parse_base_offset(name)) is not None
     }
+    partition.orphan_sidecars = orphan_sidecars(names)
     if not offsets:
         return
     scanned = {fs.basename(fs.realpath(s.path)) for s in partition.segments}
     first_scanned = min((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
     partition.folder_first_offset = min(offsets.values())
+    partition.folder_last_offset = max(offsets.values())
     partition.unscanned_segments = sorted(
         name
         for name, offset in offsets.items()
         if name not in scanned and (first_scanned is None or offset < first_scanned)
     )
+
+
+def orphan_sidecars(names: list[str]) -> dict[int, list[str]]:
+    """The live ``.index``, ``.timeindex`` and ``.txnindex`` files among a folder's ``names`` whose
+    segment has no ``.log`` in any state (a ``.log.deleted`` is retention at work, LogSegment
+    renames its log first: not missing), by base offset. A ``.snapshot`` never counts: it is
+    named after an offset, not a segment (SPEC missing_segment)."""
+    logs = {parse_base_offset(name) for name in names if segment_state(name) is not None}
+    found: dict[int, list[str]] = {}
+    for name in names:
+        match = _SEGMENT_SIDECAR.match(name)
+        if match is not None and int(match.group(1)) not in logs:
+            found.setdefault(int(match.group(1)), []).append(name)
+    return {offset: sorted(found[offset]) for offset in sorted(found)}
 
 
 def keep_replicas_apart(partitions: list[PartitionDir]) -> None:

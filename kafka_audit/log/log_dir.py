@@ -36,6 +36,7 @@ from kafka_audit.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
     read_offset_checkpoint,
 )
 from kafka_audit.log.discovery import Discovery, PartitionDir, SegmentFile, SkippedFile, SnapshotFile, UnreadableSegment
@@ -111,6 +112,7 @@ class _Walker:
         self.visited_dirs: set[tuple[int, int | str]] = set()  # (device, inode or an object's key)
         self.seen_files: set[str] = set()
         self.checkpoint_cache: dict[tuple[str, str], dict[tuple[str, int], int]] = {}
+        self.mtimes: dict[str, int | None] = {}
         # Absolute root -> the PATH as the user gave it.
         self.given: dict[str, str] = {}
         # The filesystem of the PATH being walked (local, or an object store's listing).
@@ -273,6 +275,10 @@ class _Walker:
                 self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
             elif self._in_partition_folder(folder) and not self._is_sidecar(name):
                 self.skip(display, "not a Kafka segment or sidecar file", folder)
+            elif parse_base_offset(name) is not None and parse_partition_dir(self.fs.basename(folder)):
+                # A segment's index: its folder is a partition even if no .log is left in it
+                # (found_partitions.orphan_sidecars: missing_segment, never silent).
+                self._partition(folder, root)
             return
         base_offset = parse_base_offset(name)
         if base_offset is None:
@@ -329,6 +335,7 @@ class _Walker:
                 index=sidecars[0], time_index=sidecars[1], txn_index=sidecars[2],
                 remote_id=local_tiered_id(name) if partition.remote else None,
                 remote_txn_index=sidecars[2] is not None if partition.remote else None,
+                file_id=info.st_ino if isinstance(info.st_ino, int) and info.st_ino < 1 << 63 else 0,
             )
         )
 
@@ -385,10 +392,24 @@ class _Walker:
         log_dir = self.fs.dirname(real_folder)
         partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
         partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)
+        partition.checkpointed_recovery_point = self._checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT).get((topic, number))
+        partition.checkpoint_mtimes = {
+            name: self._mtime(self.fs.join(log_dir, name)) for name in (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
+        }
         epochs = self.fs.join(real_folder, LEADER_EPOCH_CHECKPOINT)
         partition.leader_epoch_checkpoint = epochs if self.fs.isfile(epochs) else None
         self.partitions[real_folder] = partition
         return partition
+
+    def _mtime(self, path: str) -> int | None:
+        """A checkpoint file's modification time (epoch ms), None when absent or unknown; asked
+        once per file."""
+        if path not in self.mtimes:
+            try:
+                self.mtimes[path] = _mtime_ms(self.fs.stat(path))
+            except OSError:
+                self.mtimes[path] = None
+        return self.mtimes[path]
 
     def _checkpoint(self, log_dir: str, name: str) -> dict[tuple[str, int], int]:
         """An offset checkpoint file of the log dir (``log-start-offset-checkpoint``,

@@ -1,9 +1,10 @@
 """A segment file as a lazy sequence of batches: ``FileRecords`` / ``FileLogInputStream``.
 
-The file is memory-mapped read-only and walked batch by batch; nothing is copied but the
-61-byte v2 header (or legacy message header) of each batch, and the records of one batch
-when they are decoded on demand. Pages already walked are dropped from the process's
-resident set every ``_RELEASE_EVERY`` bytes, so a 1 GiB segment costs a bounded RSS.
+The file is read by ranges into a buffer at its own positions (:class:`RangeBuffer`: ``pread``
+for a local file, up to the size the scan listed, :mod:`kafka_audit.io.local_file`; ranged
+requests for an object in a store) and walked batch by batch. Pages already walked are
+dropped from the process's resident set every ``_RELEASE_EVERY`` bytes, so a 1 GiB segment
+costs a bounded RSS.
 
 Framing follows FileLogInputStream.nextBatch: ``offset i64, size i32`` then the magic byte at
 position 16. Where the framing is broken (a size below the format's minimum, a size that runs
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterator
 import crc32c
 
 from kafka_audit.io import rsm_objects, storage
+from kafka_audit.io.local_file import LocalFile
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
 from kafka_audit.record.byte_stream import STREAM_BOUND, stream_checksum
 from kafka_audit.record.legacy_record import (
@@ -87,12 +89,14 @@ def iter_batches(
             need(pos, pos + min(remaining, V2_RECORD_BATCH_OVERHEAD))
         if remaining < LOG_OVERHEAD + 5:
             # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
-            yield _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd, need=need)
+            tail = _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd, need=need)
+            if tail is not None:
+                yield tail
             return
         base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
         magic = buf[pos + 16]
         if size < LEGACY_RECORD_OVERHEAD_V0:
-            yield _tail_problem(
+            tail = _tail_problem(
                 buf,
                 pos,
                 end,
@@ -103,9 +107,11 @@ def iter_batches(
                 fd=fd,
                 need=need,
             )
+            if tail is not None:
+                yield tail
             return
         if size > remaining - LOG_OVERHEAD:
-            yield _tail_problem(
+            tail = _tail_problem(
                 buf,
                 pos,
                 end,
@@ -116,6 +122,8 @@ def iter_batches(
                 fd=fd,
                 need=need,
             )
+            if tail is not None:
+                yield tail
             return
         entry_size = LOG_OVERHEAD + size
         large = read_range is not None and entry_size > STREAM_BOUND
@@ -160,6 +168,9 @@ def iter_batches(
             batch = batch_from_message(message, pos)
         framing_problems = 0
         if not batch.crc_valid:
+            if pos + entry_size < end and _is_zero(buf, pos + entry_size, end, fd, need or _loaded):
+                yield _torn_by_zeros(batch, end)
+                return
             yield Problem(
                 "crc_mismatch",
                 pos,
@@ -294,7 +305,8 @@ def _is_zero(
             need(at, upto)
             part = view[at:upto]
             same = part == zeros[: len(part)]
-            if releasable:
+            if releasable and same:
+                # Only pages of zeros: in a RangeBuffer's anonymous map they read back as zeros.
                 _drop_pages(buf, at, upto)
             if not same:
                 return False
@@ -321,19 +333,29 @@ def _tail_problem(
     offset: int | None = None,
     fd: int | None = None,
     need: Callable[[int, int], None] | None = None,
-) -> Problem:
-    """A problem that ends the walk; a tail of zeros (preallocated segment, torn write) says so."""
+) -> Problem | None:
+    """A problem that ends the walk; None for a tail of zeros: preallocated bytes after the last
+    batch are not data (FileRecords.open with preallocate, SPEC incomplete_tail)."""
     details = dict(details or {})
     if _is_zero(buf, pos, end, fd, need or _loaded):
-        return Problem(
-            "truncated_batch",
-            pos,
-            f"File ends in {end - pos} zero bytes after the last batch (preallocated segment or "
-            f"a crash before the data reached the disk)",
-            details={"zero_filled_bytes": end - pos},
-        )
+        return None
     details["unread_bytes"] = end - pos
-    return Problem(check, pos, message, offset=offset, details=details)
+    return Problem(check, pos, message, offset=offset, details=details, incomplete=check == "truncated_batch")
+
+
+def _torn_by_zeros(batch: RecordBatch, end: int) -> Problem:
+    """The last batch of a preallocated file, cut off mid-write: it fails its CRC and only zeros
+    follow it (SPEC incomplete_tail)."""
+    after = batch.position + batch.size
+    return Problem(
+        "truncated_batch",
+        batch.position,
+        f"The batch at offset {batch.base_offset} fails its CRC and only {end - after} zero bytes follow it "
+        f"(a write cut off in a preallocated segment)",
+        offset=batch.base_offset,
+        details={"size": batch.size - LOG_OVERHEAD, "stored_crc": batch.stored_crc, "unread_bytes": end - batch.position},
+        incomplete=True,
+    )
 
 
 def _unread_problem(pos: int, end: int) -> Problem:
@@ -345,63 +367,67 @@ def _unread_problem(pos: int, end: int) -> Problem:
     )
 
 
-def split_points(buf, end: int, every: int) -> list[int]:
+def split_points(
+    buf,
+    end: int,
+    every: int,
+    need: Callable[[int, int], None] = _loaded,
+    passed: Callable[[int], None] | None = None,
+) -> list[int]:
     """Batch start positions about ``every`` bytes apart, for splitting one file into ranges.
 
     Hops from batch to batch reading only the 12-byte log overhead of each (no CRC, no
     records), as FileLogInputStream does; where the framing breaks, the last range simply
-    runs to the end of the file and its task reports the problem.
+    runs to the end of the file and its task reports the problem. ``need`` is called before
+    bytes are read (:func:`iter_batches`), ``passed(position)`` at each point found (the bytes
+    before it are not read again).
     """
     points = [0]
     pos = 0
     while pos + LOG_OVERHEAD <= end:
+        need(pos, pos + LOG_OVERHEAD)
         _, size = _OFFSET_SIZE.unpack_from(buf, pos)
         if size < LEGACY_RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
             break
         pos += LOG_OVERHEAD + size
         if pos - points[-1] >= every and pos < end:
             points.append(pos)
+            if passed is not None:
+                passed(pos)
     return points
 
 
 class FileRecords:
-    """A read-only segment file (FileRecords): memory-mapped when local, a :class:`RangeBuffer`
-    of ranged reads when ``path`` is a URI of an object store or HDFS (:mod:`.storage`).
+    """A read-only segment file (FileRecords): a :class:`RangeBuffer` of ``pread`` reads when
+    local, of ranged reads when ``path`` is a URI of an object store or HDFS (:mod:`.storage`).
 
     Use as a context manager. ``batches()`` walks the file; ``records(batch)`` decodes one
     batch. Pages already walked are released from the resident set as the walk goes on.
     """
 
-    def __init__(self, path: str | os.PathLike[str], size: int | None = None) -> None:
-        """``size``: a remote object's size as its listing gave it (saves a request)."""
+    def __init__(self, path: str | os.PathLike[str], size: int | None = None, listed_id: int = 0) -> None:
+        """``size``: the file's size when the scan listed it (a remote object's saves a request;
+        a local file is read up to it and never past it: ``FileRecords.slice``). ``listed_id``:
+        the inode the listing saw, to tell a file swapped in at the same path (0: unknown)."""
         self.path = os.fspath(path)
-        self._ranges: RangeBuffer | None = None
-        self._file = None
-        self._map: mmap.mmap | bytearray | bytes
+        self._file: LocalFile | None = None
         if rsm_objects.is_segment_log(self.path):
             # A tiered-storage plugin's chunked object: its chunks are read and detransformed
             # as the walk needs them; ``size`` (the original segment's) is the manifest's.
             self._ranges = RangeBuffer(rsm_objects.SegmentObject(self.path))
-            self.size = self._ranges.size
-            self._map = self._ranges.buffer
-            return
-        if storage.is_remote(self.path):
+        elif storage.is_remote(self.path):
             self._ranges = RangeBuffer(storage.RangeReader(self.path, size))
-            self.size = self._ranges.size
-            self._map = self._ranges.buffer
-            return
-        self._file = open(storage.local_path(self.path), "rb")
-        try:
-            self.size = os.fstat(self._file.fileno()).st_size
-            if self.size:
-                self._map = mmap.mmap(self._file.fileno(), 0, access=mmap.ACCESS_READ)
-            else:
-                self._map = b""
-        except (OSError, ValueError) as exc:
-            # A file that cannot be mapped (a file system without mmap, or emptied since its size
-            # was read: "cannot mmap an empty file") is unreadable, and its handle is not leaked.
-            self._file.close()
-            raise OSError(getattr(exc, "errno", None), f"cannot map the file ({exc})") from exc
+        else:
+            # A local file is read with pread into an anonymous map, never mapped itself: a
+            # broker truncating it mid-read gives a short read (io.local_file), not a SIGBUS.
+            self._file = LocalFile(storage.local_path(self.path), size, listed_id, storage.max_read_rate())
+            try:
+                self._ranges = RangeBuffer(self._file)
+            except (OSError, ValueError) as exc:
+                self._file.close()
+                raise OSError(getattr(exc, "errno", None), f"cannot map the file ({exc})") from exc
+        self.size = self._ranges.size
+        self._map: mmap.mmap | bytearray | bytes = self._ranges.buffer
 
     def __enter__(self) -> "FileRecords":
         return self
@@ -410,11 +436,7 @@ class FileRecords:
         self.close()
 
     def close(self) -> None:
-        if self._ranges is not None:
-            self._ranges.close()
-            return
-        if isinstance(self._map, mmap.mmap):
-            self._map.close()
+        self._ranges.close()
         if self._file is not None:
             self._file.close()
 
@@ -422,17 +444,36 @@ class FileRecords:
     def buffer(self):
         return self._map
 
+    def loaded(self):
+        """The whole file in :attr:`buffer` (a reader that searches all of it)."""
+        self._ranges.walk(0, None)
+        self._ranges.need(0, self.size)
+        return self._map
+
+    def changed(self) -> str | None:
+        """How a local file differs now from what the scan listed (``io.local_file``): ``grew``,
+        ``shrank``, ``vanished``, ``swapped``; None when unchanged or not local."""
+        return None if self._file is None else self._file.changed()
+
+    def split_points(self, every: int) -> list[int]:
+        """Batch start positions about ``every`` bytes apart (:func:`split_points`)."""
+        self._ranges.walk(0, None)
+        released = [0]
+
+        def passed(position: int) -> None:
+            self._release(released[0], position)
+            released[0] = position
+
+        return split_points(self._map, self.size, every, self._ranges.need, passed)
+
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[RecordBatch | Problem]:
         """The batches starting in ``[start, stop)`` and the problems met, in file order."""
         released = start
         fd = self._file.fileno() if self.size and self._file is not None else None
-        need = None
-        if self._ranges is not None:
-            self._ranges.walk(start, stop)
-            need = self._ranges.need
-        for item in iter_batches(self._map, start, stop, self.size, fd, need, self.read_range):
+        self._ranges.walk(start, stop)
+        for item in iter_batches(self._map, start, stop, self.size, fd, self._ranges.need, self.read_range):
             yield item
-            if self._ranges is not None and isinstance(item, RecordBatch) and item.size > STREAM_BOUND:
+            if isinstance(item, RecordBatch) and item.size > STREAM_BOUND:
                 self._ranges.skip(item.position + item.size)  # read by ranges, not into the buffer
             position = item.position
             if position is not None and position - released >= _RELEASE_EVERY:
@@ -445,11 +486,7 @@ class FileRecords:
     def read_range(self, start: int, stop: int) -> bytes:
         """``[start, stop)`` of the file by one ranged read (``pread``, or the store's), not
         through :attr:`buffer`: how a batch larger than :data:`STREAM_BOUND` is read."""
-        stop = min(stop, self.size)
-        if self._ranges is not None:
-            return self._ranges.ranges.read(start, stop)
-        assert self._file is not None
-        return os.pread(self._file.fileno(), max(0, stop - start), start)
+        return self._ranges.ranges.read(start, min(stop, self.size))
 
     def _release(self, start: int, stop: int) -> None:
         """madvise(MADV_DONTNEED) the walked pages: they leave RSS and stay in the page cache."""
@@ -460,5 +497,4 @@ class FileRecords:
         length = ((stop - first) // page) * page
         if length > 0:
             self._map.madvise(mmap.MADV_DONTNEED, first, length)
-            if self._ranges is not None:
-                self._ranges.released(first + length)
+            self._ranges.released(first + length)

@@ -28,3 +28,7 @@ class Problem:
     record_index: int | None = None
     offset: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    # The walk's last problem is a batch cut off by the end of the bytes read, or one that fails
+    # its CRC with only zeros after it (a write cut off in a preallocated file): in a partition's
+    # newest segment an incomplete tail that LogSegment.recover truncates (SPEC incomplete_tail).
+    incomplete: bool = False

@@ -123,6 +123,15 @@ class RangeBuffer:
             next_start = end
 
     def _fill(self, start: int, stop: int) -> None:
+        read_into = getattr(self.ranges, "read_into", None)
+        if read_into is not None and stop > start:
+            # A local file (io.local_file.LocalFile): pread straight into the buffer's pages.
+            view = memoryview(self.buffer)[start:stop]
+            try:
+                read_into(view, start)
+            finally:
+                view.release()
+            return
         data = self.ranges.read(start, stop)
         if len(data) != stop - start:
             raise OSError(f"the object ended after {start + len(data)} bytes, not {stop} (changed while read?)")

@@ -112,6 +112,15 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
     return Panel(grid, title=title, border_style="blue", expand=False)
 
 
+def _changed(paths: list[str]) -> str:
+    """SPEC section 1: the files that grew, shrank or vanished while the scan ran (a live log dir;
+    each file was read up to the size listed)."""
+    if not paths:
+        return "no file changed during the scan"
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5:,} more" if len(paths) > 5 else "")
+    return f"{len(paths):,} files changed during the scan (each read up to its listed size): {shown}"
+
+
 def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The summary's lines as (name, text): the table's panel and the HTML report's summary."""
     txn = summary.get("transactions", {})
@@ -125,6 +134,7 @@ def summary_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
         ("bytes", f"{summary.get('bytes_read', summary.get('bytes', 0)):,} read of {summary.get('bytes_found', 0):,} found"),
         ("unreadable", plural(summary.get("segments_unreadable", 0), "segment") + " not read in full"),
         ("skipped", plural(summary.get("files_skipped", 0), "file") + " not part of a Kafka log"),
+        ("changed", _changed(summary.get("files_changed") or [])),
         ("written by", _written_by(summary)),
         ("internal", plural(summary.get("internal_records_unknown", 0), "record")
          + " of unknown type or version, or not decodable"),

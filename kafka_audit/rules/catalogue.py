@@ -146,6 +146,9 @@ class CheckId(_StrEnum):
     REPLICA_DIVERGENCE = "replica_divergence"
     REPLICA_TRUNCATION = "replica_truncation"
     REPLICA_LAG = "replica_lag"
+    INCOMPLETE_TAIL = "incomplete_tail"
+    SEGMENT_CHANGED = "segment_changed"
+    MISSING_SEGMENT = "missing_segment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +235,12 @@ CHECKS: dict[str, Check] = {
         _check(C.REPLICA_DIVERGENCE, E, None, Group.REPLICAS),
         _check(C.REPLICA_TRUNCATION, E, None, Group.REPLICAS),
         _check(C.REPLICA_LAG, I, None, Group.REPLICAS),
+        # A live log dir (SPEC section 2): LogSegment.recover truncates an incomplete tail; its
+        # severity is info when the file changed during the scan (INCOMPLETE_TAIL_LIVE).
+        _check(C.INCOMPLETE_TAIL, W, None, Group.FILES),
+        _check(C.SEGMENT_CHANGED, W, None, Group.FILES),
+        # Info for a checkpoint case on a copy of a running broker (MISSING_SEGMENT_LIVE).
+        _check(C.MISSING_SEGMENT, W, None, Group.FILES),
     )
 }
 
@@ -280,6 +289,9 @@ DESCRIPTIONS: dict[str, str] = {
     CheckId.REPLICA_DIVERGENCE: "Replicas of one partition hold different batches at the same offset.",
     CheckId.REPLICA_TRUNCATION: "Records a replica holds that Kafka truncates when it follows the kept replica.",
     CheckId.REPLICA_LAG: "A replica whose log is a prefix of the kept replica's and ends earlier.",
+    CheckId.INCOMPLETE_TAIL: "The newest segment ends inside its last batch: a write in progress, an unclean stop or a copy taken mid-write.",
+    CheckId.SEGMENT_CHANGED: "A file the scan listed was deleted, swapped or shrunk before it was read in full.",
+    CheckId.MISSING_SEGMENT: "Sidecars or checkpoints name offsets whose segment is not there.",
 }
 assert set(DESCRIPTIONS) == set(CHECKS), "every check has a description"
 
@@ -291,4 +303,8 @@ UNCOMPRESSED_OFFSET_DELTAS = _check(C.NON_MONOTONIC_OFFSETS, W, None, CULPRIT_RE
 # SPEC replica_truncation: a warning when the records dropped were above every high watermark
 # checkpointed by a replica holding them (acks=1 writes, or never acknowledged).
 TRUNCATION_ABOVE_HIGH_WATERMARK = _check(C.REPLICA_TRUNCATION, W, None, Group.REPLICAS)
+# SPEC incomplete_tail: info when the file changed while the scan ran (a write in progress on a
+# live broker); SPEC missing_segment: info for a checkpoint case on a copy of a running broker.
+INCOMPLETE_TAIL_LIVE = _check(C.INCOMPLETE_TAIL, I, None, Group.FILES)
+MISSING_SEGMENT_LIVE = _check(C.MISSING_SEGMENT, I, None, Group.FILES)
 del E, W, I, C
