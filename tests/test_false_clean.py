@@ -97,6 +97,7 @@ def test_a_segment_cut_short_between_discovery_and_reading(tmp_path: Path) -> No
     os.truncate(first, 0)
     result = audit_in_process(found, ScanOptions())
     (finding,) = [f for f in result.findings if f.check in ("unreadable_segment", "segment_changed")]
+    finding.details.pop("remedy", None)  # the remedies' own tests hold its content
     assert finding.check == "segment_changed" and finding.details == {"reason": "shrank", "bytes_not_read": size}
     assert result.summary["segment_bytes"][f"orders-0/{seg(0)}"] == {"found": size, "read": 0}
 

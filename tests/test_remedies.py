@@ -58,7 +58,7 @@ def test_a_corrupt_batch_is_skipped_to_the_offset_after_it(result):
 def test_a_damaged_tail_names_what_to_check_instead_of_guessing(result):
     remedy = _remedy(result, "truncated_batch", "truncated-batch")
     assert "<offset-after-damage>" in remedy["commands"][-1]
-    assert "kafka-get-offsets.sh --bootstrap-server <broker> --topic truncated-batch --partitions 0 --time -1" in remedy["summary"]
+    assert "kafka-get-offsets.sh --bootstrap-server <broker> --topic truncated-batch --partitions 1 --time -1" in remedy["summary"]
 
 
 def test_a_hanging_transaction_is_aborted_from_its_first_offset(result):

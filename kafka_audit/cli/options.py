@@ -279,11 +279,19 @@ RsmKeyFileOption = Annotated[
     typer.Option("--rsm-key-file", help="Private key (PEM) that unwraps the data keys of encrypted tiered-storage "
                  "segments; never printed or logged."),
 ]
+def _positive_rate(value: float | None) -> float | None:
+    """``--max-read-rate``: a rate above zero (checked here, not by ``min=``, whose range typer
+    would print beside the metavar and so cut option names at 80 columns)."""
+    if value is not None and value <= 0:
+        raise typer.BadParameter("must be above 0 (MB/s)")
+    return value
+
+
 MaxReadRateOption = Annotated[
     Optional[float],
     typer.Option(
         "--max-read-rate",
-        min=0.001,
+        callback=_positive_rate,
         metavar="MB/S",
         help="Read local files no faster than this many MB/s (per reading process), to spare a live "
         "broker's disk. Local files are always read at idle I/O priority, and the pages a read brought "

@@ -203,7 +203,9 @@ def filesystem(uri: str):
 
 
 # The user information of a URI (``s3://key:secret@bucket``): the part before ``@`` in its authority.
-_URI_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
+# A URI's user:password (``s3://key:secret@bucket``). A userinfo without a colon is a name, not a
+# credential: abfs's ``container@account`` stays, as the error must say which container.
+_URI_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s:]*:[^/?#@\s]*@")
 # Option values shorter than this are not looked for in messages (``true``, ``us``).
 _SHORTEST_SECRET = 4
 # Options that say where and how to connect, not who: their values stay in error lines, which
