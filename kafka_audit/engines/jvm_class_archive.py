@@ -55,6 +55,9 @@ class ClassDataSharing:
 
     java_options: str
     partial: Path | None = None
+    # The JVM writes an archive as it exits: ``partial``, or (JDK 19+) the missing ``archive``.
+    records: bool = False
+    archive: Path | None = None
 
 
 def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) -> ClassDataSharing:
@@ -81,14 +84,15 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
     prune(folder, archive)
     if major >= 19:
         _note_use(archive, pyspark.__file__)
-        return ClassDataSharing(f"-XX:+AutoCreateSharedArchive -XX:SharedArchiveFile={archive}")
+        missing = not archive.is_file()
+        return ClassDataSharing(f"-XX:+AutoCreateSharedArchive -XX:SharedArchiveFile={archive}", None, missing, archive)
     if archive.is_file():
         _note_use(archive, pyspark.__file__)
         return ClassDataSharing(f"-XX:SharedArchiveFile={archive}")
     if not record or recording or major < 13:
         return ClassDataSharing("")
     partial = archive.with_name(f"{archive.name}.{os.getpid()}{_PARTIAL}")
-    return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial)
+    return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial, records=True)
 
 
 def _jars_stamp(pyspark_file: str) -> str:
@@ -249,7 +253,17 @@ def mark_recording_jvm(partial: Path) -> None:
             partial.with_name(partial.name + _JVM_MARKER).write_text(str(process.pid))
 
 
-def finish_recording(partial: Path, recorded: bool) -> None:
+def finish_recording(sharing: ClassDataSharing, recorded: bool) -> None:
+    """After a JVM that recorded ``sharing``'s archive has ended: :func:`_finish_partial`, or
+    (JDK 19+, written in place) an archive the JVM did not finish, removed."""
+    if sharing.partial is not None:
+        _finish_partial(sharing.partial, recorded)
+    elif sharing.records and sharing.archive is not None and not (recorded and _complete_archive(sharing.archive)):
+        with contextlib.suppress(OSError):
+            sharing.archive.unlink(missing_ok=True)
+
+
+def _finish_partial(partial: Path, recorded: bool) -> None:
     """After the recording JVM has ended: a whole archive (``recorded``: its JVM exited well)
     moved into place when none is there yet, else removed with its marker. A JVM killed while
     writing leaves no magic (:func:`_complete_archive`), so a cut-short file is never adopted."""

@@ -22,10 +22,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from kafka_audit.engines.jvm_class_archive import finish_recording
+from kafka_audit.engines.jvm_class_archive import ClassDataSharing, finish_recording
 
 # How long the processes of a killed session are given to disappear (SIGKILL: milliseconds).
 _KILL_WAIT_S = 10.0
@@ -176,10 +175,10 @@ def start_apart(start: Callable[[], Any]) -> Any:
     return outcome["session"]
 
 
-def end_launched_jvm(before: set[int], partial: Path | None, interrupts: Interrupts, note: str) -> None:
+def end_launched_jvm(before: set[int], sharing: ClassDataSharing, interrupts: Interrupts, note: str) -> None:
     """End the driver JVM a session launched (none of ``before``, the sessions this process led
     before) and all its session: left to exit on its own first unless interrupted (with ``note``
-    when it records the class archive ``partial``, which it writes as it exits), then killed.
+    when it records the class archive of ``sharing``, which it writes as it exits), then killed.
     A recording that did not end well is removed; a whole one moved into place. PySpark is left
     ready to launch a new JVM."""
     from pyspark import SparkContext
@@ -189,19 +188,31 @@ def end_launched_jvm(before: set[int], partial: Path | None, interrupts: Interru
     launched = session_leaders() - before
     if process is not None:  # already reaped, its session still holds the worker daemon
         launched.add(process.pid)
+    _quiet_accumulator_server(SparkContext._active_spark_context)
     recorded = False
     if process is not None and not interrupts.event.is_set():
-        recording = partial is not None
-        exited = end_jvm(process, _RECORDING_S if recording else _JVM_EXIT_S, interrupts, note if recording else None)
-        recorded = exited and recording
+        wait_s, said = (_RECORDING_S, note) if sharing.records else (_JVM_EXIT_S, None)
+        recorded = end_jvm(process, wait_s, interrupts, said) and sharing.records
     for leader in launched:
         kill_session(leader)
     if process is not None:
         process.wait()
-    if partial is not None:
-        finish_recording(partial, recorded)
+    finish_recording(sharing, recorded)
     if gateway is not None:
         _forget(gateway)
+
+
+def _quiet_accumulator_server(context) -> None:
+    """PySpark's accumulator server (a ``socketserver``) of a context whose JVM is about to go:
+    its handler fails on the connection the killed JVM drops, and ``socketserver`` prints each
+    failure as a traceback on stderr; those are silenced, and the server shut down on a thread of
+    its own (its ``shutdown`` waits for its polling loop)."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is None:
+        return
+    context._accumulatorServer = None
+    server.handle_error = lambda request, client_address: None
+    threading.Thread(target=server.shutdown, name="accumulator-server-shutdown", daemon=True).start()
 
 
 def _forget(gateway) -> None:

@@ -209,7 +209,7 @@ def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, 
             if spark is not None and not interrupts.event.is_set():
                 _stop(spark)
             if before is not None:
-                end_launched_jvm(before, sharing.partial, interrupts, RECORDING_NOTE)
+                end_launched_jvm(before, sharing, interrupts, RECORDING_NOTE)
             shutil.rmtree(scratch, ignore_errors=True)
     if interrupts.event.is_set():  # a signal while the session ended
         raise KeyboardInterrupt
