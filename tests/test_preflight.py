@@ -93,7 +93,8 @@ def test_the_api_checks_a_given_sessions_executors_and_names_what_they_lack(spar
         kafka_audit.scan(FIXTURES / "healthy", spark=spark)
     (line,) = str(failure.value).splitlines()
     assert line.endswith(
-        f" cannot run the audit: lacks crc32c ({python_without_crc32c}: ModuleNotFoundError: No module named 'crc32c')"
+        f" cannot run the audit: lacks crc32c ({python_without_crc32c}: ModuleNotFoundError: No module named 'crc32c'); "
+        f"set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with kafka-audit {kafka_audit.__version__} on every executor"
     )
     assert len(set(tracker.getJobIdsForGroup()) - before) <= 3  # the probe's rounds, no scan job
     monkeypatch.undo()
