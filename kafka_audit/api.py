@@ -123,12 +123,15 @@ def scan(
     from kafka_audit.engines import spark_job as pipeline
     from kafka_audit.engines.preflight import check_executors
     from kafka_audit.engines.run import paths_executors_read
+    from kafka_audit.record import record_screen
 
     preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
     result, frames = pipeline.run_job(spark, discovery, options, keep=True)
     assert frames is not None  # keep=True keeps them
     result.summary["engine"] = "spark"
     result.notes.extend(f"warning: {warning}" for warning in preflight.warnings)
+    if not record_screen.COMPILED:
+        result.notes.append(record_screen.SLOWER_NOTICE.removeprefix("kafka-audit: "))
     if target is not None:
         frames.write_parquet(spark, result, target)
     findings = [f.to_dict() for f in result.findings]
