@@ -136,6 +136,7 @@ def scan(
     from kafka_audit.engines.given_session import given_session
     from kafka_audit.engines.preflight import check_executors
     from kafka_audit.engines.run import paths_executors_read
+    from kafka_audit.record import record_screen
 
     with given_session(spark, spark_warnings):
         preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
@@ -143,6 +144,8 @@ def scan(
     assert frames is not None  # keep=True keeps them
     result.summary["engine"] = "spark"
     result.notes.extend(f"warning: {warning}" for warning in preflight.warnings)
+    if not record_screen.COMPILED:
+        result.notes.append(record_screen.SLOWER_NOTICE.removeprefix("kafka-audit: "))
     if target is not None:
         frames.write_parquet(spark, result, target)
     findings = [f.to_dict() for f in result.findings]

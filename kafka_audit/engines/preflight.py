@@ -4,8 +4,9 @@ A small job runs :func:`probe` on each executor: it imports kafka_audit and comp
 the Python minor version with the driver's, looks for the compiled record screen, and ``stat``s the
 input paths. Without this, a missing package or another Python on the executors surfaces as a Py4J
 error whose cause is only in the executors' logs, and data the executors cannot see as a scan of
-zero bytes. A failure is one line naming the executor and the cause (a missing compiled record
-screen is one: the audit needs its C build).
+zero bytes. A failure is one line naming the executor and the cause. An executor without the
+compiled record screen (installed without a C compiler) can run the audit: it validates every
+batch in full, slower, with the same findings; that is a warning, not a failure.
 
 On a ``local[...]`` master whose Python workers run this very interpreter (the default of the
 sessions the audit starts or is given, :func:`set_workers_python`), the executor
@@ -109,8 +110,9 @@ def probe(
         try:
             importlib.import_module("kafka_audit.record._record_screen")
         except Exception as exc:  # noqa: BLE001 - missing, or built for another platform
-            report["errors"].append(
-                f"has no compiled record screen ({type(exc).__name__}: {exc}): install kafka-audit there with a C compiler"
+            report["warnings"].append(
+                f"has no compiled record screen ({type(exc).__name__}: {exc}): it validates every batch in full, "
+                "slower, with the same findings"
             )
     unseen = []
     for path in paths:
