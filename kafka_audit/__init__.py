@@ -3,7 +3,9 @@
 ``kafka_audit.scan(paths, spark=None, **options)`` runs the audit from Python (``kafka_audit.api``).
 """
 
-__version__ = "0.1.0"
+# The one version source: pyproject.toml reads it (setuptools' dynamic version), `kafka-audit --version`
+# prints it, the Spark preflight compares it with each executor's. CHANGELOG.md says what each release changed.
+__version__ = "0.5.0.dev0"
 __all__ = ["AuditResult", "ExecutorEnvironmentError", "scan"]
 
 

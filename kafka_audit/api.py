@@ -71,6 +71,7 @@ def scan(
     storage_options: dict | None = None,
     rsm_key_file: str | os.PathLike | None = None,
     spark_secret_file: str | os.PathLike | None = None,
+    spark_warnings: bool = False,
 ) -> AuditResult:
     """Audit the segments under ``paths`` (the ``scan`` command's PATHs and options, SPEC
     section 1) and return an :class:`AuditResult`. Raises ``ValueError`` when no segment is found
@@ -79,7 +80,18 @@ def scan(
     as the CLI's, made before the job (SPEC section 5). ``baseline``: a ``--write-baseline``
     file, whose findings come back with ``"baseline": True``. ``rsm_key_file``: the ``--rsm-key-file`` private key (PEM) of
     encrypted tiered-storage segments. ``spark_secret_file``: the ``--spark-secret-file`` of the
-    classic session this call starts on ``master`` (else Spark's ``_SPARK_AUTH_SECRET``, as the CLI)."""
+    classic session this call starts on ``master`` (else Spark's ``_SPARK_AUTH_SECRET``, as the CLI).
+
+    Spark: on a local session (``master="local[...]"``, or a given one) the executors' Python
+    workers run this interpreter (``sys.executable``) unless ``PYSPARK_PYTHON`` or
+    ``spark.pyspark.python`` names another; on a cluster they run what those name, and an
+    executor whose Python cannot run the audit raises :class:`ExecutorEnvironmentError` naming
+    them. Spark's own log lines (log4j's WARN lines) stay out of the call's output: a session the
+    call starts writes them to its log (removed after the call, as the CLI's), and a given
+    session's log level is ERROR for the call, then restored; ``spark_warnings=True`` leaves a
+    given session's level as it is. A signal (SIGINT, SIGTERM) during a session the call starts
+    raises KeyboardInterrupt once its processes and scratch files are gone; on its first run on
+    a machine the call waits for the JVM to write its class archive (a line on stderr)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     roots = [str(p) if "://" in str(p) else os.path.abspath(p) for p in paths]
@@ -121,14 +133,19 @@ def scan(
             run_audit(discovery, options, Engine(engine), master or "local[*]", conf, None, remote, target, secret)
         )
     from kafka_audit.engines import spark_job as pipeline
+    from kafka_audit.engines.given_session import given_session
     from kafka_audit.engines.preflight import check_executors
     from kafka_audit.engines.run import paths_executors_read
+    from kafka_audit.record import record_screen
 
-    preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
-    result, frames = pipeline.run_job(spark, discovery, options, keep=True)
+    with given_session(spark, spark_warnings):
+        preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
+        result, frames = pipeline.run_job(spark, discovery, options, keep=True)
     assert frames is not None  # keep=True keeps them
     result.summary["engine"] = "spark"
     result.notes.extend(f"warning: {warning}" for warning in preflight.warnings)
+    if not record_screen.COMPILED:
+        result.notes.append(record_screen.SLOWER_NOTICE.removeprefix("kafka-audit: "))
     if target is not None:
         frames.write_parquet(spark, result, target)
     findings = [f.to_dict() for f in result.findings]

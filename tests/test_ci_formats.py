@@ -80,7 +80,9 @@ def test_sarif_is_valid_and_holds_every_finding_with_its_batch(capsys):
         assert result["ruleId"] == finding["check"] and rules[result["ruleIndex"]]["id"] == finding["check"]
         assert result["level"] == levels[finding["severity"]]
         assert result["message"]["text"] == finding["message"]
-        assert result["partialFingerprints"] == {"kafkaAudit/v1": finding["fingerprint"]}
+        assert result["partialFingerprints"] == {
+            "kafkaAudit/v1": finding["fingerprint"], "primaryLocationLineHash": finding["fingerprint"]
+        }
         assert "baselineState" not in result
         if finding["segment"] is None:
             continue
@@ -284,3 +286,9 @@ def test_every_sarif_result_has_a_location_github_can_take():
     validate_sarif(document)
     (result,) = document["runs"][0]["results"]
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "captured-logs"
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": sarif.BINARY_START_LINE}
+    # A scan that names no PATH (the Python API on a given list): the current folder.
+    document = json.loads(sarif.to_sarif(ScanResult(findings, {"paths": []}), "0"))
+    validate_sarif(document)
+    (result,) = document["runs"][0]["results"]
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "."

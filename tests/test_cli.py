@@ -429,7 +429,11 @@ def test_dump_sidecars_and_problems(capsys, tmp_path):
     junk.write_bytes(b"junk")
     code, out, _ = run_main("dump", torn, junk, "--format", "json", capsys=capsys)
     problems = [json.loads(line) for line in out.splitlines() if '"problem"' in line]
-    assert [p["problem"] for p in problems] == ["truncated_batch", "not_a_segment"]
+    # DumpLogSegments' "Found N invalid bytes at the end of" the torn segment, as a problem object.
+    assert [p["problem"] for p in problems] == ["truncated_batch", "invalid_bytes", "not_a_segment"]
+    cut = problems[0]["position"]  # where the torn batch starts: the valid batches end there
+    assert problems[1]["position"] == cut
+    assert problems[1]["message"] == f"Found {torn.stat().st_size - cut} invalid bytes at the end of {torn.name}"
 
 
 # -- the real command, Spark start-up included -------------------------------------------------

@@ -10,8 +10,6 @@ fast path (the point of it).
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -24,7 +22,6 @@ from kafka_audit.record.file_records import iter_batches
 from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
 from kafka_audit.record.record_screen import RecordScreen, screen_records
 from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
-from tests.conftest import REPO
 from tests.support.record_screen_reference import screen_records_py
 from tests.support.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
 
@@ -134,21 +131,6 @@ def test_control_and_log_append_time_batches_are_screened_as_the_rules_say():
 
 
 # -- the compiled screen (_record_screen.c) answers as the Python one does -------------------------
-
-def test_without_the_compiled_screen_the_package_says_how_to_build_it():
-    """The compiled screen is a required part of the package: where it cannot be loaded, the
-    import fails with one message naming it and the command that builds it."""
-    code = (
-        "import sys\n"
-        "sys.modules['kafka_audit.record._record_screen'] = None\n"
-        "import kafka_audit.record.record_screen\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
-    assert done.returncode != 0
-    last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("ImportError: kafka_audit.record._record_screen, kafka-audit's compiled record screen, cannot be loaded")
-    assert "python setup.py build_ext --inplace" in last
-
 
 @SETTINGS
 @given(

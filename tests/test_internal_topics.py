@@ -108,12 +108,13 @@ def _uvarint(value: int) -> bytes:
 
 
 def test_transaction_log_value_v1_flexible_with_tagged_fields():
-    """TransactionLogValue v1 (KIP-890): compact strings/arrays and tagged fields 0, 1, 2."""
+    """TransactionLogValue v1 (KIP-890): compact strings/arrays and tagged fields 0, 1, 2, and 3
+    (KIP-939's NextProducerEpoch); a tag no schema defines is kept as ``tag_<n>``."""
     body = struct.pack(">hqhib", 1, 7, 3, 60000, 1)  # version, producer id, epoch, timeout, Ongoing
     topic = b"orders"
     body += _uvarint(2) + _uvarint(len(topic) + 1) + topic + _uvarint(3) + struct.pack(">ii", 4, 9) + _uvarint(0)
     body += struct.pack(">qq", 1_700_000_000_500, 1_700_000_000_000)
-    tags = [(0, struct.pack(">q", 5)), (1, struct.pack(">q", 8)), (2, struct.pack(">h", 2)), (9, b"\x01")]
+    tags = [(0, struct.pack(">q", 5)), (1, struct.pack(">q", 8)), (2, struct.pack(">h", 2)), (3, struct.pack(">h", 4)), (9, b"\x01")]
     body += _uvarint(len(tags)) + b"".join(_uvarint(t) + _uvarint(len(v)) + v for t, v in tags)
     decoded = decode_transaction_log(_txn_key("tx-v1"), body)
     assert decoded == {
@@ -130,6 +131,7 @@ def test_transaction_log_value_v1_flexible_with_tagged_fields():
         "previous_producer_id": 5,
         "next_producer_id": 8,
         "client_transaction_version": 2,
+        "next_producer_epoch": 4,
         "tag_9": "01",
     }
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.engines import jvm_class_archive
-from kafka_audit.engines.jvm_class_archive import class_data_sharing, prune
+from kafka_audit.engines.jvm_class_archive import ClassDataSharing, class_data_sharing, finish_recording, prune
 
 
 @pytest.fixture
@@ -196,3 +196,23 @@ def test_a_pyspark_reinstalled_at_the_same_path_gets_a_new_archive(cache, tmp_pa
     (install / "jars").rename(install / "old-jars")
     (install / "jars").mkdir()  # what pip does: the old files removed, new ones written
     assert class_data_sharing({}).partial.name.split(".jsa")[0] != before
+
+
+def test_a_recording_is_moved_into_place_only_when_its_jvm_ended_well_and_wrote_it_whole(tmp_path):
+    """The end of the session that recorded (its JVM waited for): a whole archive from a JVM that
+    exited well becomes the archive; one cut short by a signal, or without its magic, is removed,
+    and the recording's marker goes either way."""
+    def recording(name: str, content: bytes) -> ClassDataSharing:
+        partial = tmp_path / f"spark-driver-4.3.0-java-17-{name}.jsa.77.partial"
+        partial.write_bytes(content)
+        partial.with_name(partial.name + ".jvm").write_text("77")
+        return ClassDataSharing("", partial, records=True)
+
+    finish_recording(recording("whole", _ARCHIVE), recorded=True)
+    finish_recording(recording("interrupted", _ARCHIVE), recorded=False)
+    finish_recording(recording("torn", bytes(4096)), recorded=True)
+    assert _names(tmp_path) == ["whole.jsa"]
+    in_place = tmp_path / "spark-driver-4.3.0-java-17-auto.jsa"  # JDK 19+: written where it is mapped
+    in_place.write_bytes(bytes(4096))
+    finish_recording(ClassDataSharing("", None, records=True, archive=in_place), recorded=False)
+    assert _names(tmp_path) == ["whole.jsa"]

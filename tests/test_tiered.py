@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import os
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,24 @@ def test_local_tiered_storage_layout_joins_the_local_log_too(tmp_path):
     whole = kafka_audit.scan([str(source)], engine="local")
     assert _comparable(found.findings) == _comparable(whole.findings)
     assert found.summary["partitions"] == whole.summary["partitions"]
+
+
+def test_remote_log_metadata_reads_only_the_versions_and_tags_kafkas_schemas_define():
+    """storage/src/main/resources/message/*Record.json: every record type at version 0 only, and one
+    tagged field, TxnIndexEmpty (tag 0) of RemoteLogSegmentMetadataRecord; a version 1 is unknown
+    (counted in internal_records_unknown), another tag is kept as ``tag_<n>``, never named."""
+    from kafka_audit.log.remote_log_metadata import unknown_remote_log_metadata_record
+
+    v1 = segment_metadata_record("t", TOPIC_ID, 0, segment_id_for(1), 0, 9, 100, version=1)
+    assert decode_remote_log_metadata(None, v1)["error"] == "unknown record type 0 version 1"
+    assert unknown_remote_log_metadata_record(None, v1)
+    v0 = segment_metadata_record("t", TOPIC_ID, 0, segment_id_for(1), 0, 9, 100, txn_index_empty=True)
+    assert not unknown_remote_log_metadata_record(None, v0)
+    tagged = v0[:-4] + bytes([2, 0, 1, 1, 1, 4]) + struct.pack(">i", 7)  # tags 0 (true) and 1 (an int32)
+    decoded = decode_remote_log_metadata(None, tagged)
+    assert "error" not in decoded and decoded["txn_index_empty"] is True and decoded["tag_1"] == "00000007"
+    assert "broker_leader_epoch" not in decoded
+    update = segment_update_record("t", TOPIC_ID, 0, segment_id_for(1), "COPY_SEGMENT_FINISHED")
+    with_tag = update[:-1] + bytes([1, 1, 8]) + struct.pack(">q", 42)  # a tag 1 the schema does not define
+    decoded = decode_remote_log_metadata(None, with_tag)
+    assert "error" not in decoded and "end_offset" not in decoded and decoded["tag_1"] == "000000000000002a"

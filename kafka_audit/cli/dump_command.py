@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -17,6 +17,27 @@ from kafka_audit.cli.options import (
     fail,
     with_rsm_key,
 )
+from kafka_audit.log.log_names import (
+    CLUSTER_METADATA,
+    CONSUMER_OFFSETS,
+    REMOTE_LOG_METADATA,
+    SHARE_GROUP_STATE,
+    TRANSACTION_STATE,
+)
+
+
+def _decoder_flag(topic: str) -> Any:
+    return typer.Option(help=f"Decode every record as {topic} records, whatever the folder (implies --print-data).")
+
+
+# kafka-dump-log's decoder options (DumpLogSegmentsOptions), each the internal topic whose records it decodes.
+_DECODERS = {
+    "offsets_decoder": ("--offsets-decoder", CONSUMER_OFFSETS),
+    "transaction_log_decoder": ("--transaction-log-decoder", TRANSACTION_STATE),
+    "cluster_metadata_decoder": ("--cluster-metadata-decoder", CLUSTER_METADATA),
+    "remote_log_metadata_decoder": ("--remote-log-metadata-decoder", REMOTE_LOG_METADATA),
+    "share_group_state_decoder": ("--share-group-state-decoder", SHARE_GROUP_STATE),
+}
 
 
 def dump(
@@ -24,6 +45,19 @@ def dump(
     format: Annotated[DumpFormat, typer.Option("--format", help="text (kafka-dump-log-like) or json lines.")] = DumpFormat.text,
     records: Annotated[bool, typer.Option("--records", help="Also decode every record (deep iteration).")] = False,
     print_data: Annotated[bool, typer.Option("--print-data", help="Also print keys and values (implies --records).")] = False,
+    offsets_decoder: Annotated[bool, _decoder_flag(CONSUMER_OFFSETS)] = False,
+    transaction_log_decoder: Annotated[bool, _decoder_flag(TRANSACTION_STATE)] = False,
+    cluster_metadata_decoder: Annotated[bool, _decoder_flag(CLUSTER_METADATA)] = False,
+    remote_log_metadata_decoder: Annotated[bool, _decoder_flag(REMOTE_LOG_METADATA)] = False,
+    share_group_state_decoder: Annotated[bool, _decoder_flag(SHARE_GROUP_STATE)] = False,
+    max_bytes: Annotated[Optional[int], typer.Option(
+        "--max-bytes", min=0, help="Read only the batches within a segment's first N bytes.")] = None,
+    skip_record_metadata: Annotated[bool, typer.Option(
+        "--skip-record-metadata", help="Print each record's data without its offset, timestamp, sizes and headers.")] = False,
+    verify_index_only: Annotated[bool, typer.Option(
+        "--verify-index-only", help="Check .index/.timeindex entries against their segment without printing them.")] = False,
+    index_sanity_check: Annotated[bool, typer.Option(
+        "--index-sanity-check", help="Only the sanity check a broker runs on an index at start-up.")] = False,
     rsm_key_file: RsmKeyFileOption = None,
     redact: RedactOption = False,
     redact_key: RedactKeyOption = None,
@@ -31,10 +65,29 @@ def dump(
     """Decode segments and sidecar files, like kafka-dump-log --deep-iteration."""
     from kafka_audit.io import storage
     from kafka_audit.report.dump import dump_file
+    from kafka_audit.report.dump_checks import DumpOptions
     from kafka_audit.report.redact import Redactor
+    from kafka_audit.report.safe_text import escape_text
 
     if redact_key is not None and not redact:
         raise fail("--redact-key needs --redact")
+    chosen = [name for name, given in (
+        ("offsets_decoder", offsets_decoder), ("transaction_log_decoder", transaction_log_decoder),
+        ("cluster_metadata_decoder", cluster_metadata_decoder),
+        ("remote_log_metadata_decoder", remote_log_metadata_decoder),
+        ("share_group_state_decoder", share_group_state_decoder)) if given]
+    if len(chosen) > 1:
+        raise fail(f"{' and '.join(_DECODERS[name][0] for name in chosen)}: give one decoder")
+    if skip_record_metadata and format is DumpFormat.json:
+        raise fail("--skip-record-metadata applies to --format text (JSON records keep their fields)")
+    options = DumpOptions(
+        decoder_topic=_DECODERS[chosen[0]][1] if chosen else None,
+        max_bytes=max_bytes,
+        skip_record_metadata=skip_record_metadata,
+        index_mode="sanity" if index_sanity_check else "verify" if verify_index_only else None,
+    )
+    # A decoder turns on record printing by itself (DumpLogSegmentsOptions.shouldPrintDataLog).
+    print_data = print_data or bool(chosen)
     redactor = Redactor(redact_key) if redact else None
 
     storage.configure(with_rsm_key({}, rsm_key_file))
@@ -47,5 +100,9 @@ def dump(
     write = sys.stdout.write
     for path in files:
         for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data,
-                               print_data=print_data, redact=redactor):
+                               print_data=print_data, redact=redactor, options=options):
             write(chunk)
+    sys.stdout.flush()
+    # What DumpLogSegments says after the last file: index mismatches, non-consecutive offsets.
+    for line in options.summaries.lines():
+        print(escape_text(line), file=sys.stderr)  # file names in them are data: shown escaped

@@ -2,7 +2,8 @@
 verifies thousands of classes from 280 jars at every start; mapped from an archive of the classes
 it loaded last time, a ready session takes 2.0 s instead of 4.7 s (``scan fixtures``, 2-core VM,
 JDK 17, PySpark 4.3). One archive per Java runtime, PySpark install (its path and jars) and driver class path, in the
-user's cache directory; recorded by a first run, then mapped by every later one.
+user's cache directory; recorded by a first run (its JVM writes it as it exits, which that run waits for:
+:mod:`kafka_audit.engines.spark_processes`), then mapped by every later one.
 
 An archive is 120-160 MB, so the cache is pruned at every start (:func:`prune`): it keeps the
 archive this run maps, drops those whose PySpark install is gone, keeps the
@@ -48,11 +49,15 @@ class ClassDataSharing:
     """The driver JVM's class-data-sharing options, and the archive this run records, if any.
 
     ``partial``: no archive exists yet; this run's JVM writes one there as it exits
-    (``-XX:ArchiveClassesAtExit``, JDK 13+), after the command has ended, and a later run moves
-    it into place once that JVM is gone (:func:`_adopt_finished_recordings`)."""
+    (``-XX:ArchiveClassesAtExit``, JDK 13+), which the session's end waits for before it moves
+    the archive into place (:func:`finish_recording`); what a JVM of an older run or another
+    program left is adopted by a later run (:func:`_adopt_finished_recordings`)."""
 
     java_options: str
     partial: Path | None = None
+    # The JVM writes an archive as it exits: ``partial``, or (JDK 19+) the missing ``archive``.
+    records: bool = False
+    archive: Path | None = None
 
 
 def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) -> ClassDataSharing:
@@ -62,8 +67,8 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
     ``~/.cache/kafka-audit``), one per Java runtime, PySpark install and driver class path (an
     archive only serves the class path it was made with). On JDK 19+ the JVM creates and checks it
     itself (``-XX:+AutoCreateSharedArchive``). On JDK 13-18 the first run (when ``record``, and
-    no other run is recording) has its JVM record the archive at exit, after the command's own
-    end; later runs map it (``-XX:SharedArchiveFile``). A JVM that cannot use an archive (changed
+    no other run is recording) has its JVM record the archive at exit, which the session's end
+    waits for; later runs map it (``-XX:SharedArchiveFile``). A JVM that cannot use an archive (changed
     jars, another JVM) ignores it with a warning in Spark's log."""
     java = _java_runtime()
     folder = _cache_dir()
@@ -79,14 +84,15 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
     prune(folder, archive)
     if major >= 19:
         _note_use(archive, pyspark.__file__)
-        return ClassDataSharing(f"-XX:+AutoCreateSharedArchive -XX:SharedArchiveFile={archive}")
+        missing = not archive.is_file()
+        return ClassDataSharing(f"-XX:+AutoCreateSharedArchive -XX:SharedArchiveFile={archive}", None, missing, archive)
     if archive.is_file():
         _note_use(archive, pyspark.__file__)
         return ClassDataSharing(f"-XX:SharedArchiveFile={archive}")
     if not record or recording or major < 13:
         return ClassDataSharing("")
     partial = archive.with_name(f"{archive.name}.{os.getpid()}{_PARTIAL}")
-    return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial)
+    return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial, records=True)
 
 
 def _jars_stamp(pyspark_file: str) -> str:
@@ -245,3 +251,28 @@ def mark_recording_jvm(partial: Path) -> None:
     if process is not None:
         with contextlib.suppress(OSError):
             partial.with_name(partial.name + _JVM_MARKER).write_text(str(process.pid))
+
+
+def finish_recording(sharing: ClassDataSharing, recorded: bool) -> None:
+    """After a JVM that recorded ``sharing``'s archive has ended: :func:`_finish_partial`, or
+    (JDK 19+, written in place) an archive the JVM did not finish, removed."""
+    if sharing.partial is not None:
+        _finish_partial(sharing.partial, recorded)
+    elif sharing.records and sharing.archive is not None and not (recorded and _complete_archive(sharing.archive)):
+        with contextlib.suppress(OSError):
+            sharing.archive.unlink(missing_ok=True)
+
+
+def _finish_partial(partial: Path, recorded: bool) -> None:
+    """After the recording JVM has ended: a whole archive (``recorded``: its JVM exited well)
+    moved into place when none is there yet, else removed with its marker. A JVM killed while
+    writing leaves no magic (:func:`_complete_archive`), so a cut-short file is never adopted."""
+    named = _RECORDING.match(partial.name)
+    with contextlib.suppress(OSError):
+        if recorded and named is not None and _complete_archive(partial):
+            target = partial.with_name(named.group("archive"))
+            if not target.exists():
+                os.replace(partial, target)
+        partial.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        partial.with_name(partial.name + _JVM_MARKER).unlink(missing_ok=True)

@@ -4,11 +4,12 @@ A small job runs :func:`probe` on each executor: it imports kafka_audit and comp
 the Python minor version with the driver's, looks for the compiled record screen, and ``stat``s the
 input paths. Without this, a missing package or another Python on the executors surfaces as a Py4J
 error whose cause is only in the executors' logs, and data the executors cannot see as a scan of
-zero bytes. A failure is one line naming the executor and the cause (a missing compiled record
-screen is one: the audit needs its C build).
+zero bytes. A failure is one line naming the executor and the cause. An executor without the
+compiled record screen (installed without a C compiler) can run the audit: it validates every
+batch in full, slower, with the same findings; that is a warning, not a failure.
 
-On a ``local[...]`` master whose Python workers run this very interpreter (``PYSPARK_PYTHON``,
-which the session defaults to it, and no ``spark.pyspark.python`` naming another), the executor
+On a ``local[...]`` master whose Python workers run this very interpreter (the default of the
+sessions the audit starts or is given, :func:`set_workers_python`), the executor
 is this process's JVM on this machine and its workers see the files this process sees: the probe
 runs here instead, which spares the session a job (about 0.3 s of a small scan).
 
@@ -37,6 +38,14 @@ JOB_MODULE = "kafka_audit.engines.spark_job"
 # by default, so that ``--conf`` can lengthen it for executors that are slow to start.
 EXECUTOR_WAIT_SETTING = "spark.scheduler.maxRegisteredResourcesWaitingTime"
 EXECUTOR_WAIT_DEFAULT = "30s"
+# Where a user names the Python the executors run: PySpark reads the variable, Spark the setting.
+PYTHON_VARIABLE = "PYSPARK_PYTHON"
+PYTHON_SETTING = "spark.pyspark.python"
+# SparkContext.pythonExec when PYSPARK_PYTHON was not set as the context started (context.py).
+_PYSPARK_DEFAULT_PYTHON = "python3"
+_PYTHON_HINT = (
+    f"set {PYTHON_VARIABLE} (or {PYTHON_SETTING}) to a Python with kafka-audit {kafka_audit.__version__} on every executor"
+)
 # Rounds of probe tasks to reach every executor (tasks go where the scheduler puts them).
 _ROUNDS = 3
 # A probe task lasts at least this long on a cluster, so that one executor cannot take them all.
@@ -76,6 +85,7 @@ def probe(
     where = f"executor {executor} on {socket.gethostname()}" if executor.isdigit() else f"{socket.gethostname()} (pid {os.getpid()})"
     report: dict[str, Any] = {"where": where, "errors": [], "warnings": []}
     python = list(sys.version_info[:2])
+    report["python"] = python != driver_python  # errors that another Python would cure
     if python != driver_python:
         report["errors"].append(
             f"runs Python {python[0]}.{python[1]} ({sys.executable}), the driver Python "
@@ -84,21 +94,25 @@ def probe(
     try:
         module = importlib.import_module("kafka_audit")
     except Exception as exc:  # noqa: BLE001 - any import failure is the report
+        report["python"] = True
         report["errors"].append(f"cannot import kafka_audit with {sys.executable} ({type(exc).__name__}: {exc})")
     else:
         version = getattr(module, "__version__", None)
         if version != driver_version:
+            report["python"] = True
             report["errors"].append(f"has kafka_audit {version}, the driver {driver_version}")
         try:  # what the job's tasks run, with its dependencies (crc32c, pyarrow, the codecs)
             importlib.import_module(job_module)
         except Exception as exc:  # noqa: BLE001 - any import failure is the report
+            report["python"] = True
             lacks = f"lacks {exc.name}" if isinstance(exc, ModuleNotFoundError) and exc.name else "cannot import the job"
             report["errors"].append(f"{lacks} ({sys.executable}: {type(exc).__name__}: {exc})")
         try:
             importlib.import_module("kafka_audit.record._record_screen")
         except Exception as exc:  # noqa: BLE001 - missing, or built for another platform
-            report["errors"].append(
-                f"has no compiled record screen ({type(exc).__name__}: {exc}): install kafka-audit there with a C compiler"
+            report["warnings"].append(
+                f"has no compiled record screen ({type(exc).__name__}: {exc}): it validates every batch in full, "
+                "slower, with the same findings"
             )
     unseen = []
     for path in paths:
@@ -111,6 +125,27 @@ def probe(
         report["errors"].append(f"cannot see {unseen[0]}{more}")
     time.sleep(max(0.0, linger - (time.monotonic() - started)))
     return json.dumps(report)
+
+
+def set_workers_python(spark, started: bool) -> str | None:
+    """Choose the Python the audit's workers run. On a session this process ``started``: the one
+    the user named (:data:`PYTHON_VARIABLE`, else :data:`PYTHON_SETTING`, which PySpark itself
+    leaves to ``spark-submit``), else this interpreter. On a given ``local[...]`` session whose
+    user chose none (``pythonExec`` still PySpark's default, the ``python3`` on the PATH, which
+    lacks kafka-audit when this one runs from a virtual environment that is not activated): this
+    interpreter too. Anything else (a cluster, Spark Connect) is left as it is. The choice is PySpark's
+    ``SparkContext.pythonExec``, read as each Python function is created; returns the one it
+    replaced (None: nothing changed)."""
+    context = _classic_context(spark)
+    if context is None:
+        return None
+    named = os.environ.get(PYTHON_VARIABLE) or context.getConf().get(PYTHON_SETTING, None)
+    chosen = named or context.pythonExec != _PYSPARK_DEFAULT_PYTHON
+    if not started and (chosen or not context.master.startswith("local")):
+        return None
+    previous = context.pythonExec
+    context.pythonExec = named or sys.executable
+    return previous
 
 
 def check_executors(spark, paths: list[str]) -> Preflight:
@@ -134,7 +169,7 @@ def check_executors(spark, paths: list[str]) -> Preflight:
         try:
             reports = run_round()
         except Exception as exc:  # the worker could not even start: another Python, no pyspark
-            raise ExecutorEnvironmentError(_job_failure(exc)) from None
+            raise ExecutorEnvironmentError(f"{_job_failure(exc)}; {_PYTHON_HINT}") from None
         for text in reports:
             report = json.loads(text)
             seen.setdefault(report["where"], report)
@@ -142,7 +177,8 @@ def check_executors(spark, paths: list[str]) -> Preflight:
             break
     for where, report in sorted(seen.items()):
         if report["errors"]:
-            raise ExecutorEnvironmentError(f"{where} cannot run the audit: {'; '.join(report['errors'])}")
+            hint = f"; {_PYTHON_HINT}" if report.get("python") else ""
+            raise ExecutorEnvironmentError(f"{where} cannot run the audit: {'; '.join(report['errors'])}{hint}")
         result.warnings.extend(f"{where} {warning}" for warning in report["warnings"])
     result.executors = sorted(seen)
     return result

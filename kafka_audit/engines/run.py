@@ -17,6 +17,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from kafka_audit.engines.spark_errors import SparkFailure, describe
+from kafka_audit.record import record_screen
 
 if TYPE_CHECKING:
     from kafka_audit.audit.plan import Progress, ScanOptions, ScanResult
@@ -54,8 +55,12 @@ def run_audit(
     :mod:`kafka_audit.engines.spark_security`) or a Spark Connect session on ``remote``. With
     ``output_parquet``, the datasets of SPEC section 3 are written there too.
 
-    Raises :class:`SparkFailure` when the Spark engine fails to start or run."""
+    Without the compiled record screen in this process, one notice on stderr: every batch is
+    validated in full (slower, the same findings). Raises :class:`SparkFailure` when the Spark
+    engine fails to start or run."""
     on_progress: "Callable[[Progress], None] | None" = display.update if display is not None else None
+    if not record_screen.COMPILED:
+        print(record_screen.SLOWER_NOTICE, file=sys.stderr)
     if engine is Engine.local:
         result = _run_in_process(discovery, options, on_progress, output_parquet)
     else:

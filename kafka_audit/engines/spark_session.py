@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -26,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from kafka_audit.engines.jvm_class_archive import ClassDataSharing, class_data_sharing, mark_recording_jvm
+from kafka_audit.engines.preflight import set_workers_python
 from kafka_audit.engines.spark_errors import (
     MASTER_ANSWER_S,
     MASTER_CONNECTED,
@@ -37,6 +37,7 @@ from kafka_audit.engines.spark_errors import (
     describe,
     root_cause,
 )
+from kafka_audit.engines.spark_processes import Interrupts, end_launched_jvm, session_leaders, start_apart
 from kafka_audit.engines.spark_security import AUTHENTICATION, SECRET_SETTING, loopback_settings
 
 SPARK_LOG = "spark.log"
@@ -46,6 +47,11 @@ _SETTLE_S = 1.0
 # The JVM's own log lines (class-data sharing warnings among them) go to its stderr, which is
 # Spark's log: by default they would go to stdout, into the report.
 _JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
+# Said on stderr while the first Spark run waits for its JVM to write the class archive.
+RECORDING_NOTE = (
+    "kafka-audit: writing the Spark driver's class archive (first Spark run only, up to a minute); "
+    "later runs start faster"
+)
 
 
 # Over 60 lines: the session's start in order (log redirection, class archive, builder, fallback),
@@ -64,7 +70,9 @@ def create_spark_session(
     into the audited directories; so do ``spark.local.dir`` and the warehouse. With a local
     master every listener binds to 127.0.0.1; a ``secret`` turns on Spark's authentication and
     encryption (:mod:`kafka_audit.engines.spark_security`). ``conf`` is applied last, so
-    ``--conf`` can override any of these.
+    ``--conf`` can override any of these. The JVM's own temporary files go to ``scratch`` too
+    (``java.io.tmpdir``), and it keeps no ``/tmp/hsperfdata_*`` file (``-XX:-UsePerfData``), so
+    that a JVM killed by a signal leaves no file behind.
 
     The driver JVM runs with ``-XX:TieredStopAtLevel=1`` (the C1 compiler only): in this job the
     JVM only schedules tasks and moves bytes between the Python workers, the shuffle files and
@@ -78,7 +86,10 @@ def create_spark_session(
 
     scratch = scratch or private_scratch()
     sharing = sharing if sharing is not None else class_data_sharing(conf, record=False)
-    java_options = f"-Dderby.system.home={scratch} -XX:TieredStopAtLevel=1 {_JVM_LOG} {sharing.java_options}"
+    java_options = (
+        f"-Dderby.system.home={scratch} -Djava.io.tmpdir={scratch} -XX:-UsePerfData -XX:TieredStopAtLevel=1 "
+        f"{_JVM_LOG} {sharing.java_options}"
+    )
     settings = {
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
@@ -94,7 +105,6 @@ def create_spark_session(
     builder = SparkSession.builder.master(master).appName(APP_NAME)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     unreachable = check_master_reachable(master)
     if unreachable:
         raise SparkFailure(unreachable)
@@ -104,10 +114,7 @@ def create_spark_session(
     log = private_log(scratch)
     with _output_to(log), _give_up_on_master(master, log) as gave_up:
         try:
-            if secret is not None:
-                _start_jvm(master, settings)
-                builder = builder.config(SECRET_SETTING, secret)
-            spark = builder.getOrCreate()
+            spark = start_apart(lambda: _start(builder, master, settings, secret))
         except Exception:
             if gave_up.is_set():
                 with open(log, encoding="utf-8", errors="replace") as text:
@@ -122,17 +129,25 @@ def create_spark_session(
                 ) from None
             raise
     spark.sparkContext.setLogLevel("ERROR")
+    set_workers_python(spark, started=True)
     return spark
 
 
-def _start_jvm(master: str, settings: dict[str, str]) -> None:
-    """Start the driver's JVM with ``settings`` (on its ``spark-submit`` command line, as PySpark
-    does), so that what is set after it, the secret, reaches the JVM's configuration through the
+def _start(builder, master: str, settings: dict[str, str], secret: str | None):
+    """The session, on a driver JVM started with ``settings`` on its ``spark-submit`` command line
+    (as PySpark does) in a process session of its own (:mod:`kafka_audit.engines.spark_processes`).
+    The secret is set after the start, so that it reaches the JVM's configuration through the
     authenticated Py4J connection and never a command line that every user can read."""
     from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
 
-    launch = SparkConf(loadDefaults=False).setMaster(master).setAppName(APP_NAME).setAll(list(settings.items()))
-    SparkContext._ensure_initialized(conf=launch)
+    if SparkContext._gateway is None:
+        launch = SparkConf(loadDefaults=False).setMaster(master).setAppName(APP_NAME).setAll(list(settings.items()))
+        gateway = launch_gateway(launch, popen_kwargs={"start_new_session": True})
+        SparkContext._ensure_initialized(gateway=gateway)
+    if secret is not None:
+        builder = builder.config(SECRET_SETTING, secret)
+    return builder.getOrCreate()
 
 
 def private_scratch() -> str:
@@ -154,45 +169,80 @@ def private_log(scratch: str) -> str:
 
 @contextmanager
 def spark_session(master: str = "local[*]", conf: dict[str, str] | None = None, secret: str | None = None) -> Iterator[Any]:
-    """A session in a fresh private scratch directory, stopped, and the directory removed, on
-    every way out: success, failure, Ctrl-C, SIGTERM (:func:`_quiet_interrupts`), exception.
+    """A session in a fresh private scratch directory, ended on every way out: success, failure,
+    Ctrl-C, SIGTERM (:class:`Interrupts`, from the JVM's launch on), exception. When the block
+    has ended, the processes it started (the driver JVM, PySpark's worker daemon and workers)
+    and the directory are gone (:func:`_end`).
 
     A failure to start or to run becomes a :class:`SparkFailure` naming the root cause and
     Spark's log, kept in a file of its own (0600) beside the removed directory. On Ctrl-C or
-    SIGTERM the session is stopped without Py4J's tracebacks and KeyboardInterrupt goes on.
+    SIGTERM the JVM is killed without Py4J's tracebacks and KeyboardInterrupt goes on, also for a
+    signal that comes while the session ends.
 
     The first session of a Java runtime and PySpark install records the class archive of
-    :func:`class_data_sharing` (its JVM writes it after this process has exited); the later
-    ones start from it."""
+    :func:`class_data_sharing`: its JVM writes it as it exits, which this block waits for, with
+    a line on stderr (:data:`RECORDING_NOTE`); the later ones start from it."""
+    from pyspark import SparkContext
+
     scratch = private_scratch()
     log = os.path.join(scratch, SPARK_LOG)
+    interrupts = Interrupts()
+    before = session_leaders() if SparkContext._gateway is None else None  # None: a JVM not ours
     spark = None
-    try:
-        sharing = class_data_sharing(conf)
+    sharing = ClassDataSharing("")
+    with interrupts.installed(), _quiet_root_logger():
         try:
-            spark = create_spark_session(master, conf, scratch, sharing, secret)
-        except SparkFailure as exc:
-            if not os.path.exists(log):  # refused before a JVM was started: no log to keep
-                raise
-            raise SparkFailure(f"{exc}; Spark's log: {_keep(log)}") from None
-        except Exception as exc:
-            raise SparkFailure(describe(exc, _keep(log))) from None
-        if sharing.partial is not None:
-            mark_recording_jvm(sharing.partial)
-        interrupted = threading.Event()
-        try:
-            with _quiet_interrupts(interrupted):
+            sharing = class_data_sharing(conf)
+            spark = _started(master, conf, scratch, sharing, secret, interrupts)
+            if sharing.partial is not None:
+                mark_recording_jvm(sharing.partial)
+            try:
                 yield spark
-        except Exception as exc:
-            if interrupted.is_set():  # an error the interrupted call left behind: still Ctrl-C
-                raise KeyboardInterrupt from None
-            if isinstance(exc, SparkFailure):
-                raise SparkFailure(f"{exc}; Spark's log: {_keep(log)}") from None
-            raise SparkFailure(describe(exc, _keep(log))) from None  # a job failure
+            except Exception as exc:
+                if interrupts.event.is_set():  # an error the interrupted call left behind: still Ctrl-C
+                    raise KeyboardInterrupt from None
+                if isinstance(exc, SparkFailure):
+                    raise SparkFailure(f"{exc}; Spark's log: {_keep(log)}") from None
+                raise SparkFailure(describe(exc, _keep(log))) from None  # a job failure
+        finally:
+            interrupts.shielded = True
+            if spark is not None and not interrupts.event.is_set():
+                _stop(spark)
+            if before is not None:
+                end_launched_jvm(before, sharing, interrupts, RECORDING_NOTE)
+            shutil.rmtree(scratch, ignore_errors=True)
+    if interrupts.event.is_set():  # a signal while the session ended
+        raise KeyboardInterrupt
+
+
+def _started(master, conf, scratch: str, sharing: ClassDataSharing, secret: str | None, interrupts: Interrupts):
+    """:func:`create_spark_session`, its failures a :class:`SparkFailure` that names Spark's log
+    (kept), unless refused before a JVM was started, or cut short by a signal (KeyboardInterrupt)."""
+    log = os.path.join(scratch, SPARK_LOG)
+    try:
+        return create_spark_session(master, conf, scratch, sharing, secret)
+    except Exception as exc:
+        if interrupts.event.is_set():
+            raise KeyboardInterrupt from None
+        if not isinstance(exc, SparkFailure):
+            raise SparkFailure(describe(exc, _keep(log))) from None
+        if not os.path.exists(log):  # refused before a JVM was started: no log to keep
+            raise
+        raise SparkFailure(f"{exc}; Spark's log: {_keep(log)}") from None
+
+
+@contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    """Py4J reports each call a signal or a dead JVM cut short with ``logging.exception`` on the
+    root logger (40 lines of tracebacks after a Ctrl-C); the exception the call raises says the
+    same once. A handler on the root logger keeps logging's last-resort printer quiet."""
+    root = logging.getLogger()
+    silence = logging.NullHandler()
+    root.addHandler(silence)
+    try:
+        yield
     finally:
-        if spark is not None:
-            _stop(spark)
-        shutil.rmtree(scratch, ignore_errors=True)
+        root.removeHandler(silence)
 
 
 def _keep(log: str) -> str:
@@ -206,31 +256,6 @@ def _keep(log: str) -> str:
     except OSError:  # another file system: the log is copied, permission bits included
         shutil.copy2(log, kept)
     return kept
-
-
-@contextmanager
-def _quiet_interrupts(interrupted: threading.Event) -> Iterator[None]:
-    """Ctrl-C or SIGTERM raise KeyboardInterrupt and nothing else. PySpark's own SIGINT handler
-    cancels the jobs through the Py4J connection the interrupted call is still using ("reentrant
-    call"), and Py4J reports each broken call with ``logging.exception`` on the root logger: 40
-    lines of tracebacks. Stopping the session afterwards cancels the jobs. ``interrupted`` is set
-    on either signal, so that an error a cut-short call raises instead is known for what it is."""
-    root = logging.getLogger()
-    silence = logging.NullHandler()
-    root.addHandler(silence)
-
-    def interrupt(signum, frame) -> None:
-        interrupted.set()
-        raise KeyboardInterrupt
-
-    main = threading.current_thread() is threading.main_thread()
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        root.removeHandler(silence)
 
 
 @contextmanager
@@ -311,8 +336,7 @@ def _stop(spark) -> None:
 @contextmanager
 def _output_to(path: str) -> Iterator[None]:
     """Point file descriptors 1 and 2 at ``path`` while the JVM starts: it keeps that stdout and
-    stderr for life. Nothing the JVM prints reaches the report, and a JVM that outlives this
-    process (writing its class archive) does not hold the user's pipe open."""
+    stderr for life. Nothing the JVM prints reaches the report or the user's terminal."""
     sys.stdout.flush()
     sys.stderr.flush()
     saved = {fd: os.dup(fd) for fd in (1, 2)}

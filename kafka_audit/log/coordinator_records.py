@@ -2,8 +2,9 @@
 ``TransactionLogMessageParser`` and ``OffsetsMessageParser`` do.
 
 ``__transaction_state``: key ``version i16`` + TransactionLogKey (``transactionalId``); value
-``version i16`` + TransactionLogValue (v0, and v1 flexible with the tagged ``PreviousProducerId``,
-``NextProducerId``, ``ClientTransactionVersion``); a null value is a tombstone (the transactional
+``version i16`` + TransactionLogValue (v0, and v1 flexible with the tagged ``PreviousProducerId`` (0),
+``NextProducerId`` (1), ``ClientTransactionVersion`` (2) and ``NextProducerEpoch`` (3, KIP-939's
+two-phase commit: the epoch beside ``NextProducerId``)); a null value is a tombstone (the transactional
 id expired). Schemas: ``TransactionLogKey.json`` / ``TransactionLogValue.json`` of apache/kafka.
 
 ``__consumer_offsets`` and ``__share_group_state``: key ``type i16`` + the key's fields, value
@@ -83,6 +84,7 @@ def decode_transaction_log(key: bytes | None, value: bytes | None) -> dict[str, 
                     0: ("previous_producer_id", MessageReader.int64),
                     1: ("next_producer_id", MessageReader.int64),
                     2: ("client_transaction_version", MessageReader.int16),
+                    3: ("next_producer_epoch", MessageReader.int16),  # KIP-939
                 }
             )
         )

@@ -5,7 +5,10 @@ A record's key is null; its value is ``AbstractApiMessageSerde``'s frame: frame 
 ``apiKey`` and ``version`` as unsigned varints, then the message in its flexible form
 (``storage/src/main/resources/message/*.json``): 0 ``RemoteLogSegmentMetadataRecord``, 1
 ``RemoteLogSegmentMetadataUpdateRecord``, 2 ``RemotePartitionDeleteMetadataRecord``, 3
-``RemoteLogSegmentMetadataSnapshotRecord``. States (``RemoteLogSegmentState``): 0
+``RemoteLogSegmentMetadataSnapshotRecord``, each at version 0 (``validVersions: "0"``), the only
+version Kafka defines. Their one tagged field: ``TxnIndexEmpty`` (tag 0) of the segment and
+snapshot records; the update and partition-delete records define none (a tag a record carries
+anyway is kept as ``tag_<n>``, as Kafka keeps unknown tagged fields). States (``RemoteLogSegmentState``): 0
 COPY_SEGMENT_STARTED, 1 COPY_SEGMENT_FINISHED, 2 DELETE_SEGMENT_STARTED, 3 DELETE_SEGMENT_FINISHED;
 ``RemotePartitionDeleteState``: 0 DELETE_PARTITION_MARKED, 1 DELETE_PARTITION_STARTED, 2
 DELETE_PARTITION_FINISHED.
@@ -65,7 +68,7 @@ def _segment_body(r: MessageReader, snapshot: bool) -> dict[str, Any]:
     custom = r.bytes_()
     out["custom_metadata_size"] = None if custom is None else len(custom)
     out["state"] = _state(r, SEGMENT_STATES)
-    out.update(r.tagged_fields({0: ("txn_index_empty", MessageReader.boolean), 1: ("broker_leader_epoch", MessageReader.int32)}))
+    out.update(r.tagged_fields({0: ("txn_index_empty", MessageReader.boolean)}))
     return out
 
 
@@ -75,7 +78,7 @@ def _update_body(r: MessageReader) -> dict[str, Any]:
     custom = r.bytes_()
     out["custom_metadata_size"] = None if custom is None else len(custom)
     out["state"] = _state(r, SEGMENT_STATES)
-    out.update(r.tagged_fields({0: ("broker_leader_epoch", MessageReader.int32), 1: ("end_offset", MessageReader.int64)}))
+    out.update(r.tagged_fields())
     return out
 
 
@@ -83,12 +86,13 @@ def _partition_delete_body(r: MessageReader) -> dict[str, Any]:
     out = _topic_id_partition(r)
     out["broker_id"], out["event_timestamp_ms"] = r.int32(), r.int64()
     out["state"] = _state(r, PARTITION_DELETE_STATES)
-    out.update(r.tagged_fields({0: ("broker_leader_epoch", MessageReader.int32), 1: ("end_offset", MessageReader.int64)}))
+    out.update(r.tagged_fields())
     return out
 
 
-# The highest version of each record type read here (the message schemas' validVersions).
-_MAX_VERSION = 1
+# The highest version of each record type (storage/src/main/resources/message/*Record.json:
+# validVersions "0" for all four).
+_MAX_VERSION = 0
 
 
 def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[str, Any]:
@@ -150,7 +154,7 @@ class RemoteLogState:
 
     def apply(self, record: dict[str, Any], offset: int | None) -> None:
         """``RemoteLogMetadataCache``: an add (or snapshot) records the segment, an update moves
-        its state (and end offset from version 1)."""
+        its state."""
         if "error" in record:
             self.unknown_records += 1
             return
@@ -165,8 +169,6 @@ class RemoteLogState:
                 return
             known.state, known.last_offset = record["state"], offset
             known.event_timestamp_ms = record["event_timestamp_ms"]
-            if record.get("end_offset", -1) >= 0:
-                known.end_offset = record["end_offset"]
             return
         if kind == RECORD_TYPES[3] and known is None:
             return  # a snapshot record carries no topic: only known segments are refreshed

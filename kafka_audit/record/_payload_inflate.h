@@ -226,16 +226,16 @@ static int inflate_zstd(const uint8_t *data, Py_ssize_t n, long long max_size, P
             return -1;
     }
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *inflater = PyObject_CallMethodNoArgs(decompressor, names[S_DECOMPRESSOBJ]);
+        PyObject *inflater = PyObject_CallMethodObjArgs(decompressor, names[S_DECOMPRESSOBJ], NULL);
         if (inflater == NULL)
             return library_failed();
         PyObject *in = PyMemoryView_FromMemory((char *)data + starts[i], ends[i] - starts[i], PyBUF_READ);
-        PyObject *part = in ? PyObject_CallMethodOneArg(inflater, names[S_DECOMPRESS], in) : NULL;
+        PyObject *part = in ? PyObject_CallMethodObjArgs(inflater, names[S_DECOMPRESS], in, NULL) : NULL;
         Py_XDECREF(in);
         PyObject *eof = part ? PyObject_GetAttr(inflater, names[S_EOF]) : NULL;
         PyObject *unused = eof ? PyObject_GetAttr(inflater, names[S_UNUSED_DATA]) : NULL;
         Py_DECREF(inflater);
-        int whole = unused && PyBytes_Check(part) && eof == Py_True && PyBytes_Check(unused) && PyBytes_GET_SIZE(unused) == 0;
+        int whole = unused && PyBytes_Check(part) && eof == Py_True && PyBytes_Check(unused) && PyBytes_Size(unused) == 0;
         Py_XDECREF(eof);
         Py_XDECREF(unused);
         if (unused == NULL) {
@@ -246,10 +246,10 @@ static int inflate_zstd(const uint8_t *data, Py_ssize_t n, long long max_size, P
             Py_DECREF(part);
             return 0;
         }
-        Py_ssize_t size = PyBytes_GET_SIZE(part);
+        Py_ssize_t size = PyBytes_Size(part);
         if (count == 1) {
             out->owner = part;
-            out->data = (const uint8_t *)PyBytes_AS_STRING(part);
+            out->data = (const uint8_t *)PyBytes_AsString(part);
             out->len = size;
         } else {
             uint8_t *grown = PyMem_Realloc(out->mem, (size_t)(out->len + size + 1));
@@ -259,7 +259,7 @@ static int inflate_zstd(const uint8_t *data, Py_ssize_t n, long long max_size, P
                 return -1;
             }
             out->mem = grown;
-            memcpy(out->mem + out->len, PyBytes_AS_STRING(part), (size_t)size);
+            memcpy(out->mem + out->len, PyBytes_AsString(part), (size_t)size);
             out->len += size;
             out->data = out->mem;
             Py_DECREF(part);

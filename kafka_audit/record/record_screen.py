@@ -8,9 +8,11 @@ The screen only ever decides that there is nothing to report, as Kafka's
 cannot answer), the caller decodes the records and validates them with the one implementation.
 
 The screening is the compiled ``_record_screen`` (C: ``_record_screen.c``, which reads records
-through ``_record_grammar.h`` and inflates LZ4/zstd payloads through ``_payload_inflate.h``), a
-required part of the package (``setup.py`` builds it; a failed build says so). A pure-Python
-reference of the same screen, which the tests hold the C one to, is in
+through ``_record_grammar.h`` and inflates LZ4/zstd payloads through ``_payload_inflate.h``). It is
+optional: an install without a C compiler has none (``setup.py`` says so in one line), and then
+:data:`COMPILED` is False and every screen answers False, so every batch is validated in full: the
+same findings, more slowly (the driver says so, :data:`SLOWER_NOTICE`). A pure-Python reference
+of the same screen, which the tests hold the C one to, is in
 ``tests/support/record_screen_reference.py``.
 """
 
@@ -28,15 +30,18 @@ from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
 
 try:
     from kafka_audit.record import _record_screen  # type: ignore[attr-defined]  # compiled: no stub
-except ImportError as exc:  # the package was installed or copied without its C build
-    raise ImportError(
-        f"kafka_audit.record._record_screen, kafka-audit's compiled record screen, cannot be loaded ({exc}): "
-        "install kafka-audit with a C compiler (pip install .), or build it in place with "
-        "`python setup.py build_ext --inplace`"
-    ) from exc
+except ImportError:  # installed without a C compiler (setup.py said so), or copied without its build
+    _compiled_payload = _compiled_records = None
+else:
+    _compiled_payload, _compiled_records = _record_screen.screen_payload, _record_screen.screen_records
 
-_compiled_records = _record_screen.screen_records
-_compiled_payload = _record_screen.screen_payload
+# Whether this process screens batches with the compiled screen (fixed at import).
+COMPILED: bool = _compiled_payload is not None
+# The driver's one line on stderr when it has no compiled screen.
+SLOWER_NOTICE = (
+    "kafka-audit: notice: the compiled record screen is not built (installed without a C compiler): "
+    "every batch is validated in full, slower, with the same findings"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +62,9 @@ class RecordScreen:
 def screen_records(data, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
     """True when the v2 records in ``data`` (decompressed) are well-formed and all pass
     ``screen``: ``record_count`` records read as ``decode_records`` reads them, no byte left
-    over. False means "look closer", never "wrong"."""
+    over. False means "look closer", never "wrong" (always False without the compiled screen)."""
+    if _compiled_records is None:
+        return False
     return _compiled_records(
         data, base_timestamp, record_count, screen.require_key, screen.min_timestamp, screen.max_timestamp
     )
@@ -70,8 +77,9 @@ def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: b
     batch's record). Uncompressed, LZ4 and zstd payloads are inflated and screened in one C call;
     other codecs (and framings the C inflater leaves alone) are decompressed here first. A batch
     larger than :data:`STREAM_BOUND`, on disk or inflated, is not screened (False): the full path
-    reads it as a stream."""
-    if batch.size > STREAM_BOUND:
+    reads it as a stream. Without the compiled screen, always False: the caller validates the
+    batch in full."""
+    if _compiled_payload is None or batch.size > STREAM_BOUND:
         return False
     passed = _compiled_payload(
         buf, batch, screen, min(max_decompressed_size(batch), STREAM_BOUND), want_record, LZ4_BLOCK_INTO,

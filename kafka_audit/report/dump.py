@@ -20,9 +20,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
-from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
-from kafka_audit.log.internal_topics import Decoder, decoder_for, is_kraft_snapshot
-from kafka_audit.log.log_names import parse_base_offset
+from kafka_audit.log import checkpoints, producer_snapshot, transaction_index
+from kafka_audit.log.internal_topics import Decoder, decoder_for, decoder_for_topic, is_kraft_snapshot
 from kafka_audit.log.metadata_records import decode_kraft_control
 from kafka_audit.record.batch_records import v2_records_data
 from kafka_audit.record.compression import DecompressionError
@@ -30,6 +29,12 @@ from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, ControlRecordType, Record, RecordBatch, TimestampType
+from kafka_audit.report.dump_checks import (
+    DumpOptions,
+    OffsetFollower,
+    compiled_offsets,
+    index_dump,
+)
 from kafka_audit.report.redact import Redactor
 from kafka_audit.report.safe_text import dumps, escape_text
 
@@ -40,31 +45,33 @@ except ImportError:  # not built: the Python loop prints every record
 
 
 def dump_file(
-    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None = None
+    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None = None,
+    options: DumpOptions | None = None,
 ) -> Iterator[str]:
     """Text describing ``path``, chosen by its name as DumpLogSegments does: chunks of whole
     lines, each line ending in a newline (a segment: one chunk per batch). With ``redact``
     (``--redact``) every record is printed with its key, value and header values replaced by
     their length and keyed hash; internal topics' records are then not decoded by their schema
-    (their keys and values are group and transactional ids), control records still are."""
+    (their keys and values are group and transactional ids), control records still are.
+    ``options``: kafka-dump-log's further options; what they find is added to its summaries."""
     if redact is not None:
         records, print_data = True, True
-    for chunk in _dump_chunks(path, as_json, records, print_data, redact):
+    for chunk in _dump_chunks(path, as_json, records, print_data, redact, options or DumpOptions()):
         yield chunk if chunk.endswith("\n") else chunk + "\n"
 
 
-def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None) -> Iterator[str]:
+def _dump_chunks(
+    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None, options: DumpOptions
+) -> Iterator[str]:
     name = os.path.basename(path)
     stem = name.removesuffix(".deleted")
     if not as_json:
         yield f"Dumping {escape_text(path)}"
     try:
         if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
-            yield from _dump_segment(path, as_json, records, print_data, redact)
-        elif stem.endswith(".index"):
-            yield from _dump_entries(path, as_json, _offset_index_entries(path))
-        elif stem.endswith(".timeindex"):
-            yield from _dump_entries(path, as_json, _time_index_entries(path))
+            yield from _dump_segment(path, as_json, records, print_data, redact, options)
+        elif stem.endswith((".index", ".timeindex")):
+            yield from _dump_index(path, as_json, options)
         elif stem.endswith(".txnindex"):
             yield from _dump_entries(path, as_json, _txn_index_entries(path))
         elif stem.endswith(".snapshot"):
@@ -79,42 +86,74 @@ def _dump_chunks(path: str, as_json: bool, records: bool, print_data: bool, reda
         yield _problem_line(path, None, "unreadable", f"cannot read: {exc.strerror or exc}", as_json)
 
 
-def _dump_segment(path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None) -> Iterator[str]:
+def _dump_segment(
+    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None, options: DumpOptions
+) -> Iterator[str]:
     """One chunk per batch: its line (or JSON object), its problems, its records' lines. With
     ``records``, an internal topic's records are also decoded by their schema, as DumpLogSegments'
-    decoders do (``decoded``)."""
-    decoder = decoder_for(path) if records and redact is None else None
+    decoders do (``decoded``; ``options.decoder_topic`` names the topic whatever the folder). Then,
+    without ``max_bytes``, DumpLogSegments' "Found N invalid bytes at the end" of a segment whose
+    batches from its start do not reach its end."""
+    decoder = None
+    if records and redact is None:
+        decoder = decoder_for_topic(options.decoder_topic) if options.decoder_topic else decoder_for(path)
+    follower = OffsetFollower(path, options.summaries) if records else None
+    valid_end, contiguous = 0, True
     with FileRecords(path) as segment:
         for item in segment.batches():
+            if options.max_bytes is not None and (item.position or 0) + (0 if isinstance(item, Problem) else item.size) > options.max_bytes:
+                break  # FileRecords.slice(0, maxBytes): the batches wholly within the first N bytes
             if isinstance(item, Problem):
+                contiguous = False
                 yield _problem_line(path, item.position, item.check, item.message, as_json)
                 continue
-            with_data = print_data or item.is_control or decoder is not None
-            if as_json:
-                decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
-                if decoded is not None and decoded.batch is not None:
-                    item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
-                lines = [dumps(_batch_json(path, item, decoded if records else None, print_data, decoder, redact))]
-                problems = decoded.problems if decoded is not None else []
-                lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
-                yield "\n".join(lines)
-                continue
-            if records:
-                text = _compiled_lines(segment, item, print_data) if decoder is None and redact is None else None
-                if text is not None:
-                    yield f"{_batch_text(item)}\n{text}"
-                    continue
-            elif item.magic >= 2:
-                yield _batch_text(item)
-                continue
-            decoded = segment.records(item, with_data=with_data)
-            if decoded.batch is not None:
-                item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
-            lines = [_batch_text(item)]
-            lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
-            if records:
-                lines.append(record_lines(item, decoded.records, print_data, decoder, redact))
-            yield "\n".join(lines)
+            if contiguous:
+                valid_end = item.position + item.size
+            yield _batch_chunk(segment, path, item, as_json, records, print_data, decoder, redact, options, follower)
+        size = segment.size
+    if options.max_bytes is None and size > valid_end:
+        yield _problem_line(path, valid_end, "invalid_bytes",
+                            f"Found {size - valid_end} invalid bytes at the end of {os.path.basename(path)}", as_json, bare=True)
+
+
+def _batch_chunk(
+    segment: FileRecords, path: str, item: RecordBatch, as_json: bool, records: bool, print_data: bool,
+    decoder: Decoder | None, redact: Redactor | None, options: DumpOptions, follower: OffsetFollower | None,
+) -> str:
+    """One batch's chunk of :func:`_dump_segment`: its line or JSON object, problems and records;
+    the records' offsets go to ``follower`` (DumpLogSegments' non-consecutive offsets)."""
+    with_data = print_data or item.is_control or decoder is not None
+    if as_json:
+        decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
+        if decoded is not None and decoded.batch is not None:
+            item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
+        if follower is not None and decoded is not None:
+            follower.follow([r.offset for r in decoded.records])
+        lines = [dumps(_batch_json(path, item, decoded if records else None, print_data, decoder, redact))]
+        problems = decoded.problems if decoded is not None else []
+        lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
+        return "\n".join(lines)
+    if records:
+        plain = decoder is None and redact is None and not options.skip_record_metadata
+        text = _compiled_lines(segment, item, print_data) if plain else None
+        if text is not None:
+            if follower is not None:
+                offsets = compiled_offsets(text, item.record_count)
+                follower.follow(offsets if offsets is not None else
+                                [r.offset for r in segment.records(item, with_data=False).records])
+            return f"{_batch_text(item)}\n{text}"
+    elif item.magic >= 2:
+        return _batch_text(item)
+    decoded = segment.records(item, with_data=with_data)
+    if decoded.batch is not None:
+        item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
+    lines = [_batch_text(item)]
+    lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
+    if records:
+        if follower is not None:
+            follower.follow([r.offset for r in decoded.records])
+        lines.append(record_lines(item, decoded.records, print_data, decoder, redact, options.skip_record_metadata))
+    return "\n".join(lines)
 
 
 def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) -> str | None:
@@ -143,12 +182,12 @@ def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) 
 
 def record_lines(
     batch: RecordBatch, records: Sequence[Record], print_data: bool, decoder: Decoder | None = None,
-    redact: Redactor | None = None,
+    redact: Redactor | None = None, skip_metadata: bool = False,
 ) -> str:
     """The Python record-printing loop: one :func:`_record_text` line per record, joined (no
     newline after the last). What the compiled formatter prints for a v2 data batch, and the only
     path for control batches, v0/v1 and records that need decoding of their own."""
-    return "\n".join([_record_text(batch, record, print_data, decoder, redact) for record in records])
+    return "\n".join([_record_text(batch, record, print_data, decoder, redact, skip_metadata) for record in records])
 
 
 def _batch_json(
@@ -255,8 +294,18 @@ def _batch_text(batch: RecordBatch) -> str:
 
 def _record_text(
     batch: RecordBatch, record: Record, print_data: bool, decoder: Decoder | None = None,
-    redact: Redactor | None = None,
+    redact: Redactor | None = None, skip_metadata: bool = False,
 ) -> str:
+    """One record's line: its metadata, then its data (decoded, redacted or printed). With
+    ``skip_metadata`` (DumpLogSegments' ``--skip-record-metadata``), the data alone."""
+    control = batch.is_control and record.key is not None
+    data = "" if control else _record_data(record, print_data, decoder, redact)
+    if skip_metadata:
+        return f"|{data}" if data else "| "
+    return _record_metadata(batch, record, control) + data
+
+
+def _record_metadata(batch: RecordBatch, record: Record, control: bool) -> str:
     ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
     if batch.magic >= 2:
@@ -264,25 +313,30 @@ def _record_text(
         line += f" sequence: {sequence} headerKeys: [{','.join(escape_text(h.key) for h in record.headers)}]"
     else:
         line += f" magic: {record.magic} compresscodec: {batch.compression if record.magic == batch.magic else 'none'} crc: - isvalid: {str(record.crc_valid is not False).lower()}"
-    if batch.is_control and record.key is not None:
-        control = parse_control_record(record)
-        if control.error:
-            line += f" control: invalid ({control.error})"
+    if control:
+        parsed = parse_control_record(record)
+        if parsed.error:
+            line += f" control: invalid ({parsed.error})"
         else:
-            line += f" endTxnMarker: {ControlRecordType(cast(int, control.type)).name} coordinatorEpoch: {control.coordinator_epoch}" \
-                if control.is_transaction_marker else f" controlType: {control.type}"
-            kraft = decode_kraft_control(control.type, record.value)
+            line += f" endTxnMarker: {ControlRecordType(cast(int, parsed.type)).name} coordinatorEpoch: {parsed.coordinator_epoch}" \
+                if parsed.is_transaction_marker else f" controlType: {parsed.type}"
+            kraft = decode_kraft_control(parsed.type, record.value)
             if kraft is not None:
                 line += f" decoded: {dumps(kraft)}"
-    elif decoder is not None:
-        line += f" decoded: {dumps(decoder(record.key, record.value))}"
-    elif redact is not None:
-        line += f" key: {redact(record.key) or 'null'} payload: {redact(record.value) or 'null'}"
+    return line
+
+
+def _record_data(record: Record, print_data: bool, decoder: Decoder | None, redact: Redactor | None) -> str:
+    if decoder is not None:
+        return f" decoded: {dumps(decoder(record.key, record.value))}"
+    if redact is not None:
+        line = f" key: {redact(record.key) or 'null'} payload: {redact(record.value) or 'null'}"
         if record.headers:
             line += " headers: [" + ",".join(f"{escape_text(h.key)}={redact(h.value)}" for h in record.headers) + "]"
-    elif print_data:
-        line += f" key: {_text(record.key, record.key_size)} payload: {_text(record.value, record.value_size)}"
-    return line
+        return line
+    if print_data:
+        return f" key: {_text(record.key, record.key_size)} payload: {_text(record.value, record.value_size)}"
+    return ""
 
 
 def _text(value: bytes | None, size: int | None = None) -> str:
@@ -297,9 +351,12 @@ def _text(value: bytes | None, size: int | None = None) -> str:
     return text
 
 
-def _problem_line(path: str, position: int | None, check: str, message: str, as_json: bool) -> str:
+def _problem_line(path: str, position: int | None, check: str, message: str, as_json: bool, bare: bool = False) -> str:
+    """A problem as a JSON object, or a ``!!`` text line; ``bare``: Kafka's own line as it is."""
     if as_json:
         return dumps({"file": path, "position": position, "problem": check, "message": message})
+    if bare:
+        return escape_text(message)
     where = f" at position {position}" if position is not None else ""
     return f"!! {check}{where}: {escape_text(message)}"
 
@@ -331,12 +388,17 @@ def _entries(parsed) -> Iterator[dict[str, Any]]:
     yield from _problems(parsed.problems)
 
 
-def _offset_index_entries(path: str) -> Iterator[dict[str, Any]]:
-    return _entries(offset_index.read_offset_index(path, parse_base_offset(os.path.basename(path)) or 0))
-
-
-def _time_index_entries(path: str) -> Iterator[dict[str, Any]]:
-    return _entries(time_index.read_time_index(path, parse_base_offset(os.path.basename(path)) or 0))
+def _dump_index(path: str, as_json: bool, options: DumpOptions) -> Iterator[str]:
+    """An ``.index`` or ``.timeindex`` as DumpLogSegments dumps it (:func:`index_dump`)."""
+    for item in index_dump(path, options):
+        if isinstance(item, str):
+            yield escape_text(item)  # a sanity-check line names the file: shown escaped
+        elif as_json or "problem" in item:
+            yield from _dump_entries(path, as_json, iter([item]))
+        elif "line" in item:
+            yield escape_text(item["line"])
+        else:
+            yield " ".join(f"{_camel(k)}: {v}" for k, v in item.items())
 
 
 def _txn_index_entries(path: str) -> Iterator[dict[str, Any]]:

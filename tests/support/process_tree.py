@@ -1,6 +1,7 @@
 """What a process and its descendants (the driver JVM, PySpark's worker daemon and workers) expose
 while a scan runs: their listening sockets (psutil reads ``/proc/net/tcp*``, ``/proc/net/udp*``
-and each process's ``/proc/PID/fd``), command lines and environments.
+and each process's ``/proc/PID/fd``), command lines and environments; and, after a command, the
+processes still alive that carry an environment marker it was started with (:func:`marked`).
 
 ``python -m tests.support.process_tree DATA [SECRET_FILE]`` runs the Spark engine's audit of DATA
 on ``local[2]`` (the same session code as ``kafka-audit scan``) and, from the audit's progress
@@ -32,6 +33,25 @@ def tree(pid: int) -> list[psutil.Process]:
     """``pid`` and every process below it that is still there."""
     root = psutil.Process(pid)
     return [root, *root.children(recursive=True)]
+
+
+def marked(name: str, value: str) -> list[str]:
+    """The command lines of the live processes (zombies aside) whose environment holds
+    ``name=value``: a marker every descendant inherits, whichever session or group it moved to
+    and whoever its parent is now (``/proc/PID/environ``, readable for this user's processes)."""
+    needle = f"{name}={value}".encode()
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            with open(f"/proc/{process.pid}/environ", "rb") as environ:
+                if needle not in environ.read().split(b"\0"):
+                    continue
+            found.append(f"{process.pid} {' '.join(process.cmdline())}")
+        except (OSError, psutil.Error):
+            continue
+    return found
 
 
 def listeners(processes: list[psutil.Process]) -> list[Listener]:

@@ -5,6 +5,14 @@ One run; ``tool.driver.rules`` is the check catalogue (``rules.catalogue``) and 
 result whose location is the segment with the batch's byte range, and whose
 ``partialFingerprints["kafkaAudit/v1"]`` is the finding's fingerprint.
 
+GitHub code scanning shows a result only with a ``region.startLine`` (the SARIF multitool's GHAS
+rule GH1003) and, where a result has no ``primaryLocationLineHash``, hashes the text at that line
+itself. A segment is binary: its results carry line 1 (:data:`BINARY_START_LINE`, said in each
+rule's help) beside the batch's ``byteOffset``/``byteLength``, and ``primaryLocationLineHash`` is the
+finding's fingerprint, so that two findings of one segment never merge into one alert. A broker
+log line keeps its own line; a partition folder or the PATH scanned (a finding with no batch) is
+line 1 too. Every result has a location.
+
 GitHub's documented limits on an upload (docs.github.com, "SARIF support for code scanning" and
 "SARIF results exceed one or more limits"): 10 MB per gzip-compressed file, 20 runs per file,
 25,000 results per run of which only the top 5,000 by severity are kept, 25,000 rules per run,
@@ -19,12 +27,21 @@ import gzip
 from typing import Any
 
 from kafka_audit.audit.plan import ScanResult
-from kafka_audit.report.ci_formats.locations import Locator
+from kafka_audit.report.ci_formats.locations import Locator, Where
 from kafka_audit.report.safe_text import dumps, uri_path
 from kafka_audit.rules.catalogue import CHECKS, DESCRIPTIONS, UNCOMPRESSED_OFFSET_DELTAS, Check, Severity
 from kafka_audit.rules.findings import FINGERPRINT_VERSION, Finding, partition_label
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+# The tool's page (``tool.driver.informationUri``): the package's page on the Python Package Index.
+INFORMATION_URI = "https://pypi.org/project/kafka-audit/"
+# The line a result in a binary file (a segment) or a folder points at: there are no lines; the
+# region's byteOffset/byteLength say which batch.
+BINARY_START_LINE = 1
+_LINE_NOTE = (
+    f" Location: a segment is binary, so a result in one is at line {BINARY_START_LINE}; its region's "
+    "byteOffset and byteLength are the batch (the position and size `kafka-audit dump` shows)."
+)
 # GitHub stores the top 5,000 results of a run (and rejects a run of more than 25,000).
 MAX_RESULTS = 5_000
 # GitHub rejects a file whose gzip-compressed size exceeds 10 MB; keep a margin under it.
@@ -80,6 +97,7 @@ def _document(result: ScanResult, version: str, rule_ids: list[str], kept: list[
                     "driver": {
                         "name": "kafka-audit",
                         "version": version,
+                        "informationUri": INFORMATION_URI,
                         "rules": [_rule(CHECKS[rule_id]) for rule_id in rule_ids],
                     }
                 },
@@ -115,7 +133,7 @@ def _help(check: Check) -> str:
         text += " Over segment.bytes: RECORD_LIST_TOO_LARGE (18), abortable."
     if check.id == UNCOMPRESSED_OFFSET_DELTAS.id:  # the catalogue's one variant of a check
         text += " In an uncompressed v2 batch, non-consecutive deltas are a warning with no Kafka error."
-    return text
+    return text + _LINE_NOTE
 
 
 def _result(finding: Finding, rule_index: int, baseline_used: bool, locator: Locator) -> dict[str, Any]:
@@ -124,33 +142,28 @@ def _result(finding: Finding, rule_index: int, baseline_used: bool, locator: Loc
         "ruleIndex": rule_index,
         "level": _LEVEL[Severity(finding.severity)],
         "message": {"text": finding.message or finding.check},
-        "partialFingerprints": {FINGERPRINT_VERSION: finding.fingerprint},
+        # GitHub's own key, from the fingerprint: a binary segment has no line text to hash.
+        "partialFingerprints": {FINGERPRINT_VERSION: finding.fingerprint, "primaryLocationLineHash": finding.fingerprint},
         "properties": {name: getattr(finding, name) for name in _PROPERTIES},
+        "locations": [_location(finding, locator)],
     }
     # SPEC section 3: this finding's remedy (rules/remedies.py); the rule's help stays generic.
     result["properties"]["remedy"] = finding.details.get("remedy")
-    location = _location(finding, locator)
-    if location is not None:
-        result["locations"] = [location]
     if baseline_used:
         result["baselineState"] = "unchanged" if finding.baseline else "new"
     return result
 
 
-def _location(finding: Finding, locator: Locator) -> dict[str, Any] | None:
-    place = locator.where(finding)
-    if place is None:
-        return None
-    physical: dict[str, Any] = {"artifactLocation": {"uri": uri_path(place.path)}}
-    region: dict[str, Any] = {}
-    if place.line is not None:
-        region["startLine"] = place.line
+def _location(finding: Finding, locator: Locator) -> dict[str, Any]:
+    """The result's one location: the file or folder :class:`Locator` names (the current folder
+    for a scan that names no PATH), with a region that always has a ``startLine``."""
+    place = locator.where(finding) or Where(".")
+    region: dict[str, Any] = {"startLine": place.line if place.line is not None else BINARY_START_LINE}
     if place.byte_offset is not None:
         region["byteOffset"] = place.byte_offset
         if place.byte_length is not None:
             region["byteLength"] = place.byte_length
-    if region:
-        physical["region"] = region
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri_path(place.path)}, "region": region}
     location: dict[str, Any] = {"physicalLocation": physical}
     if finding.topic is not None:
         location["logicalLocations"] = [{"name": partition_label(finding.topic, finding.partition), "kind": "module"}]
