@@ -97,6 +97,15 @@ WHAT_TO_DO: dict[str, str] = {
     "remote_log_gap": "Offsets are missing between remote and local segments: check the remote store.",
     "remote_segment_missing": "`__remote_log_metadata` names a segment the store lacks: restore it.",
     "remote_txn_index_flag": "The metadata's transaction-index flag disagrees with the objects found.",
+    "incomplete_tail": "On a live broker, a write in progress: scan again. On a still copy, the broker's "
+    "recovery truncates it: the records it held are lost on this replica unless another holds them.",
+    "segment_changed": "Retention or the cleaner changed the file mid-scan: scan again to read it.",
+    "missing_segment": "A segment was not copied, or was removed by hand: copy the whole partition again.",
+    "replica_divergence": "Two replicas hold different batches at one offset: read the `replica_truncation` "
+    "findings for what Kafka drops.",
+    "replica_truncation": "Records Kafka truncates on this replica: recover them from this copy with the "
+    "`dump` in the remedy and produce them again.",
+    "replica_lag": "A follower that is behind: it catches up by itself once it fetches again.",
 }
 
 
