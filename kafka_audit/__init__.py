@@ -5,7 +5,7 @@
 
 # The one version source: pyproject.toml reads it (setuptools' dynamic version), `kafka-audit --version`
 # prints it, the Spark preflight compares it with each executor's. CHANGELOG.md says what each release changed.
-__version__ = "0.5.0.dev0"
+__version__ = "0.5.0"
 __all__ = ["AuditResult", "ExecutorEnvironmentError", "scan"]
 
 

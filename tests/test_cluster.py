@@ -100,8 +100,9 @@ def test_executors_without_kafka_audit_are_named_with_the_cause(cluster, tmp_pat
         f"cannot run the audit: cannot import kafka_audit with {venv_without_kafka_audit} "
         "(ModuleNotFoundError: No module named 'kafka_audit')" in line
     )
-    assert line.endswith("; set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with kafka-audit "
-                         f"{kafka_audit.__version__} on every executor")
+    # What to set comes before the log's path that every Spark failure line ends with.
+    assert ("; set PYSPARK_PYTHON (or spark.pyspark.python) to a Python with kafka-audit "
+            f"{kafka_audit.__version__} on every executor; Spark's log: ") in line
 
 
 def test_an_s3_scan_on_the_cluster_equals_the_local_scan(cluster, s3, tmp_path):  # noqa: F811

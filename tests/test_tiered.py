@@ -334,7 +334,10 @@ def test_remote_log_metadata_reads_only_the_versions_and_tags_kafkas_schemas_def
     """storage/src/main/resources/message/*Record.json: every record type at version 0 only, and one
     tagged field, TxnIndexEmpty (tag 0) of RemoteLogSegmentMetadataRecord; a version 1 is unknown
     (counted in internal_records_unknown), another tag is kept as ``tag_<n>``, never named."""
-    from kafka_audit.log.remote_log_metadata import unknown_remote_log_metadata_record
+    from kafka_audit.log.internal_topics import unread_test_for_topic
+
+    unknown_remote_log_metadata_record = unread_test_for_topic("__remote_log_metadata")
+    assert unknown_remote_log_metadata_record is not None
 
     v1 = segment_metadata_record("t", TOPIC_ID, 0, segment_id_for(1), 0, 9, 100, version=1)
     assert decode_remote_log_metadata(None, v1)["error"] == "unknown record type 0 version 1"

@@ -26,8 +26,17 @@ from kafka_audit.log.log_names import (
 )
 
 
-def _decoder_flag(topic: str) -> Any:
-    return typer.Option(help=f"Decode every record as {topic} records, whatever the folder (implies --print-data).")
+def _not_negative(value: int | None) -> int | None:
+    """``--max-bytes``: checked here, not by ``min=``, whose range typer prints beside the metavar
+    (and so cuts option names at 80 columns)."""
+    if value is not None and value < 0:
+        raise typer.BadParameter("must be 0 or more")
+    return value
+
+
+def _decoder_flag(flag: str, topic: str) -> Any:
+    """A decoder option: a flag alone, as kafka-dump-log's (no ``--no-`` form)."""
+    return typer.Option(flag, help=f"Decode every record as {topic} records, whatever the folder (implies --print-data).")
 
 
 # kafka-dump-log's decoder options (DumpLogSegmentsOptions), each the internal topic whose records it decodes.
@@ -42,16 +51,17 @@ _DECODERS = {
 
 def dump(
     files: Annotated[list[Path], typer.Argument(metavar="FILE", help="Segment (.log) or sidecar files to decode.")],
-    format: Annotated[DumpFormat, typer.Option("--format", help="text (kafka-dump-log-like) or json lines.")] = DumpFormat.text,
+    format: Annotated[DumpFormat, typer.Option("--format", metavar="FORMAT", help="text (kafka-dump-log-like) or json lines.")] = DumpFormat.text,
     records: Annotated[bool, typer.Option("--records", help="Also decode every record (deep iteration).")] = False,
     print_data: Annotated[bool, typer.Option("--print-data", help="Also print keys and values (implies --records).")] = False,
-    offsets_decoder: Annotated[bool, _decoder_flag(CONSUMER_OFFSETS)] = False,
-    transaction_log_decoder: Annotated[bool, _decoder_flag(TRANSACTION_STATE)] = False,
-    cluster_metadata_decoder: Annotated[bool, _decoder_flag(CLUSTER_METADATA)] = False,
-    remote_log_metadata_decoder: Annotated[bool, _decoder_flag(REMOTE_LOG_METADATA)] = False,
-    share_group_state_decoder: Annotated[bool, _decoder_flag(SHARE_GROUP_STATE)] = False,
+    offsets_decoder: Annotated[bool, _decoder_flag("--offsets-decoder", CONSUMER_OFFSETS)] = False,
+    transaction_log_decoder: Annotated[bool, _decoder_flag("--transaction-log-decoder", TRANSACTION_STATE)] = False,
+    cluster_metadata_decoder: Annotated[bool, _decoder_flag("--cluster-metadata-decoder", CLUSTER_METADATA)] = False,
+    remote_log_metadata_decoder: Annotated[bool, _decoder_flag("--remote-log-metadata-decoder", REMOTE_LOG_METADATA)] = False,
+    share_group_state_decoder: Annotated[bool, _decoder_flag("--share-group-state-decoder", SHARE_GROUP_STATE)] = False,
     max_bytes: Annotated[Optional[int], typer.Option(
-        "--max-bytes", min=0, help="Read only the batches within a segment's first N bytes.")] = None,
+        "--max-bytes", metavar="N", callback=_not_negative,
+        help="Read only the batches within a segment's first N bytes.")] = None,
     skip_record_metadata: Annotated[bool, typer.Option(
         "--skip-record-metadata", help="Print each record's data without its offset, timestamp, sizes and headers.")] = False,
     verify_index_only: Annotated[bool, typer.Option(

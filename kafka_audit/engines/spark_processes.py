@@ -188,7 +188,7 @@ def end_launched_jvm(before: set[int], sharing: ClassDataSharing, interrupts: In
     launched = session_leaders() - before
     if process is not None:  # already reaped, its session still holds the worker daemon
         launched.add(process.pid)
-    _quiet_accumulator_server(SparkContext._active_spark_context)
+    quiet_accumulator_server(SparkContext._active_spark_context)
     recorded = False
     if process is not None and not interrupts.event.is_set():
         wait_s, said = (_RECORDING_S, note) if sharing.records else (_JVM_EXIT_S, None)
@@ -202,7 +202,7 @@ def end_launched_jvm(before: set[int], sharing: ClassDataSharing, interrupts: In
         _forget(gateway)
 
 
-def _quiet_accumulator_server(context) -> None:
+def quiet_accumulator_server(context) -> None:
     """PySpark's accumulator server (a ``socketserver``) of a context whose JVM is about to go:
     its handler fails on the connection the killed JVM drops, and ``socketserver`` prints each
     failure as a traceback on stderr; those are silenced, and the server shut down on a thread of

@@ -37,7 +37,13 @@ from kafka_audit.engines.spark_errors import (
     describe,
     root_cause,
 )
-from kafka_audit.engines.spark_processes import Interrupts, end_launched_jvm, session_leaders, start_apart
+from kafka_audit.engines.spark_processes import (
+    Interrupts,
+    end_launched_jvm,
+    quiet_accumulator_server,
+    session_leaders,
+    start_apart,
+)
 from kafka_audit.engines.spark_security import AUTHENTICATION, SECRET_SETTING, loopback_settings
 
 SPARK_LOG = "spark.log"
@@ -322,11 +328,7 @@ def _stop(spark) -> None:
     """``spark.stop()`` without its wait for PySpark's accumulator server: the server's
     ``shutdown()`` waits for its polling loop to notice (0.78 s of a 0.92 s stop, measured), so
     it is shut down on a daemon thread of its own; the JVM side stops as usual."""
-    context = spark.sparkContext
-    server = getattr(context, "_accumulatorServer", None)
-    if server is not None:
-        context._accumulatorServer = None
-        threading.Thread(target=server.shutdown, name="accumulator-server-shutdown", daemon=True).start()
+    quiet_accumulator_server(spark.sparkContext)
     try:
         spark.stop()
     except Exception:  # noqa: BLE001 - after Ctrl-C the JVM may be gone: nothing left to stop
