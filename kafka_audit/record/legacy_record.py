@@ -30,12 +30,14 @@ from kafka_audit.record.record_batch import (
     RecordBatch,
 )
 
-_OFFSET_SIZE = struct.Struct(">qi")
-_CRC_MAGIC_ATTRIBUTES = struct.Struct(">IbB")
-_TIMESTAMP = struct.Struct(">q")
-_LENGTH = struct.Struct(">i")
+# The v0/v1 message layout (LegacyRecord): offset and size, crc, magic and attributes, the v1
+# timestamp, a key or value length; the streamed walker (stream_legacy) reads by the same.
+OFFSET_SIZE = struct.Struct(">qi")
+CRC_MAGIC_ATTRIBUTES = struct.Struct(">IbB")
+TIMESTAMP = struct.Struct(">q")
+LENGTH = struct.Struct(">i")
 _CRC = struct.Struct(">I")
-_NULL_LENGTH = _LENGTH.pack(-1)
+_NULL_LENGTH = LENGTH.pack(-1)
 
 
 def record_overhead(magic: int) -> int:
@@ -64,19 +66,19 @@ def parse_message(buf, pos: int, end: int) -> LegacyMessage | str:
     Returns the message, or a sentence saying why its framing is unreadable. The caller has
     checked that 12 bytes of log overhead fit and that ``size`` does not run past ``end``.
     """
-    offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+    offset, size = OFFSET_SIZE.unpack_from(buf, pos)
     body = pos + LOG_OVERHEAD
     body_end = body + size
     if body + 6 > end:
         return f"Message at position {pos} is truncated inside its header"
-    crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(buf, body)
+    crc, magic, attributes = CRC_MAGIC_ATTRIBUTES.unpack_from(buf, body)
     overhead = record_overhead(magic)
     if size < overhead:
         return f"Message size {size} is less than the minimum record overhead ({overhead})"
     cursor = body + 6
     timestamp = NO_TIMESTAMP
     if magic == MAGIC_VALUE_V1:
-        (timestamp,) = _TIMESTAMP.unpack_from(buf, cursor)
+        (timestamp,) = TIMESTAMP.unpack_from(buf, cursor)
         cursor += 8
     key_span, cursor = _read_bytes(buf, cursor, body_end)
     if isinstance(key_span, str):
@@ -94,7 +96,7 @@ def _read_bytes(buf, cursor: int, limit: int) -> tuple[tuple[int, int] | None | 
     """A length-prefixed (i32, -1 = null) byte field within ``limit``; a str says what is wrong."""
     if cursor + 4 > limit:
         return "length runs past the end of the message", cursor
-    (length,) = _LENGTH.unpack_from(buf, cursor)
+    (length,) = LENGTH.unpack_from(buf, cursor)
     cursor += 4
     if length == -1:
         return None, cursor
@@ -180,7 +182,7 @@ def decode_legacy_batch(
         if end - pos < LOG_OVERHEAD:
             problems.append(_inner_truncated(position, index, end - pos))
             break
-        _, size = _OFFSET_SIZE.unpack_from(inner, pos)
+        _, size = OFFSET_SIZE.unpack_from(inner, pos)
         if size < LEGACY_RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
             problems.append(_inner_truncated(position, index, end - pos))
             break
@@ -254,11 +256,11 @@ def encode_message(
     attributes, [timestamp (v1; None is NO_TIMESTAMP)], key, value (length -1 for null)."""
     parts = [bytes((magic & 0xFF, attributes & 0xFF))]
     if magic >= MAGIC_VALUE_V1:
-        parts.append(_TIMESTAMP.pack(NO_TIMESTAMP if timestamp is None else timestamp))
+        parts.append(TIMESTAMP.pack(NO_TIMESTAMP if timestamp is None else timestamp))
     for data in (key, value):
-        parts.append(_NULL_LENGTH if data is None else _LENGTH.pack(len(data)) + data)
+        parts.append(_NULL_LENGTH if data is None else LENGTH.pack(len(data)) + data)
     body = b"".join(parts)
-    return _OFFSET_SIZE.pack(offset, 4 + len(body)) + _CRC.pack(zlib.crc32(body)) + body
+    return OFFSET_SIZE.pack(offset, 4 + len(body)) + _CRC.pack(zlib.crc32(body)) + body
 
 
 def encode_wrapper(offset: int, magic: int, attributes: int, timestamp: int | None, inner: bytes, codec: int) -> bytes:

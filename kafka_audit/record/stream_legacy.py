@@ -10,7 +10,6 @@ those of :func:`kafka_audit.record.legacy_record.decode_legacy_batch`.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import overload
 
 from kafka_audit.record.byte_stream import ByteStream, StreamEnded
-from kafka_audit.record.legacy_record import LegacyMessage, record_overhead
+from kafka_audit.record.legacy_record import (
+    CRC_MAGIC_ATTRIBUTES,
+    LENGTH,
+    OFFSET_SIZE,
+    TIMESTAMP,
+    LegacyMessage,
+    record_overhead,
+)
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import (
     LEGACY_RECORD_OVERHEAD_V0,
@@ -29,10 +35,6 @@ from kafka_audit.record.record_batch import (
 )
 from kafka_audit.record.stream_records import record_at
 
-_OFFSET_SIZE = struct.Struct(">qi")
-_CRC_MAGIC_ATTRIBUTES = struct.Struct(">IbB")
-_TIMESTAMP = struct.Struct(">q")
-_LENGTH = struct.Struct(">i")
 # Inner messages with a bad CRC listed as problems per batch; the rest are counted (``omitted``).
 MAX_LISTED_PROBLEMS = 1000
 
@@ -89,23 +91,23 @@ def read_message_header(read: Callable[[int, int], bytes], pos: int, end: int) -
     buffer: its header and two length fields by ``read(start, stop)`` (ranged reads), its CRC
     left to the caller (``crc_valid`` False until then); the same sentences."""
     head = read(pos, min(end, pos + _HEAD_BYTES))
-    offset, size = _OFFSET_SIZE.unpack_from(head, 0)
+    offset, size = OFFSET_SIZE.unpack_from(head, 0)
     body, body_end = pos + LOG_OVERHEAD, pos + LOG_OVERHEAD + size
-    crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack_from(head, LOG_OVERHEAD)
+    crc, magic, attributes = CRC_MAGIC_ATTRIBUTES.unpack_from(head, LOG_OVERHEAD)
     overhead = record_overhead(magic)
     if size < overhead:
         return f"Message size {size} is less than the minimum record overhead ({overhead})"
     cursor = body + 6
     timestamp = NO_TIMESTAMP
     if magic == MAGIC_VALUE_V1:
-        (timestamp,) = _TIMESTAMP.unpack_from(head, cursor - pos)
+        (timestamp,) = TIMESTAMP.unpack_from(head, cursor - pos)
         cursor += 8
     spans: list[tuple[int, int] | None] = []
     for name in ("key", "value"):
         field_bytes = read(cursor, cursor + 4) if cursor + 4 <= body_end else b""
         if len(field_bytes) < 4:
             return f"{name} length runs past the end of the message"
-        (length,) = _LENGTH.unpack(field_bytes)
+        (length,) = LENGTH.unpack(field_bytes)
         cursor += 4
         if length == -1:
             spans.append(None)
@@ -177,7 +179,7 @@ def _inner_walk(stream: ByteStream, position: int, keep: int, problems: list[Pro
     while not stream.at_end():
         start = stream.position
         try:
-            offset, size = _OFFSET_SIZE.unpack(stream.read(LOG_OVERHEAD))
+            offset, size = OFFSET_SIZE.unpack(stream.read(LOG_OVERHEAD))
         except StreamEnded:
             problems.append(_truncated(position, index, stream.position - start))
             return
@@ -206,7 +208,7 @@ def _inner_message(stream: ByteStream, index: int, offset: int, size: int, keep:
     reads them (its sentences); the CRC-32 computed over magic..end as the bytes go by."""
     body = stream.position
     body_end = body + size
-    crc, magic, attributes = _CRC_MAGIC_ATTRIBUTES.unpack(stream.read(6))
+    crc, magic, attributes = CRC_MAGIC_ATTRIBUTES.unpack(stream.read(6))
     overhead = record_overhead(magic)
     if size < overhead:
         return f"Message size {size} is less than the minimum record overhead ({overhead})"
@@ -216,14 +218,14 @@ def _inner_message(stream: ByteStream, index: int, offset: int, size: int, keep:
     if magic == MAGIC_VALUE_V1:
         raw = stream.read(8)
         computed(raw)
-        (timestamp,) = _TIMESTAMP.unpack(raw)
+        (timestamp,) = TIMESTAMP.unpack(raw)
     sizes_data: list[tuple[int, bytes | None]] = []
     for name in ("key", "value"):
         if stream.position + 4 > body_end:
             return f"{name} length runs past the end of the message"
         raw = stream.read(4)
         computed(raw)
-        (length,) = _LENGTH.unpack(raw)
+        (length,) = LENGTH.unpack(raw)
         if length == -1:
             sizes_data.append((-1, None))
             continue
