@@ -411,7 +411,7 @@ def rss_probe(path: Path) -> dict:
 
     from kafka_audit.audit.segment_audit import SegmentAuditor
     from kafka_audit.audit.segment_task import SegmentTask
-    from kafka_audit.rules.log_validator import ValidationConfig
+    from kafka_audit.rules.validation.log_validator import ValidationConfig
 
     size = path.stat().st_size
     task = SegmentTask(

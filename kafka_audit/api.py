@@ -19,8 +19,8 @@ from typing import Any
 from kafka_audit.audit.scan_options import reference_time_problem, scan_options
 from kafka_audit.engines.preflight import ExecutorEnvironmentError
 from kafka_audit.log.log_dir import discover
-from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
-from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.rules.replay.partition_replay import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.rules.validation.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 
 __all__ = ["AuditResult", "ExecutorEnvironmentError", "scan"]
 

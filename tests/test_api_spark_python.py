@@ -60,7 +60,7 @@ def test_the_api_runs_on_local_spark_from_a_venv_python_that_is_not_activated(tm
                           capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, done.stderr[-3000:]
     want = sorted(f["check"] for f in expected["findings"])
-    assert json.loads(done.stdout.splitlines()[-1]) == {call: want for call in CALLS}
+    assert json.loads(done.stdout.splitlines()[-1]) == dict.fromkeys(CALLS, want)
     started = done.stderr.split(CALL_MARK.format("started"), 1)[1].split(OWN_SESSION, 1)[0]
     given = done.stderr.split(CALL_MARK.format("given"), 1)[1]
     for output in (started, given):

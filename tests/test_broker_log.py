@@ -12,7 +12,7 @@ import pytest
 
 from kafka_audit.io.broker_log import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogError, read_broker_logs
 from kafka_audit.io.broker_log_lines import PRODUCE_EXCEPTIONS, parse_topic_partition
-from kafka_audit.rules.broker_rejection import kafka_error
+from kafka_audit.rules.rejection.broker_rejection import kafka_error
 from tests.support.audit_run import corpus_dir
 from tests.support.broker_logs import ISSUE_SERVER_LOG, epoch_ms
 

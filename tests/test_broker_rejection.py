@@ -1,4 +1,4 @@
-"""``broker_rejection``: broker log lines joined with the replayed log (rules/broker_rejection.py
+"""``broker_rejection``: broker log lines joined with the replayed log (rules/rejection/broker_rejection.py
 through the partition step), on log dirs written by tests/support/writer.py and on the real 3.6.2
 broker logs of the real-broker corpus."""
 

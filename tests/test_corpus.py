@@ -66,7 +66,7 @@ SIDECARS = [
 # ---------------------------------------------------------------------------------------------
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ours(relative: str) -> tuple[tuple, ...]:
     """Our reader: per batch (base offset, last offset, producer id, epoch, base sequence,
     transactional, control, records read), and every Problem met."""
@@ -93,7 +93,7 @@ def ours(relative: str) -> tuple[tuple, ...]:
     return tuple(batches), tuple(problems)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def kafka_python(relative: str) -> tuple[tuple, ...]:
     """kafka-python's MemoryRecords over the same bytes, the same fields."""
     records = MemoryRecords((CORPUS / relative).read_bytes())

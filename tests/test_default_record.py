@@ -21,7 +21,7 @@ from kafka_audit.record.default_record import decode_records
 from kafka_audit.record.file_records import iter_batches
 from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatch
 from kafka_audit.record.record_screen import RecordScreen, screen_records
-from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
+from kafka_audit.rules.validation.log_validator import ValidationConfig, record_screen, validate_records
 from tests.support.record_screen_reference import screen_records_py
 from tests.support.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
 

@@ -15,9 +15,9 @@ import re
 import subprocess
 import sys
 import unicodedata
-import xml.etree.ElementTree as ElementTree
 from html.parser import HTMLParser
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from hypothesis import given, settings

@@ -19,7 +19,7 @@ import pytest
 from kafka_audit.audit.plan import ScanOptions, audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record.record_batch import ControlRecordType
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
+from kafka_audit.rules.validation.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig
 from tests.support.writer import (
     LOG_APPEND_TIME,
     TS_BASE,

@@ -125,7 +125,7 @@ def test_batch_values_give_back_every_summary_in_order():
     from kafka_audit.audit.segment_task import SegmentTask
     from kafka_audit.engines.job_rows import batch_summaries, expand_batches, segment_row_batch, value_rows
     from kafka_audit.rules.batch_summary import BatchSummary
-    from kafka_audit.rules.log_validator import ValidationConfig
+    from kafka_audit.rules.validation.log_validator import ValidationConfig
 
     folder = next(p for p in sorted(FAULTY.iterdir()) if p.is_dir() and len(list(p.glob("*.log"))) > 0)
     log = sorted(folder.glob("*.log"))[0]

@@ -26,7 +26,7 @@ from kafka_audit.audit.plan import ScanOptions
 from kafka_audit.io.broker_log import read_broker_logs
 from kafka_audit.log import offset_index, time_index
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.offset_continuity import OffsetContinuity
+from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from tests.conftest import FIXTURES
 from tests.support.audit_run import corpus_dir
 from tests.support.partition_paths import (

@@ -9,13 +9,13 @@ import pytest
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.record.record_batch import increment_sequence
 from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
-from kafka_audit.rules.producer_state import (
+from kafka_audit.rules.remedies import remedy_for
+from kafka_audit.rules.replay.partition_replay import (
     PartitionLog,
     ProducerStateReplay,
     in_sequence,
     replay_partition,
 )
-from kafka_audit.rules.remedies import remedy_for
 
 INT32_MAX = 2**31 - 1
 TOPIC = "test"
@@ -38,12 +38,12 @@ class LogBuilder:
     def segment(self) -> str:
         return f"{self.topic}-{self.partition}/{self.segment_base:020d}.log"
 
-    def roll(self) -> "LogBuilder":
+    def roll(self) -> LogBuilder:
         self.segment_base = self.next_offset
         self.position = 0
         return self
 
-    def skip(self, count: int) -> "LogBuilder":
+    def skip(self, count: int) -> LogBuilder:
         self.next_offset += count
         return self
 

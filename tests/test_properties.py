@@ -44,9 +44,9 @@ from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD, RecordBatc
 from kafka_audit.record.record_screen import RecordScreen, screen_records
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CHECKS
-from kafka_audit.rules.log_validator import ValidationConfig, record_screen, validate_records
-from kafka_audit.rules.offset_continuity import OffsetContinuity
-from kafka_audit.rules.producer_state import PartitionLog, replay_partition
+from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
+from kafka_audit.rules.replay.partition_replay import PartitionLog, replay_partition
+from kafka_audit.rules.validation.log_validator import ValidationConfig, record_screen, validate_records
 from tests.support.record_screen_reference import screen_records_py
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
 
@@ -196,7 +196,7 @@ def test_arbitrary_bytes_never_raise_and_problems_are_catalogued(data):
             _check_problem(item, len(data))
             continue
         assert isinstance(item, RecordBatch)
-        assert 0 <= item.position and item.position + item.size <= len(data)
+        assert item.position >= 0 and item.position + item.size <= len(data)
         for with_data in (True, False):
             decoded = read_batch_records(data, item, with_data=with_data)
             for problem in decoded.problems:

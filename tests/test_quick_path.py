@@ -36,7 +36,7 @@ from kafka_audit.record.record_batch import (
 from kafka_audit.record.record_screen import RecordScreen, screen_payload
 from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.rules.validation.log_validator import ValidationConfig
 from tests.support.audit_run import SHARED, THIRD_PARTY_CORPUS
 from tests.support.record_screen_reference import screen_payload_py
 from tests.support.writer import BatchSpec, ControlSpec, RecordSpec, encode_batch, records

@@ -24,7 +24,7 @@ from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.range_buffer import RangeBuffer
 from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.findings import Finding
-from kafka_audit.rules.log_validator import ValidationConfig
+from kafka_audit.rules.validation.log_validator import ValidationConfig
 from tests.conftest import FIXTURES
 from tests.support.audit_run import BUNDLED
 from tests.support.s3_server import CREDENTIALS, S3Server, upload_tree

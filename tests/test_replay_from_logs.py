@@ -18,7 +18,7 @@ import pytest
 
 from kafka_audit.audit.plan import ScanOptions, audit_in_process
 from kafka_audit.log.log_dir import discover
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
+from kafka_audit.rules.validation.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 from tests.support.writer import (
     TS_BASE,
     BatchSpec,

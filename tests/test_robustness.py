@@ -107,7 +107,7 @@ class Scene:
     def partition(self, topic: str, number: int = 0, **options):
         return self.writer.partition(topic, number, **options)
 
-    def close(self) -> "Scene":
+    def close(self) -> Scene:
         if not self.closed:
             self.writer.close()
             self.closed = True
@@ -630,7 +630,7 @@ def test_corrupt_sidecars_are_findings_and_the_log_is_still_audited(scene, suffi
 
 
 def test_a_garbage_index_gives_a_bounded_number_of_findings(scene):
-    from kafka_audit.rules.index_check import MAX_FINDINGS_PER_INDEX
+    from kafka_audit.rules.partition.index_check import MAX_FINDINGS_PER_INDEX
 
     folder = _partition_with_sidecars(scene)
     (index,) = folder.glob("*.index")

@@ -44,7 +44,7 @@ def test_the_log_s_first_cause_with_its_deepest_caused_by():
 
 
 def test_a_log_of_noise_only_names_no_cause():
-    assert root_cause(START_LOG.split("26/11/25 02:23:06")[0]) is None
+    assert root_cause(START_LOG.split("26/11/25 02:23:06", maxsplit=1)[0]) is None
 
 
 def test_a_jvm_that_cannot_start():

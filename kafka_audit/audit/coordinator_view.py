@@ -20,7 +20,7 @@ from kafka_audit.log.internal_topics import read_transaction_log
 from kafka_audit.log.log_names import TRANSACTION_STATE
 from kafka_audit.record.problem import Problem
 from kafka_audit.rules.findings import Finding, iso_time
-from kafka_audit.rules.transaction_version import CoordinatorFacts
+from kafka_audit.rules.replay.transaction_version import CoordinatorFacts
 
 _OPEN_CHECKS = ("hanging_transaction", "open_transaction")
 

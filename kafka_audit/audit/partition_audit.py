@@ -31,15 +31,15 @@ from kafka_audit.log.producer_snapshot import read_producer_snapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.log.transaction_index import read_transaction_index
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.broker_rejection import BrokerRejections
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, partition_label
-from kafka_audit.rules.missing_segments import checkpoint_findings
-from kafka_audit.rules.offset_continuity import OffsetContinuity
-from kafka_audit.rules.producer_activity import ProducerActivityLog
-from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.partition.missing_segments import checkpoint_findings
+from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
+from kafka_audit.rules.rejection.broker_rejection import BrokerRejections
+from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.replay.producer_activity import ProducerActivityLog
+from kafka_audit.rules.replay.transaction_version import CoordinatorFacts
 from kafka_audit.rules.replication.replica_compare import ReplicaDigest
-from kafka_audit.rules.transaction_version import CoordinatorFacts
 
 
 @dataclass(slots=True)
@@ -84,7 +84,7 @@ class PartitionMeta:
     checkpoints: dict[str, Any] | None = None
 
     @classmethod
-    def from_discovery(cls, found, options, storage_options: tuple = ()) -> "PartitionMeta":
+    def from_discovery(cls, found, options, storage_options: tuple = ()) -> PartitionMeta:
         """Build from a discovered partition. The log start offset is the broker's
         ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
         else the first live segment's base offset: of the folder, not of the files given,
@@ -160,7 +160,7 @@ class PartitionTotals:
     replica_set: tuple | None = None
     digest: ReplicaDigest | None = None
 
-    def merge(self, other: "PartitionTotals") -> "PartitionTotals":
+    def merge(self, other: PartitionTotals) -> PartitionTotals:
         self.producers |= other.producers
         self.committed += other.committed
         self.aborted += other.aborted

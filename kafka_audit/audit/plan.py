@@ -42,10 +42,10 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CheckId
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, assign_fingerprints, make_finding
-from kafka_audit.rules.log_validator import ValidationConfig
-from kafka_audit.rules.missing_segments import orphan_sidecar_finding
-from kafka_audit.rules.producer_activity import count_findings
+from kafka_audit.rules.partition.missing_segments import orphan_sidecar_finding
 from kafka_audit.rules.remedies import attach_remedies
+from kafka_audit.rules.replay.producer_activity import count_findings
+from kafka_audit.rules.validation.log_validator import ValidationConfig
 
 # What an encrypted tiered-storage segment without --rsm-key-file needs (its finding's message).
 ENCRYPTED_HINT = " (its chunks are AES-GCM-encrypted: give --rsm-key-file, the private key that unwraps its data key)"

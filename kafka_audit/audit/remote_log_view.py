@@ -6,7 +6,7 @@ from __future__ import annotations
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.log_names import LIVE
 from kafka_audit.rules.findings import Finding
-from kafka_audit.rules.remote_log import RemoteObject, remote_log_findings
+from kafka_audit.rules.partition.remote_log import RemoteObject, remote_log_findings
 
 
 def remote_log_view(discovery: Discovery) -> list[Finding]:

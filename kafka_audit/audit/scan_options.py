@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
 from kafka_audit.log.feature_levels import ClusterLevels
-from kafka_audit.rules.log_validator import (
+from kafka_audit.rules.replay.partition_replay import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.rules.validation.log_validator import (
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEGMENT_BYTES,
     ValidationConfig,
 )
-from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 
 # Segments above 1.5x this size are split into byte ranges of about this size.
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -46,7 +46,7 @@ class ScanOptions:
     baseline: frozenset[str] = frozenset()
 
     @property
-    def validations(self) -> "Validations":
+    def validations(self) -> Validations:
         """The validation of each partition folder, alone (what a segment task needs)."""
         return Validations(self.validation, self.validation_by_replica)
 

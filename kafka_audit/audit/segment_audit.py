@@ -1,7 +1,7 @@
 """The audit of one segment (or one byte range of it): the work of one Spark task.
 
 Walks the batches, turns decoding problems into findings, re-runs the record rules of
-:mod:`kafka_audit.rules.log_validator` on every batch whose CRC holds, and streams a
+:mod:`kafka_audit.rules.validation.log_validator` on every batch whose CRC holds, and streams a
 :class:`BatchSummary` per batch for the partition-level replay. Nothing is kept per batch:
 findings and summaries are yielded as they are found, counts are accumulated in ``stats``.
 """
@@ -30,11 +30,11 @@ from kafka_audit.record.record_batch import (
 )
 from kafka_audit.record.record_screen import RecordScreen, screen_payload
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.batch_validation import validate_appended_size, validate_batch_header, validate_batch_size
 from kafka_audit.rules.catalogue import INCOMPLETE_TAIL_LIVE, Check, CheckId
-from kafka_audit.rules.control_batch import control_record_violation, validate_control_batch
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
-from kafka_audit.rules.log_validator import (
+from kafka_audit.rules.validation.batch_validation import validate_appended_size, validate_batch_header, validate_batch_size
+from kafka_audit.rules.validation.control_batch import control_record_violation, validate_control_batch
+from kafka_audit.rules.validation.log_validator import (
     ValidationConfig,
     Violation,
     control_record_screen,

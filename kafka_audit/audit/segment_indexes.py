@@ -16,7 +16,7 @@ from kafka_audit.log.time_index import read_time_index
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding
-from kafka_audit.rules.index_check import SegmentBatches, verify_offset_index, verify_time_index
+from kafka_audit.rules.partition.index_check import SegmentBatches, verify_offset_index, verify_time_index
 
 
 def verify_indexes(

@@ -53,7 +53,7 @@ class SegmentTask:
     def byte_count(self) -> int:
         return (self.size if self.stop is None else self.stop) - self.start
 
-    def byte_range(self, start: int, stop: int | None) -> "SegmentTask":
+    def byte_range(self, start: int, stop: int | None) -> SegmentTask:
         """The same segment, restricted to the batches starting in ``[start, stop)``."""
         return replace(self, start=start, stop=stop)
 
@@ -116,7 +116,7 @@ class SegmentStats:
     # io.local_file), the summary's ``files_changed``.
     changed: dict[str, str] = field(default_factory=dict)
 
-    def merge(self, other: "SegmentStats") -> "SegmentStats":
+    def merge(self, other: SegmentStats) -> SegmentStats:
         self.segments += other.segments
         self.batches += other.batches
         self.records += other.records

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -44,8 +44,8 @@ from kafka_audit.cli.options import (
 )
 from kafka_audit.cli.output_file import atomic_path, output_text, write_text
 from kafka_audit.engines.run import Engine
-from kafka_audit.rules.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
-from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.rules.replay.partition_replay import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
+from kafka_audit.rules.validation.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 
 VIEW_HELP = {
     "scan": "Audit segment files; print tables (default), JSON/NDJSON/CSV, or a CI format "
@@ -61,14 +61,14 @@ def scan(
     ctx: typer.Context,
     paths: PathsArgument,
     format: Annotated[OutputFormat, typer.Option("--format", metavar="FORMAT", help="Output format: table, json, ndjson, csv, sarif, junit, github or gitlab.")] = OutputFormat.table,
-    output: Annotated[Optional[Path], typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", help="Write the report to FILE instead of stdout.")] = None,
     topic: TopicOption = None,
     partition: PartitionOption = None,
     producer_id: ProducerIdOption = None,
     since: SinceOption = None,
     until: UntilOption = None,
     compacted_topic: Annotated[
-        Optional[list[str]],
+        list[str] | None,
         typer.Option("--compacted-topic", metavar="TOPIC", help="Topic with cleanup.policy=compact (repeatable); "
                      "__consumer_offsets and __transaction_state always are."),
     ] = None,
@@ -79,13 +79,13 @@ def scan(
         int, typer.Option("--segment-bytes", metavar="N", min=1, help="Broker segment.bytes.")
     ] = DEFAULT_SEGMENT_BYTES,
     timestamp_before_max_ms: Annotated[
-        Optional[int], typer.Option("--timestamp-before-max-ms", metavar="MS", min=0, help="Allowed age of CREATE_TIME timestamps.")
+        int | None, typer.Option("--timestamp-before-max-ms", metavar="MS", min=0, help="Allowed age of CREATE_TIME timestamps.")
     ] = None,
     timestamp_after_max_ms: Annotated[
-        Optional[int], typer.Option("--timestamp-after-max-ms", metavar="MS", min=0, help="Allowed future skew of CREATE_TIME timestamps.")
+        int | None, typer.Option("--timestamp-after-max-ms", metavar="MS", min=0, help="Allowed future skew of CREATE_TIME timestamps.")
     ] = None,
     reference_time: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--reference-time", help="Broker 'now' for timestamp checks: epoch ms or ISO-8601. "
                      "Default: each segment file's modification time (an object store's: when it "
                      "stored the object)."),
@@ -109,10 +109,10 @@ def scan(
     rsm_key_file: RsmKeyFileOption = None,
     max_read_rate: MaxReadRateOption = None,
     remote: Annotated[
-        Optional[str], typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
+        str | None, typer.Option("--remote", help="Run on a Spark Connect server: sc://HOST:PORT.")
     ] = None,
     output_parquet: Annotated[
-        Optional[str],
+        str | None,
         typer.Option("--output-parquet", help="Also write findings/, batches/ and producers/ Parquet datasets there."),
     ] = None,
     spark_secret_file: SparkSecretOption = None,
@@ -171,7 +171,7 @@ def scan(
 
 
 @contextmanager
-def _parquet_folder(target: Optional[str]) -> Iterator[Optional[str]]:
+def _parquet_folder(target: str | None) -> Iterator[str | None]:
     """Where the audit writes ``--output-parquet``: a local folder's datasets are written
     beside it and moved into it when complete (:func:`kafka_audit.cli.output_file.atomic_path`)."""
     if target is None or "://" in target:
@@ -183,7 +183,7 @@ def _parquet_folder(target: Optional[str]) -> Iterator[Optional[str]]:
         yield str(folder)
 
 
-def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], until: Optional[str]):
+def _report_filter(producer_ids: list[int] | None, since: str | None, until: str | None):
     from kafka_audit.report.views import ReportFilter
 
     start = parse_reference_time(since, "--since") if since is not None else None
@@ -193,7 +193,7 @@ def _report_filter(producer_ids: Optional[list[int]], since: Optional[str], unti
     return ReportFilter(frozenset(producer_ids) if producer_ids else None, start, end)
 
 
-def _write_view(result, view: str, keep, format: "OutputFormat", output: Optional[Path]) -> None:
+def _write_view(result, view: str, keep, format: OutputFormat, output: Path | None) -> None:
     """The ``producers`` or ``timeline`` report (SPEC section 3)."""
     from kafka_audit.report import view_reports
     from kafka_audit.report.views import event_rows, timeline
@@ -221,7 +221,7 @@ def _write_view(result, view: str, keep, format: "OutputFormat", output: Optiona
         text = view_reports.to_csv(rows, fields)
     _emit(text, output)
 
-def _check_output(output: Optional[Path], option: str = "--output") -> None:
+def _check_output(output: Path | None, option: str = "--output") -> None:
     """Fail before the audit, not after it, when the report (or ``option``'s file) cannot be written."""
     if output is None:
         return
@@ -234,7 +234,7 @@ def _check_output(output: Optional[Path], option: str = "--output") -> None:
         raise fail(f"{option} {output}: permission denied")
 
 
-def _write_report(result, format: OutputFormat, output: Optional[Path], exit_code: int) -> None:
+def _write_report(result, format: OutputFormat, output: Path | None, exit_code: int) -> None:
     from kafka_audit.report import scan_report as report
 
     if format is OutputFormat.table:
@@ -248,7 +248,7 @@ def _write_report(result, format: OutputFormat, output: Optional[Path], exit_cod
     _emit(render[format](result), output)
 
 
-def _emit(text: str, output: Optional[Path]) -> None:
+def _emit(text: str, output: Path | None) -> None:
     if text and not text.endswith("\n"):
         text += "\n"
     if output:
@@ -263,7 +263,7 @@ def _emit(text: str, output: Optional[Path]) -> None:
 REDACTION = "kafka_audit.report.redaction"
 
 
-def write_html(ctx: typer.Context, result, keep, output: Optional[Path], paths: list[str]) -> None:
+def write_html(ctx: typer.Context, result, keep, output: Path | None, paths: list[str]) -> None:
     """The ``report`` command's document (:mod:`kafka_audit.report.html`) written to ``output``,
     with the culprit records read from the segments; where it went on stderr."""
     from kafka_audit.report.html import write_report

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -41,21 +41,21 @@ def mark_command_started() -> None:
 
 def audit_paths(
     paths: list[str],
-    options: "ScanOptions",
+    options: ScanOptions,
     *,
-    topic: Optional[list[str]] = None,
-    partition: Optional[list[int]] = None,
+    topic: list[str] | None = None,
+    partition: list[int] | None = None,
     engine: Engine = Engine.spark,
     master: str = DEFAULT_MASTER,
-    conf: Optional[list[str]] = None,
+    conf: list[str] | None = None,
     quiet: bool = False,
-    storage_option: Optional[list[str]] = None,
-    remote: Optional[str] = None,
-    output_parquet: Optional[str] = None,
-    rsm_key_file: Optional[Path] = None,
-    spark_secret_file: Optional[Path] = None,
-    max_read_rate: Optional[float] = None,
-) -> "ScanResult":
+    storage_option: list[str] | None = None,
+    remote: str | None = None,
+    output_parquet: str | None = None,
+    rsm_key_file: Path | None = None,
+    spark_secret_file: Path | None = None,
+    max_read_rate: float | None = None,
+) -> ScanResult:
     """The audit behind ``scan``, ``producers`` and ``timeline``: check ``paths``, discover their
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
     progress display on a terminal (unless ``quiet``), and return the result, whose summary has
@@ -100,7 +100,7 @@ def audit_paths(
     return result
 
 
-def _progress_console() -> Optional[Console]:
+def _progress_console() -> Console | None:
     """A console for the progress display when stderr is a terminal, else None. It writes to a
     copy of file descriptor 2, which stays on the terminal while the JVM starts with fd 2 pointed
     at its log (:func:`kafka_audit.engines.spark_session.create_spark_session`)."""
@@ -110,7 +110,7 @@ def _progress_console() -> Optional[Console]:
     return Console(file=terminal, force_terminal=True)
 
 
-def read_broker_log(paths: Optional[list[Path]]):
+def read_broker_log(paths: list[Path] | None):
     """The ``--broker-log`` files read and classified (None without any); a file that cannot be
     read is a usage error naming it."""
     from kafka_audit.io.broker_log import BrokerLogError, read_broker_logs
@@ -123,7 +123,7 @@ def read_broker_log(paths: Optional[list[Path]]):
         raise fail(str(exc)) from None
 
 
-def parquet_target(target: Optional[str]) -> Optional[str]:
+def parquet_target(target: str | None) -> str | None:
     """``--output-parquet``: a URI as given, a local folder made absolute (executors write it)."""
     if target is None or "://" in target:
         return target

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 from kafka_audit.cli.options import TEXT_ERRORS, OutputFormat, fail
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from kafka_audit.audit.plan import ScanResult
 
 
-def read_baseline(path: Optional[Path]) -> frozenset[str]:
+def read_baseline(path: Path | None) -> frozenset[str]:
     """The fingerprints ``--baseline`` lists (none without it); a file that cannot be read or is
     not a baseline is exit 2 with one line naming the cause."""
     from kafka_audit.report.baseline import BaselineError, parse_baseline
@@ -32,7 +32,7 @@ def read_baseline(path: Optional[Path]) -> frozenset[str]:
         raise fail(f"--baseline {path}: {exc}") from None
 
 
-def write_baseline(path: Optional[Path], result: "ScanResult") -> None:
+def write_baseline(path: Path | None, result: ScanResult) -> None:
     """``--write-baseline``: the fingerprints of the findings this scan reports."""
     from kafka_audit.report.baseline import baseline_json
 
@@ -43,7 +43,7 @@ def write_baseline(path: Optional[Path], result: "ScanResult") -> None:
     write_text(path, baseline_json(result.findings), "--write-baseline")
 
 
-def ci_report(result: "ScanResult", format: OutputFormat, fail_on: str, baseline_used: bool) -> str:
+def ci_report(result: ScanResult, format: OutputFormat, fail_on: str, baseline_used: bool) -> str:
     """The report text of a CI format; for ``github`` also the step summary, appended to
     ``$GITHUB_STEP_SUMMARY`` when that is set."""
     from kafka_audit import __version__
@@ -59,7 +59,7 @@ def ci_report(result: "ScanResult", format: OutputFormat, fail_on: str, baseline
     return github.to_github(result)
 
 
-def _append_step_summary(result: "ScanResult", fail_on: str) -> None:
+def _append_step_summary(result: ScanResult, fail_on: str) -> None:
     """GitHub's job summary: appended to the file ``$GITHUB_STEP_SUMMARY`` names, within the 1 MiB
     a step's summary may hold (less what the step already wrote there)."""
     from kafka_audit.report.ci_formats.github import STEP_SUMMARY_LIMIT, step_summary

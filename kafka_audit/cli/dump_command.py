@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -59,7 +59,7 @@ def dump(
     cluster_metadata_decoder: Annotated[bool, _decoder_flag("--cluster-metadata-decoder", CLUSTER_METADATA)] = False,
     remote_log_metadata_decoder: Annotated[bool, _decoder_flag("--remote-log-metadata-decoder", REMOTE_LOG_METADATA)] = False,
     share_group_state_decoder: Annotated[bool, _decoder_flag("--share-group-state-decoder", SHARE_GROUP_STATE)] = False,
-    max_bytes: Annotated[Optional[int], typer.Option(
+    max_bytes: Annotated[int | None, typer.Option(
         "--max-bytes", metavar="N", callback=_not_negative,
         help="Read only the batches within a segment's first N bytes.")] = None,
     skip_record_metadata: Annotated[bool, typer.Option(

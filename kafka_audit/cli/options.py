@@ -18,7 +18,7 @@ import sys
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -151,7 +151,7 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
-def with_rsm_key(storage_options: dict, key_file: Optional[Path]) -> dict:
+def with_rsm_key(storage_options: dict, key_file: Path | None) -> dict:
     """``storage_options`` with the ``--rsm-key-file`` key added (it travels with the tasks as they
     do); exit 2 with one line naming the file, never its content, when it cannot be used."""
     if key_file is None:
@@ -186,7 +186,7 @@ def parse_storage_options(pairs: list[str]) -> dict:
     return options
 
 
-def spark_secret(engine: Engine, remote: Optional[str], secret_file: Optional[Path]) -> Optional[str]:
+def spark_secret(engine: Engine, remote: str | None, secret_file: Path | None) -> str | None:
     """The shared secret of a classic Spark session (``--spark-secret-file``, else Spark's
     ``_SPARK_AUTH_SECRET``), None on the local engine; exit 2 naming the file (never its content)
     when it cannot be used, or when it is given for a Spark Connect server, whose security is
@@ -239,9 +239,9 @@ PathsArgument = Annotated[
         "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
     ),
 ]
-TopicOption = Annotated[Optional[list[str]], typer.Option("--topic", metavar="TOPIC", help="Audit only this topic (repeatable).")]
+TopicOption = Annotated[list[str] | None, typer.Option("--topic", metavar="TOPIC", help="Audit only this topic (repeatable).")]
 PartitionOption = Annotated[
-    Optional[list[int]], typer.Option("--partition", metavar="N", help="Audit only this partition number (repeatable).")
+    list[int] | None, typer.Option("--partition", metavar="N", help="Audit only this partition number (repeatable).")
 ]
 EngineOption = Annotated[
     Engine,
@@ -253,20 +253,20 @@ EngineOption = Annotated[
     ),
 ]
 MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
-ConfOption = Annotated[Optional[list[str]], typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting KEY=VALUE (repeatable).")]
+ConfOption = Annotated[list[str] | None, typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting KEY=VALUE (repeatable).")]
 QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
 ProducerIdOption = Annotated[
-    Optional[list[int]],
+    list[int] | None,
     typer.Option("--producer-id", metavar="ID", help="Report only findings, producers and events of this producer id (repeatable)."),
 ]
 SinceOption = Annotated[
-    Optional[str], typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
+    str | None, typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
 ]
 UntilOption = Annotated[
-    Optional[str], typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
+    str | None, typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
 ]
 StorageOption = Annotated[
-    Optional[list[str]],
+    list[str] | None,
     typer.Option(
         "--storage-option",
         metavar="KEY=VALUE",
@@ -275,7 +275,7 @@ StorageOption = Annotated[
     ),
 ]
 RsmKeyFileOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--rsm-key-file", help="Private key (PEM) that unwraps the data keys of encrypted tiered-storage "
                  "segments; never printed or logged."),
 ]
@@ -288,7 +288,7 @@ def _positive_rate(value: float | None) -> float | None:
 
 
 MaxReadRateOption = Annotated[
-    Optional[float],
+    float | None,
     typer.Option(
         "--max-read-rate",
         callback=_positive_rate,
@@ -299,16 +299,16 @@ MaxReadRateOption = Annotated[
     ),
 ]
 BaselineOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--baseline", help="Findings whose fingerprint this baseline lists are known: shown, "
                  "marked baseline, never failing the gate."),
 ]
 WriteBaselineOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--write-baseline", help="Write the fingerprints of this scan's findings to FILE."),
 ]
 SparkSecretOption = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option(
         "--spark-secret-file",
         help="File holding the shared secret of a Spark cluster: turns on Spark authentication, RPC "
@@ -317,7 +317,7 @@ SparkSecretOption = Annotated[
     ),
 ]
 BrokerLogOption = Annotated[
-    Optional[list[Path]],
+    list[Path] | None,
     typer.Option("--broker-log", metavar="FILE", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
                  "files) whose produce errors are explained against the log (repeatable)."),
 ]
@@ -327,7 +327,7 @@ RedactOption = Annotated[
                  "hash (BLAKE2b), so the evidence can be shared without the data."),
 ]
 RedactKeyOption = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--redact-key", help="Key of --redact's hash (equal payloads hash alike across runs with the "
                  "same key); default: a random key per run."),
 ]

@@ -107,12 +107,11 @@ def _move_into_place(temporary: Path, path: Path, directory: bool) -> None:
 def output_text(path: Path, option: str = "--output") -> Iterator[TextIO]:
     """A text file to write a report to (:func:`atomic_path`): flushed to disk before the
     rename, so that a full disk is seen here and not after."""
-    with atomic_path(path, option) as target:
-        with open(target, "w", encoding="utf-8", errors=TEXT_ERRORS) as handle:
-            yield handle
-            handle.flush()
-            if replaceable(target):
-                os.fsync(handle.fileno())
+    with atomic_path(path, option) as target, open(target, "w", encoding="utf-8", errors=TEXT_ERRORS) as handle:
+        yield handle
+        handle.flush()
+        if replaceable(target):
+            os.fsync(handle.fileno())
 
 
 def write_text(path: Path, text: str, option: str = "--output") -> None:

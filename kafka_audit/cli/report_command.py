@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -37,7 +37,7 @@ def _signature() -> inspect.Signature:
     name, and the redaction options."""
     from kafka_audit.cli.audit_commands import scan
 
-    output = Annotated[Optional[Path], typer.Option("--output", help=f"Where to write the document (default {DEFAULT_REPORT}).")]
+    output = Annotated[Path | None, typer.Option("--output", help=f"Where to write the document (default {DEFAULT_REPORT}).")]
     params = []
     for param in inspect.signature(scan, eval_str=True).parameters.values():
         if param.name == "format":

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class PhaseDisplay(Protocol):
     """What an engine tells the progress display (``report.progress.PhaseDisplay`` draws it)."""
 
-    def update(self, progress: "Progress") -> None: ...
+    def update(self, progress: Progress) -> None: ...
 
     def starting_spark(self, where: str) -> None: ...
 
@@ -40,16 +40,16 @@ class Engine(str, Enum):
 
 
 def run_audit(
-    discovery: "Discovery",
-    options: "ScanOptions",
+    discovery: Discovery,
+    options: ScanOptions,
     engine: Engine,
     master: str = "local[*]",
     conf: dict[str, str] | None = None,
-    display: "PhaseDisplay | None" = None,
+    display: PhaseDisplay | None = None,
     remote: str | None = None,
     output_parquet: str | None = None,
     secret: str | None = None,
-) -> "ScanResult":
+) -> ScanResult:
     """Audit everything ``discovery`` found on ``engine``, showing its phases on ``display``: on
     Spark, a classic session on ``master`` (authenticated and encrypted with ``secret``,
     :mod:`kafka_audit.engines.spark_security`) or a Spark Connect session on ``remote``. With
@@ -58,7 +58,7 @@ def run_audit(
     Without the compiled record screen in this process, one notice on stderr: every batch is
     validated in full (slower, the same findings). Raises :class:`SparkFailure` when the Spark
     engine fails to start or run."""
-    on_progress: "Callable[[Progress], None] | None" = display.update if display is not None else None
+    on_progress: Callable[[Progress], None] | None = display.update if display is not None else None
     if not record_screen.COMPILED:
         print(record_screen.SLOWER_NOTICE, file=sys.stderr)
     if engine is Engine.local:
@@ -70,11 +70,11 @@ def run_audit(
 
 
 def _run_in_process(
-    discovery: "Discovery",
-    options: "ScanOptions",
-    on_progress: "Callable[[Progress], None] | None",
+    discovery: Discovery,
+    options: ScanOptions,
+    on_progress: Callable[[Progress], None] | None,
     output_parquet: str | None,
-) -> "ScanResult":
+) -> ScanResult:
     from kafka_audit.audit.plan import audit_in_process
 
     if output_parquet is None:
@@ -88,15 +88,15 @@ def _run_in_process(
 
 
 def _run_on_spark(
-    discovery: "Discovery",
-    options: "ScanOptions",
+    discovery: Discovery,
+    options: ScanOptions,
     master: str,
     conf: dict[str, str],
-    display: "PhaseDisplay | None",
+    display: PhaseDisplay | None,
     remote: str | None,
     output_parquet: str | None,
     secret: str | None,
-) -> "ScanResult":
+) -> ScanResult:
     from kafka_audit.engines import spark_job as pipeline
     from kafka_audit.engines import spark_session
     from kafka_audit.engines.preflight import check_executors
@@ -122,7 +122,7 @@ def _run_on_spark(
         raise SparkFailure(describe(exc, None)) from exc
 
 
-def paths_executors_read(discovery: "Discovery") -> list[str]:
+def paths_executors_read(discovery: Discovery) -> list[str]:
     """The absolute PATHs and partition folders every executor must see (the preflight); objects
     in a store are read through its library, not a mount, and are left out."""
     from kafka_audit.io import storage

@@ -2,7 +2,7 @@
 its continuation lines: a multi-line exception's class and message, then its stack trace), of
 which the produce errors and the retention lines become :class:`BrokerLogLine` values
 (``broker_log_lines.py``) that the partition step joins with the replayed log
-(``rules/broker_rejection.py``).
+(``rules/rejection/broker_rejection.py``).
 
 Kafka logs through log4j (``config/log4j.properties``, Kafka 2.x-3.x) and log4j2
 (``config/log4j2.yaml``, Kafka 4.x). Both ship the layout ``[%d] %p %m (%c)%n``:

@@ -49,7 +49,7 @@ class RemoteEntry:
 class _Listing(list):
     """A list that is its own context manager, as ``os.scandir`` is."""
 
-    def __enter__(self) -> "_Listing":
+    def __enter__(self) -> _Listing:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -103,7 +103,7 @@ class LocalFile:
         self._rate = RateCap(max_read_rate)
         self._cache = page_cache.PageCacheGuard(self._fd)
 
-    def __enter__(self) -> "LocalFile":
+    def __enter__(self) -> LocalFile:
         return self
 
     def __exit__(self, *exc: object) -> None:

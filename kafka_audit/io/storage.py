@@ -391,7 +391,7 @@ class LocalRanges:
             return handle.read(max(0, stop - start))
 
 
-def open_ranges(path: str) -> "RangeReader | LocalRanges":
+def open_ranges(path: str) -> RangeReader | LocalRanges:
     """A ranged reader of ``path``, local or remote (its size asked now)."""
     return RangeReader(path) if is_remote(path) else LocalRanges(path)
 

@@ -203,4 +203,3 @@ def _read_value(reader: MessageReader, field: Field, version: int, nullable: boo
 def _null(field: Field, nullable: bool) -> None:
     if not nullable:
         raise MalformedMessage(f"non-nullable field {field.name} was serialized as null")
-    return None

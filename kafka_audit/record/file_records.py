@@ -429,7 +429,7 @@ class FileRecords:
         self.size = self._ranges.size
         self._map: mmap.mmap | bytearray | bytes = self._ranges.buffer
 
-    def __enter__(self) -> "FileRecords":
+    def __enter__(self) -> FileRecords:
         return self
 
     def __exit__(self, *exc: object) -> None:

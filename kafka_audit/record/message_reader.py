@@ -102,7 +102,7 @@ class MessageReader:
         length = self._length(wide=True)
         return None if length < 0 else self.raw(length)
 
-    def array(self, element: Callable[["MessageReader"], Any]) -> list[Any] | None:
+    def array(self, element: Callable[[MessageReader], Any]) -> list[Any] | None:
         length = self._length(wide=True)
         if length < 0:
             return None
@@ -110,7 +110,7 @@ class MessageReader:
             raise MalformedMessage(f"an array of {length} elements at {self.pos} cannot fit")
         return [element(self) for _ in range(length)]
 
-    def tagged_fields(self, known: dict[int, tuple[str, Callable[["MessageReader"], Any]]] | None = None) -> dict[str, Any]:
+    def tagged_fields(self, known: dict[int, tuple[str, Callable[[MessageReader], Any]]] | None = None) -> dict[str, Any]:
         """A flexible struct's tagged fields: the known ones decoded by name, unknown ones as hex
         under ``tag_<n>`` (Kafka keeps them as unknown tagged fields)."""
         if not self.flexible:

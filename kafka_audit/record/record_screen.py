@@ -1,8 +1,8 @@
 """The audit's fast path through a v2 batch's records: may they need no closer look?
 
 A :class:`RecordScreen` holds the conditions under which the record rules
-(:func:`kafka_audit.rules.log_validator.validate_records`, their one home) find nothing to
-report; :func:`kafka_audit.rules.log_validator.record_screen` builds it from the rules' settings.
+(:func:`kafka_audit.rules.validation.log_validator.validate_records`, their one home) find nothing to
+report; :func:`kafka_audit.rules.validation.log_validator.record_screen` builds it from the rules' settings.
 The screen only ever decides that there is nothing to report, as Kafka's
 ``DefaultRecordBatch.skipKeyValueIterator`` skips what it need not read: where it says False (or
 cannot answer), the caller decodes the records and validates them with the one implementation.

@@ -42,7 +42,7 @@ class PhaseDisplay:
         self._auditing: TaskID | None = None
         self._replaying: TaskID | None = None
 
-    def __enter__(self) -> "PhaseDisplay":
+    def __enter__(self) -> PhaseDisplay:
         self._bars.start()
         return self
 

@@ -11,7 +11,7 @@ from typing import Any
 from kafka_audit.audit.plan import ScanResult
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import Finding
-from kafka_audit.rules.producer_activity import count_findings
+from kafka_audit.rules.replay.producer_activity import count_findings
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,7 +59,7 @@ class BatchSummary(NamedTuple):
         batch: RecordBatch,
         valid: bool,
         control: ControlRecord | None,
-    ) -> "BatchSummary":
+    ) -> BatchSummary:
         if control is not None and control.error is None:
             control_type = NO_CONTROL_TYPE if control.type is None else control.type
             coordinator_epoch = -1 if control.coordinator_epoch is None else control.coordinator_epoch

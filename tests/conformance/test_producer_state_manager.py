@@ -18,8 +18,8 @@ import pytest
 
 from kafka_audit.audit.plan import ScanOptions
 from kafka_audit.log.producer_snapshot import parse_producer_snapshot
-from kafka_audit.rules.producer_entry import AppendOrigin
-from kafka_audit.rules.producer_state_manager import ProducerStates
+from kafka_audit.rules.replay.producer_state_entry import AppendOrigin
+from kafka_audit.rules.replay.producer_state_manager import ProducerStates
 from tests.support.conformance import ABORT, COMMIT, Scenario
 from tests.support.writer import TS_BASE, BatchSpec, ProducerState, _SidecarEncoders
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from kafka_audit.audit.plan import ScanOptions
-from kafka_audit.rules.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
-from kafka_audit.rules.producer_entry import AppendOrigin
-from kafka_audit.rules.producer_state_manager import ProducerStates
+from kafka_audit.rules.replay.producer_state_entry import AppendOrigin
+from kafka_audit.rules.replay.producer_state_manager import ProducerStates
+from kafka_audit.rules.validation.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig
 from tests.support.conformance import ABORT, Scenario
 from tests.support.writer import TS_BASE, BatchSpec, Faults, ProducerState, RecordSpec
 

@@ -21,7 +21,7 @@ from kafka_audit.log.producer_snapshot import read_producer_snapshot
 from kafka_audit.log.transaction_index import read_transaction_index
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding
-from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay
 from tests.support.partition_paths import states
 from tests.support.writer import (
     TS_BASE,
@@ -77,7 +77,7 @@ class Scenario:
     # offset -> bytes transform applied to that .snapshot file after writing (damage).
     damage: dict[int, Callable[[bytes], bytes]] = field(default_factory=dict)
 
-    def data(self, pid: int, epoch: int, seq: int, count: int = 1, *, txn: bool = False, ts: int | None = None) -> "Scenario":
+    def data(self, pid: int, epoch: int, seq: int, count: int = 1, *, txn: bool = False, ts: int | None = None) -> Scenario:
         records = tuple(RecordSpec(key=b"k%d" % i, value=b"v") for i in range(count))
         self.batches.append(
             BatchSpec(records=records, producer_id=pid, producer_epoch=epoch, base_sequence=seq, transactional=txn,
@@ -85,22 +85,22 @@ class Scenario:
         )
         return self
 
-    def marker(self, pid: int, epoch: int, control_type: int, coordinator_epoch: int = 0, *, ts: int | None = None) -> "Scenario":
+    def marker(self, pid: int, epoch: int, control_type: int, coordinator_epoch: int = 0, *, ts: int | None = None) -> Scenario:
         self.batches.append(
             BatchSpec(control=ControlSpec(control_type, coordinator_epoch), producer_id=pid, producer_epoch=epoch,
                       transactional=True, base_timestamp=ts)
         )
         return self
 
-    def raw(self, spec: BatchSpec) -> "Scenario":
+    def raw(self, spec: BatchSpec) -> Scenario:
         self.batches.append(spec)
         return self
 
-    def snapshot(self, offset: int, entries: list[ProducerState]) -> "Scenario":
+    def snapshot(self, offset: int, entries: list[ProducerState]) -> Scenario:
         self.snapshots[offset] = entries
         return self
 
-    def then(self, *probes) -> "Outcome":
+    def then(self, *probes) -> Outcome:
         """Run with extra batches appended (each a callable taking this scenario)."""
         clone = Scenario(
             self.tmp_path, self.topic, self.start_offset, dict(self.snapshots), list(self.batches), dict(self.damage)

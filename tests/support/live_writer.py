@@ -106,7 +106,7 @@ class LiveWriter:
         ]
         self.process: subprocess.Popen | None = None
 
-    def start(self, timeout: float = 60.0) -> "LiveWriter":
+    def start(self, timeout: float = 60.0) -> LiveWriter:
         """Start the writer and return once it has appended (or raise after ``timeout``)."""
         segment = Path(self.args[3])
         size = segment.stat().st_size

@@ -32,8 +32,8 @@ from kafka_audit.log import offset_index, time_index
 from kafka_audit.log.log_dir import discover
 from kafka_audit.log.sidecar_file import SidecarEntries
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.offset_continuity import OffsetContinuity
-from kafka_audit.rules.producer_state import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
+from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay
 
 
 def partition_inputs(paths: list[str], options: ScanOptions | None = None) -> list[tuple[PartitionMeta, list[BatchSummary]]]:
@@ -55,7 +55,7 @@ class EagerReplay(ProducerStateReplay):
     """The replay with its written state a map of its own from the start (both states run every
     batch), timeline events always built; each instance is kept in ``made``."""
 
-    made: list["EagerReplay"] = []
+    made: list[EagerReplay] = []
 
     def __init__(self, log: PartitionLog) -> None:
         super().__init__(replace(log, timeline=True))
@@ -66,7 +66,7 @@ class EagerReplay(ProducerStateReplay):
 class RecordedReplay(ProducerStateReplay):
     """The replay as the partition step runs it; each instance is kept in ``made``."""
 
-    made: list["RecordedReplay"] = []
+    made: list[RecordedReplay] = []
 
     def __init__(self, log: PartitionLog) -> None:
         super().__init__(log)

@@ -72,7 +72,7 @@ def listeners(processes: list[psutil.Process]) -> list[Listener]:
 
 def is_loopback(address: str) -> bool:
     """127.0.0.0/8, ::1, and an IPv4 loopback address written as IPv6 (``::ffff:127.0.0.1``)."""
-    parsed = ipaddress.ip_address(address.split("%")[0])
+    parsed = ipaddress.ip_address(address.split("%", maxsplit=1)[0])
     if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
         parsed = parsed.ipv4_mapped
     return parsed.is_loopback

@@ -40,7 +40,7 @@ class S3Server:
         self.log_path = log_path
         self.process: subprocess.Popen | None = None
 
-    def start(self) -> "S3Server":
+    def start(self) -> S3Server:
         log = open(self.log_path, "wb")
         env = {**os.environ, **CREDENTIALS, "PYTHONUNBUFFERED": "1"}  # its request log written as it goes
         self.process = subprocess.Popen(

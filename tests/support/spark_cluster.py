@@ -87,7 +87,7 @@ class StandaloneCluster:
             "SPARK_DAEMON_MEMORY": "256m",
         }
 
-    def start(self) -> "StandaloneCluster":
+    def start(self) -> StandaloneCluster:
         self.port, self.ui_port = free_port(), free_port()
         (self.root / "pids").mkdir(parents=True, exist_ok=True)
         settings = self._properties_file()
@@ -191,7 +191,7 @@ class ConnectServer:
     def url(self) -> str:
         return f"sc://127.0.0.1:{self.port}"
 
-    def start(self) -> "ConnectServer":
+    def start(self) -> ConnectServer:
         self.port = free_port()
         (self.root / "pids").mkdir(parents=True, exist_ok=True)
         env = {**StandaloneCluster(self.root).env(), "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}

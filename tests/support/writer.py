@@ -531,7 +531,7 @@ class ProducerState:
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
 
-    def copy(self) -> "ProducerState":
+    def copy(self) -> ProducerState:
         return replace(self)
 
 
@@ -955,7 +955,7 @@ class LogDirWriter:
             ),
         )
 
-    def __enter__(self) -> "LogDirWriter":
+    def __enter__(self) -> LogDirWriter:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -34,7 +34,7 @@ class ChartFacts:
     bump_reasons: dict[tuple[str, int, int], str] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, findings: list[Finding], producers: list[dict[str, Any]]) -> "ChartFacts":
+    def of(cls, findings: list[Finding], producers: list[dict[str, Any]]) -> ChartFacts:
         facts = cls()
         last = {(r["topic"], r["partition"], r["producer_id"]): r["last_timestamp"] for r in producers}
         counts: dict[tuple[str, int], list[int]] = defaultdict(lambda: [0, 0])

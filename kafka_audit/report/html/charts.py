@@ -59,7 +59,7 @@ class Limits:
     lanes: int = 25
     points: int = 1_500
 
-    def halved(self) -> "Limits":
+    def halved(self) -> Limits:
         return Limits(*(max(1, value // 2) for value in (self.findings_rows, self.producer_rows,
                                                          self.charts, self.lanes, self.points)))
 

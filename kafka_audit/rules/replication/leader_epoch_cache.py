@@ -66,7 +66,7 @@ class LeaderEpochCache:
         after = [(e, s) for e, s in self.entries if s > start_offset]
         self.entries = [(before[-1][0], start_offset), *after] if before else after
 
-    def copy(self) -> "LeaderEpochCache":
+    def copy(self) -> LeaderEpochCache:
         clone = LeaderEpochCache()
         clone.entries = list(self.entries)
         return clone

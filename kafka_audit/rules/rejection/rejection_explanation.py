@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from kafka_audit.io.broker_log_lines import BrokerLogLine
 
 if TYPE_CHECKING:
-    from kafka_audit.rules.producer_at_time import ProducerAppend, StateAtTime
+    from kafka_audit.rules.rejection.producer_at_time import ProducerAppend, StateAtTime
 
 # ProducerStateEntry.NUM_BATCHES_TO_RETAIN: the retries a broker recognises as duplicates.
 _BATCHES_RETAINED = 5
@@ -24,7 +24,7 @@ _CONTENT_ERRORS = {
 }
 
 
-def explain(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def explain(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     """One sentence (clauses joined by semicolons) for ``line``, answered with ``error``, given
     ``state``."""
     if error in _CONTENT_ERRORS:
@@ -61,7 +61,7 @@ def duration(ms: int) -> str:
     return f"{minutes // 60} h {minutes % 60} min"
 
 
-def _who(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _who(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     """How the sentence names the producer: by the line's id, or as the only candidate."""
     if state.producer_id_source != "only candidate":
         return f"producer {state.producer_id}"
@@ -75,7 +75,7 @@ def _who(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     )
 
 
-def _batch(append: "ProducerAppend", at: int) -> str:
+def _batch(append: ProducerAppend, at: int) -> str:
     where = "from the producer snapshot, " if append.from_snapshot else ""
     return (
         f"epoch {append.epoch}, sequences {append.base_sequence}..{append.last_sequence} at offset "
@@ -83,7 +83,7 @@ def _batch(append: "ProducerAppend", at: int) -> str:
     )
 
 
-def _known(state: "StateAtTime", who: str) -> str:
+def _known(state: StateAtTime, who: str) -> str:
     at = clock(state.time, state.time)
     if state.last_batch is None and state.last_marker is None:
         return f"{who} had no batch before {at} in this log (none in its segments or snapshots)"
@@ -97,7 +97,7 @@ def _known(state: "StateAtTime", who: str) -> str:
     return text
 
 
-def _no_state(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _no_state(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     """UNKNOWN_PRODUCER_ID: brokers before KIP-360 (Kafka < 2.5) answer it for a non-zero sequence
     from a producer they hold no state for."""
     answer = "the broker had no state and answered UNKNOWN_PRODUCER_ID (KIP-360)"
@@ -126,7 +126,7 @@ def _no_state(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     )
 
 
-def _sequence(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _sequence(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     """OUT_OF_ORDER_SEQUENCE_NUMBER (ProducerAppendInfo.checkSequence)."""
     epoch, sequence = line.producer_epoch, line.sequence
     current = state.epoch
@@ -159,7 +159,7 @@ def _sequence(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     return f"{cause}{disagree}; the broker answered OUT_OF_ORDER_SEQUENCE_NUMBER"
 
 
-def _fenced(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _fenced(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     """INVALID_PRODUCER_EPOCH (Kafka 2.7+) / PRODUCER_FENCED (before): an epoch below the
     producer's current one (ProducerAppendInfo.checkProducerEpoch)."""
     current = state.epoch if state.epoch is not None else line.current_epoch
@@ -172,14 +172,14 @@ def _fenced(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     )
 
 
-def _duplicate(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _duplicate(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     return (
         f"sequences {line.sequence}..{line.last_sequence} were already written; the broker answered "
         f"DUPLICATE_SEQUENCE_NUMBER and the producer counts the batch as delivered"
     )
 
 
-def _transaction(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _transaction(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     """INVALID_TXN_STATE (ProducerAppendInfo.appendDataBatch): a non-transactional batch while the
     producer's transaction is open."""
     if state.open_transaction and state.last_batch is not None:
@@ -190,7 +190,7 @@ def _transaction(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
     return "the log shows no transaction open for it then; the broker answered INVALID_TXN_STATE"
 
 
-def _unknown_producer(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _unknown_producer(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     at = clock(state.time, state.time)
     if state.candidates:
         names = ", ".join(str(c) for c in state.candidates)
@@ -204,7 +204,7 @@ def _unknown_producer(line: BrokerLogLine, error: str, state: "StateAtTime") -> 
     )
 
 
-def _content(line: BrokerLogLine, error: str, state: "StateAtTime") -> str:
+def _content(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     """A batch refused for its content: none of it is in the log."""
     at = clock(state.time, state.time)
     why = _CONTENT_ERRORS[error]

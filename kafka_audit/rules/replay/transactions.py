@@ -10,7 +10,7 @@ Kafka counterparts:
   segment the marker is appended to (``LogSegment.updateTxnIndex`` / ``LogSegment.recover``).
   :class:`DerivedAbortedTxn` is that entry as the log says it should be.
 
-The replay's transaction state is :class:`kafka_audit.rules.transaction_tracker.TransactionTracker`.
+The replay's transaction state is :class:`kafka_audit.rules.replay.transaction_tracker.TransactionTracker`.
 Everything here is pure: no I/O, no Spark.
 """
 

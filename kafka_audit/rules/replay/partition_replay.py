@@ -17,7 +17,7 @@ machine twice:
   a batch with a sequence anomaly is then recorded as the log holds it (one gap, one finding);
 - as the broker that wrote the log rebuilds its state (``AppendOrigin.REPLICATION``): that is
   what its ``.snapshot`` files capture, and each later snapshot is compared with it
-  (``snapshot_mismatch``; see :mod:`kafka_audit.rules.snapshot_compare`). A client append that
+  (``snapshot_mismatch``; see :mod:`kafka_audit.rules.replay.snapshot_compare`). A client append that
   succeeds updates an entry exactly as a replicated one does, so this second state is the first
   one itself until the client rejects a batch that the log holds (a fenced write, a duplicate, a
   fenced coordinator's marker); it becomes a copy at that first rejection
@@ -31,7 +31,7 @@ On top of Kafka's checks the audit says what an offline copy of the log shows:
 - producer-id expiration (``ProducerStateManager.removeExpiredProducers``, by batch timestamps):
   an idle producer writing again is ``producer_expired`` and then unknown, any sequence accepted;
 - ``epoch_bump`` with the reason the epoch rose; transactions (open, hanging, orphan markers,
-  the ``.txnindex``: :mod:`kafka_audit.rules.transaction_tracker`);
+  the ``.txnindex``: :mod:`kafka_audit.rules.replay.transaction_tracker`);
 - compacted topics: the cleaner removes whole batches, so forward sequence gaps, a new epoch
   starting above 0 and a producer's first sequence above 0 are not reported;
 - an invalid batch (CRC mismatch, truncated, undecodable: ``BatchSummary.valid`` False) cannot be
@@ -63,11 +63,11 @@ from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
-from kafka_audit.rules.epoch_bumps import EpochBumps
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import Finding
-from kafka_audit.rules.producer_append import ProducerAppendInfo
-from kafka_audit.rules.producer_entry import (
+from kafka_audit.rules.replay.epoch_bumps import EpochBumps
+from kafka_audit.rules.replay.producer_append_info import ProducerAppendInfo
+from kafka_audit.rules.replay.producer_state_entry import (
     NO_PRODUCER_EPOCH,
     AppendOrigin,
     ProducerStateEntry,
@@ -75,11 +75,11 @@ from kafka_audit.rules.producer_entry import (
     in_sequence,
     next_sequence,
 )
-from kafka_audit.rules.producer_state_manager import ProducerStateManager
-from kafka_audit.rules.replay_output import ReplayOutput
-from kafka_audit.rules.snapshot_compare import SnapshotComparer
-from kafka_audit.rules.transaction_tracker import TransactionTracker
-from kafka_audit.rules.transaction_version import CoordinatorFacts, TransactionVersions
+from kafka_audit.rules.replay.producer_state_manager import ProducerStateManager
+from kafka_audit.rules.replay.replay_output import ReplayOutput
+from kafka_audit.rules.replay.snapshot_compare import SnapshotComparer
+from kafka_audit.rules.replay.transaction_tracker import TransactionTracker
+from kafka_audit.rules.replay.transaction_version import CoordinatorFacts, TransactionVersions
 
 __all__ = ["PartitionLog", "ProducerStateReplay", "ReplayStats", "in_sequence", "replay_partition"]
 
@@ -190,11 +190,9 @@ class ProducerStateReplay:
             self.snapshots.compare_due(base_offset)
         self.stats.batches_replayed += 1
         last_offset = batch.last_offset
-        if last_offset > self._last_valid_offset:
-            self._last_valid_offset = last_offset
+        self._last_valid_offset = max(self._last_valid_offset, last_offset)
         timestamp = batch.max_timestamp
-        if timestamp > self.newest_timestamp:
-            self.newest_timestamp = timestamp
+        self.newest_timestamp = max(self.newest_timestamp, timestamp)
         if self.log_end_offset is None or last_offset >= self.log_end_offset:
             self.log_end_offset = last_offset + 1
         pid = batch.producer_id

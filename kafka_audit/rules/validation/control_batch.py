@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from kafka_audit.record.control_record import ControlRecord, parse_control_record
 from kafka_audit.record.record_batch import NO_PRODUCER_ID, Record, RecordBatch
-from kafka_audit.rules.log_validator import Violation
+from kafka_audit.rules.validation.log_validator import Violation
 
 
 def validate_control_batch(

@@ -9,7 +9,7 @@ at (a transaction marker also sets it: ``ProducerAppendInfo.appendEndTxnMarker``
 retention had already deleted that batch (the log start offset at T, from the broker's own
 ``Incremented log start offset`` / ``Deleting segment`` lines) and whether the producer had been
 idle past ``producer.id.expiration.ms`` (``ProducerStateManager.isProducerExpired``). The
-sentence that explains the error is built in ``rules/rejection_explanation.py``.
+sentence that explains the error is built in ``rules/rejection/rejection_explanation.py``.
 
 Batches are kept per time bucket (between two consecutive rejection times), one entry per
 producer and bucket, so memory grows with the number of rejections, not with the log.
@@ -27,9 +27,9 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import ERRORS
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import Finding, iso_time, make_finding
-from kafka_audit.rules.producer_at_time import ProducerAppend, Retention, StateAtTime, is_newer, log_position
-from kafka_audit.rules.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS
-from kafka_audit.rules.rejection_explanation import explain
+from kafka_audit.rules.rejection.producer_at_time import ProducerAppend, Retention, StateAtTime, is_newer, log_position
+from kafka_audit.rules.rejection.rejection_explanation import explain
+from kafka_audit.rules.replay.partition_replay import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 
 # The errors whose message may leave out the producer id (Kafka < 2.4): candidates are named.
 _EPOCH_ERRORS = ("INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED")

@@ -21,11 +21,11 @@ from collections.abc import Iterable
 
 from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafka_audit.rules.events import EventKind
-from kafka_audit.rules.producer_entry import decrement_sequence
-from kafka_audit.rules.producer_state_manager import ProducerStateManager
-from kafka_audit.rules.replay_output import ReplayOutput
-from kafka_audit.rules.transaction_tracker import TransactionTracker
-from kafka_audit.rules.transactions import Anchor, OpenTxn
+from kafka_audit.rules.replay.producer_state_entry import decrement_sequence
+from kafka_audit.rules.replay.producer_state_manager import ProducerStateManager
+from kafka_audit.rules.replay.replay_output import ReplayOutput
+from kafka_audit.rules.replay.transaction_tracker import TransactionTracker
+from kafka_audit.rules.replay.transactions import Anchor, OpenTxn
 
 
 def _usable(snapshot: ProducerSnapshot) -> bool:

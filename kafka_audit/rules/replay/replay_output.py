@@ -1,6 +1,6 @@
 """Where the producer-state replay of one partition writes: its findings and timeline events.
 
-Each part of the replay (:mod:`~kafka_audit.rules.producer_state`, transactions, epoch bumps,
+Each part of the replay (:mod:`~kafka_audit.rules.replay.partition_replay`, transactions, epoch bumps,
 snapshot comparison) is given this object and writes here; none reads another's state.
 """
 

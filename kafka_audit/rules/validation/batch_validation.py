@@ -14,7 +14,7 @@ from kafka_audit.record.record_batch import (
     TRANSACTIONAL_FLAG_MASK,
     RecordBatch,
 )
-from kafka_audit.rules.log_validator import ValidationConfig, Violation
+from kafka_audit.rules.validation.log_validator import ValidationConfig, Violation
 
 
 def validate_batch_header(

@@ -16,7 +16,7 @@ what the producer writes next:
   later batch means the coordinator aborted on timeout (``timeout_abort``,
   ``TransactionCoordinator.abortTimedOutTransactions`` bumps the epoch of the abort).
 
-Transactions v2 (Kafka 4.x, :mod:`kafka_audit.rules.transaction_version`): the coordinator bumps the
+Transactions v2 (Kafka 4.x, :mod:`kafka_audit.rules.replay.transaction_version`): the coordinator bumps the
 epoch before every end marker (``TransactionMetadata.prepareAbortOrCommit``;
 ``TransactionMetadataTest.testEpochBumpOnEndTxn``), so a TV2 producer's marker at its transaction's
 epoch + 1 is a transaction end: a ``timeline`` event, never a finding. Among those ends:
@@ -46,9 +46,9 @@ from typing import Any, NamedTuple
 
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.events import EventKind
-from kafka_audit.rules.replay_output import ReplayOutput
-from kafka_audit.rules.transaction_version import RULE_4X, TV_2, TransactionVersions
-from kafka_audit.rules.transactions import OpenTxn
+from kafka_audit.rules.replay.replay_output import ReplayOutput
+from kafka_audit.rules.replay.transaction_version import RULE_4X, TV_2, TransactionVersions
+from kafka_audit.rules.replay.transactions import OpenTxn
 
 FENCED, TIMEOUT_ABORT, TRANSACTION_END, IDEMPOTENT_BUMP = "fenced", "timeout_abort", "transaction_end", "idempotent_bump"
 _FENCED_EXCEPTION = "ProducerFencedException"

@@ -17,9 +17,9 @@ from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.findings import Finding
-from kafka_audit.rules.producer_append import ProducerAppendInfo
-from kafka_audit.rules.replay_output import ReplayOutput
-from kafka_audit.rules.transactions import DerivedAbortedTxn, OpenTxn, compare_txn_index, open_transaction_findings
+from kafka_audit.rules.replay.producer_append_info import ProducerAppendInfo
+from kafka_audit.rules.replay.replay_output import ReplayOutput
+from kafka_audit.rules.replay.transactions import DerivedAbortedTxn, OpenTxn, compare_txn_index, open_transaction_findings
 
 _ABORT = ControlRecordType.ABORT
 

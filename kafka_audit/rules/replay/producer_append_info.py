@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_audit.rules.producer_entry import (
+from kafka_audit.rules.replay.producer_state_entry import (
     NO_PRODUCER_EPOCH,
     AppendOrigin,
     BatchMetadata,

@@ -31,14 +31,14 @@ class ProducerAppend:
     from_snapshot: bool = False
 
     @classmethod
-    def of_batch(cls, batch: BatchSummary) -> "ProducerAppend":
+    def of_batch(cls, batch: BatchSummary) -> ProducerAppend:
         return cls(
             batch.producer_id, batch.producer_epoch, batch.base_sequence, batch.last_sequence, batch.base_offset,
             batch.last_offset, batch.max_timestamp, batch.is_transactional, batch.is_transaction_marker,
         )
 
     @classmethod
-    def of_snapshot_entry(cls, entry) -> "ProducerAppend":
+    def of_snapshot_entry(cls, entry) -> ProducerAppend:
         """A snapshot entry with last offset -1 holds only an epoch (a producer known from a
         marker): it stands as a marker."""
         base_sequence = entry.last_sequence - entry.offset_delta if entry.last_sequence >= 0 else entry.last_sequence

@@ -78,7 +78,7 @@ class SegmentBatches:
     last_offsets: set[int]
 
     @classmethod
-    def of(cls, batches: list[BatchSummary]) -> "SegmentBatches":
+    def of(cls, batches: list[BatchSummary]) -> SegmentBatches:
         ordered = sorted([b for b in batches if b.valid], key=_BASE_OFFSET)
         return cls(
             dict(zip(map(_POSITION, ordered), ordered)),

@@ -3,7 +3,7 @@ Kafka 3.6) for the replay: the producer map, expiry and snapshot loading.
 
 - :class:`ProducerStates` is one map of entries, appended to one batch at a time as
   ``prepareUpdate`` / ``ProducerAppendInfo.append`` / ``update`` do for an :class:`AppendOrigin`
-  (the checks: :class:`kafka_audit.rules.producer_append.ProducerAppendInfo`). A producer id with
+  (the checks: :class:`kafka_audit.rules.replay.producer_append_info.ProducerAppendInfo`). A producer id with
   no entry is accepted at any sequence, as ``checkSequence`` does when
   ``currentEntry.producerEpoch()`` is ``NO_PRODUCER_EPOCH`` (brokers since 2.5). A producer known
   only from an end marker has an epoch and no batch metadata: its next data batch must start at
@@ -14,7 +14,7 @@ Kafka 3.6) for the replay: the producer map, expiry and snapshot loading.
   map until the leader rejects a batch the log holds (a fenced write, a duplicate, a fenced
   coordinator's marker); the written one is a copy from then on. It also keeps which producers
   expired (``removeExpiredProducers``, by batch timestamps) and which re-synchronise after a batch
-  that cannot be trusted (see :mod:`kafka_audit.rules.producer_state`).
+  that cannot be trusted (see :mod:`kafka_audit.rules.replay.partition_replay`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry
-from kafka_audit.rules.producer_append import ProducerAppendInfo
-from kafka_audit.rules.producer_entry import AppendOrigin, BatchMetadata, ProducerStateEntry, Rejection, in_sequence
+from kafka_audit.rules.replay.producer_append_info import ProducerAppendInfo
+from kafka_audit.rules.replay.producer_state_entry import AppendOrigin, BatchMetadata, ProducerStateEntry, Rejection, in_sequence
 
 _REPLICATION = AppendOrigin.REPLICATION  # read once per batch: a module name is read fastest
 

@@ -4,8 +4,8 @@ a partition keeps per producer id, and the sequence arithmetic its checks use.
 :class:`ProducerStateEntry` keeps the epoch, the metadata of the producer's last
 ``NUM_BATCHES_TO_RETAIN`` (5) data batches (``BatchMetadata``), the coordinator epoch, the last
 timestamp and the first offset of the ongoing transaction. The checks of one batch against an
-entry are :mod:`kafka_audit.rules.producer_append` (``ProducerAppendInfo``); the map of entries is
-:mod:`kafka_audit.rules.producer_state_manager` (``ProducerStateManager``).
+entry are :mod:`kafka_audit.rules.replay.producer_append_info` (``ProducerAppendInfo``); the map of entries is
+:mod:`kafka_audit.rules.replay.producer_state_manager` (``ProducerStateManager``).
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ class ProducerStateEntry:
                 return metadata
         return None
 
-    def copy(self) -> "ProducerStateEntry":
+    def copy(self) -> ProducerStateEntry:
         """An equal entry that shares nothing mutable with this one (``BatchMetadata`` is immutable)."""
         return ProducerStateEntry(
             self.producer_id,
@@ -137,7 +137,7 @@ class ProducerStateEntry:
         )
 
     @classmethod
-    def from_snapshot(cls, entry: ProducerSnapshotEntry) -> "ProducerStateEntry":
+    def from_snapshot(cls, entry: ProducerSnapshotEntry) -> ProducerStateEntry:
         """ProducerStateManager.readSnapshot: one batch's metadata when the entry has a last offset."""
         state = cls(
             entry.producer_id,
