@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import suppress
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -106,10 +107,8 @@ def end_quietly(failure: OutputFailed | None = None) -> int:
     the interpreter's last flush of what is still buffered meets no closed pipe or full disk, and
     answer exit 0 (exit 2 with one line for a ``failure``)."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
+    with suppress(OSError, ValueError):  # stdout closed: nothing is left to flush
         os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout closed: nothing is left to flush
-        pass
     os.close(devnull)
     if failure is None:
         return EXIT_OK

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import socket
+from contextlib import suppress
 from urllib.parse import urlsplit
 
 # How long after the driver's JVM is up a standalone master may take to accept the application.
@@ -121,10 +122,8 @@ def exception_text(exc: BaseException) -> str:
     text = str(exc)
     origin = getattr(exc, "_origin", None)
     if origin is not None:
-        try:
+        with suppress(Exception):  # the JVM may be gone
             text += "\n" + str(origin.getMessage())
-        except Exception:  # noqa: BLE001 - the JVM may be gone
-            pass
     return text
 
 

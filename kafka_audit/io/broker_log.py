@@ -154,8 +154,8 @@ def _rotation_order(name: str) -> tuple:
 def read_entries(path: str) -> Iterator[LogEntry]:
     """The entries of one file in file order. Lines before the first header are not an entry."""
     entry: LogEntry | None = None
-    for number, line in enumerate(_lines(path), start=1):
-        line = line.rstrip("\r\n")
+    for number, raw in enumerate(_lines(path), start=1):
+        line = raw.rstrip("\r\n")
         # Kafka's own layout starts the line with the header; other layouts may put a prefix first
         # (``Jan 26 10:07:14 host kafka-server-start.sh[15550]: ``), but a date deep inside a
         # message line is not a header.

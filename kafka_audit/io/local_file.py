@@ -84,7 +84,7 @@ class LocalFile:
         self.path = path
         self.listed_id = listed_id
         try:
-            self._handle = open(path, "rb", buffering=0)
+            self._handle = open(path, "rb", buffering=0)  # noqa: SIM115 - held open until close()
         except FileNotFoundError:
             if listed_size is not None:
                 raise FileChanged(VANISHED, "the file was deleted after the scan listed it") from None

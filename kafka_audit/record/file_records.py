@@ -153,10 +153,7 @@ def iter_batches(
             if size < overhead:
                 yield _too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
                 return
-            if large:
-                message = _large_message(read_range, pos, entry_size)
-            else:
-                message = parse_message(buf, pos, pos + entry_size)
+            message = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
             if isinstance(message, str):
                 yield Problem("invalid_batch_size", pos, message, offset=base_offset, details={"size": size})
                 framing_problems += 1

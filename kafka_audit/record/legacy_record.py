@@ -200,10 +200,7 @@ def decode_legacy_batch(
             problems.append(Problem("decompression_failed", position, "Compressed message set holds no message"))
         return LegacyRecords([], problems, batch)
 
-    if batch.magic == MAGIC_VALUE_V1:
-        absolute_base = message.offset - inner_messages[-1].offset
-    else:
-        absolute_base = 0
+    absolute_base = message.offset - inner_messages[-1].offset if batch.magic == MAGIC_VALUE_V1 else 0
     log_append_time = batch.magic == MAGIC_VALUE_V1 and bool(batch.attributes & TIMESTAMP_TYPE_MASK)
     records = []
     for index, inner_message in enumerate(inner_messages):

@@ -86,6 +86,10 @@ def scan_inner_set(pieces: Iterable[bytes], position: int) -> InnerSet:
     return found
 
 
+# A key's or a value's length field: an INT32 (LegacyRecord.KEY_SIZE_LENGTH, VALUE_SIZE_LENGTH).
+_LENGTH_SIZE = 4
+
+
 def read_message_header(read: Callable[[int, int], bytes], pos: int, end: int) -> LegacyMessage | str:
     """:func:`~kafka_audit.record.legacy_record.parse_message` of a message too large for one
     buffer: its header and two length fields by ``read(start, stop)`` (ranged reads), its CRC
@@ -104,8 +108,8 @@ def read_message_header(read: Callable[[int, int], bytes], pos: int, end: int) -
         cursor += 8
     spans: list[tuple[int, int] | None] = []
     for name in ("key", "value"):
-        field_bytes = read(cursor, cursor + 4) if cursor + 4 <= body_end else b""
-        if len(field_bytes) < 4:
+        field_bytes = read(cursor, cursor + _LENGTH_SIZE) if cursor + _LENGTH_SIZE <= body_end else b""
+        if len(field_bytes) < _LENGTH_SIZE:
             return f"{name} length runs past the end of the message"
         (length,) = LENGTH.unpack(field_bytes)
         cursor += 4
@@ -169,8 +173,7 @@ def _inner_records(stream: ByteStream, position: int, keep: int, problems: list[
     """Each inner message as a record (``offset`` unset) with its stored CRC, until the set ends or
     a message cannot be read (its problem appended to ``problems``, after the rest of the set is
     inflated: a payload that does not decompress is the error reported first)."""
-    for item in _inner_walk(stream, position, keep, problems):
-        yield item
+    yield from _inner_walk(stream, position, keep, problems)
     stream.rest()
 
 

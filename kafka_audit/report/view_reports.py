@@ -81,9 +81,9 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
         (("partition", None), ("pid", None), ("epoch: seqs", None), ("offsets", None), ("first / last time (UTC)", 12),
          ("counts", 12), ("findings", 8))
     label = max((len(f"{row['topic']}-{row['partition']}") for row in rows[:limit]), default=0)
-    for index, (name, width) in enumerate(columns):
-        if narrow and index == 0:  # the partition's name whole, up to a third of the console
-            width = min(label, console.width // 3)
+    for index, (name, given) in enumerate(columns):
+        # The partition's name whole, up to a third of the console.
+        width = min(label, console.width // 3) if narrow and index == 0 else given
         table.add_column(name, overflow="fold", no_wrap=width is None and not narrow, min_width=width)
     for row in rows[:limit]:
         table.add_row(*_producer_cells(row, narrow))

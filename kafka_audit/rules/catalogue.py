@@ -176,7 +176,7 @@ def _check(check_id: CheckId, severity: Severity, error: str | None, group: Grou
     return Check(check_id, severity, ERRORS[error] if error else None, group, exception)
 
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741 - the table's one-letter severities
 C = CheckId
 
 CHECKS: dict[str, Check] = {

@@ -60,7 +60,7 @@ class OffsetContinuity:
         unreadable, self.unreadable = self.unreadable, []
         found: list[Finding] = []
         tp = partition_label(batch.topic, batch.partition)
-        where: dict[str, Any] = dict(topic=batch.topic, partition=batch.partition, segment=batch.segment, batch=batch)
+        where: dict[str, Any] = {"topic": batch.topic, "partition": batch.partition, "segment": batch.segment, "batch": batch}
         if batch.base_offset < batch.segment_base_offset:
             found.append(
                 make_finding(
@@ -105,10 +105,10 @@ def _uncovered(first: int, last: int, covers: list[tuple[int | None, int]]) -> l
     (``low`` None: from wherever the range still starts)."""
     out: list[tuple[int, int]] = []
     cursor = first
-    for low, high in sorted(covers, key=lambda c: c[1]):
+    for from_offset, high in sorted(covers, key=lambda c: c[1]):
         if high < cursor:
             continue
-        low = cursor if low is None else low
+        low = cursor if from_offset is None else from_offset
         if low > cursor:
             out.append((cursor, min(low - 1, last)))
         cursor = max(cursor, high + 1)

@@ -176,7 +176,7 @@ class BrokerRejections:
     def events(self) -> list[Event]:
         """Timeline rows (SPEC section 3): ``log_start_moved`` for each log start increment,
         ``broker_log`` for each segment deletion and each rejection (its explanation)."""
-        where: dict[str, Any] = dict(topic=self.topic, partition=self.partition)
+        where: dict[str, Any] = {"topic": self.topic, "partition": self.partition}
         explained = {id(line): (state, explain(line, kafka_error(line), state)) for line, state in self.states()}
         events = []
         for line in self.lines:

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from kafka_audit.log.log_names import COORDINATOR_TOPICS
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.transaction_index import AbortedTxn
-from kafka_audit.record.record_batch import ControlRecordType
+from kafka_audit.record.record_batch import MAGIC_VALUE_V2, ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import Finding
@@ -180,7 +180,7 @@ class ProducerStateReplay:
         if not batch.valid:
             self.untrusted()
             return
-        if batch.magic < 2:
+        if batch.magic < MAGIC_VALUE_V2:
             return
         base_offset = batch.base_offset
         if base_offset >= self.snapshots.next_due:  # always true for the first batch

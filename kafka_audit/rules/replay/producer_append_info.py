@@ -31,6 +31,7 @@ from kafka_audit.rules.replay.producer_state_entry import (
     in_sequence,
     next_sequence,
 )
+from kafka_audit.rules.replay.transaction_version import TV_2
 
 
 class ProducerAppendInfo:
@@ -70,7 +71,7 @@ class ProducerAppendInfo:
         at the current epoch when no transaction is open, a retry of a marker already written
         (KAFKA-19999, ``checkProducerEpoch``'s "idempotent marker retry"). Kafka's tests:
         ``ProducerStateManagerTest.testOldEpochForControlRecord`` (TV0 and TV2)."""
-        if transaction_version < 2:
+        if transaction_version < TV_2:
             return self.check_epoch(batch, current)
         epoch, last = batch.producer_epoch, current.producer_epoch
         if epoch > last or (epoch == last and current.current_txn_first_offset < 0):
