@@ -25,6 +25,7 @@ from kafka_audit.audit.segment_indexes import (
     unreadable_with_sidecars,
     verify_indexes,
 )
+from kafka_audit.check_ids import CheckId
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log_lines import BrokerLogLine
 from kafka_audit.log.producer_snapshot import read_producer_snapshot
@@ -381,7 +382,7 @@ class _Coverage:
 
 # The replay's findings on a producer with no earlier state: with earlier segments not scanned,
 # its earlier batches may simply lie there.
-_NO_EARLIER_STATE = frozenset({"unknown_producer_id", "retention_gap"})
+_NO_EARLIER_STATE = frozenset({CheckId.UNKNOWN_PRODUCER_ID, CheckId.RETENTION_GAP})
 
 
 def _log_end(live: dict[str, SegmentFiles], last: BatchSummary | None) -> int | None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.io.listing import tree
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
@@ -38,7 +39,7 @@ OFFSET_CHECKPOINTS = (
 )
 # The check a problem of these files carries (a sidecar that cannot be trusted): a scan reports
 # such problems as notes, ``dump`` under this check. They have a line, not a byte position.
-_CHECK = "index_mismatch"
+_CHECK = CheckId.INDEX_MISMATCH
 # A checkpoint file's first two lines: its version, then its entry count.
 _VERSION_AND_COUNT = 2
 # Text longer than this is no Java long, known before int() reads it (int() of more than 4300

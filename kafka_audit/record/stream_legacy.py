@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.byte_stream import ByteStream, StreamEnded
 from kafka_audit.record.legacy_record import (
     CRC_MAGIC_ATTRIBUTES,
@@ -64,7 +65,7 @@ class InnerSet:
     def crc_problems(self, position: int, absolute_base: int) -> list[Problem]:
         """The listed bad CRCs as decode_legacy_batch words them, at their absolute offsets."""
         return [
-            Problem("crc_mismatch", position, f"Record is corrupt (stored crc = {crc}) in inner message {index}",
+            Problem(CheckId.CRC_MISMATCH, position, f"Record is corrupt (stored crc = {crc}) in inner message {index}",
                     record_index=index, offset=absolute_base + stored)
             for index, stored, crc in self.bad_crcs
         ]
@@ -81,7 +82,7 @@ def scan_inner_set(pieces: Iterable[bytes], position: int) -> InnerSet:
             if len(found.bad_crcs) < MAX_LISTED_PROBLEMS:
                 found.bad_crcs.append((record.index, record.stored_offset, crc))
             else:
-                found.omitted["crc_mismatch"] += 1
+                found.omitted[CheckId.CRC_MISMATCH] += 1
         found.count += 1
     return found
 
@@ -200,7 +201,7 @@ def _inner_walk(stream: ByteStream, position: int, keep: int, problems: list[Pro
             if stream.skip(body_end - at) < body_end - at:
                 problems.append(_truncated(position, index, stream.position - start))
             else:
-                problems.append(Problem("truncated_batch", position, f"Inner message {index}: {parsed}", record_index=index))
+                problems.append(Problem(CheckId.TRUNCATED_BATCH, position, f"Inner message {index}: {parsed}", record_index=index))
             return
         yield parsed
         index += 1
@@ -252,7 +253,7 @@ def _inner_message(stream: ByteStream, index: int, offset: int, size: int, keep:
 
 def _truncated(position: int, index: int, remaining: int) -> Problem:
     return Problem(
-        "truncated_batch",
+        CheckId.TRUNCATED_BATCH,
         position,
         f"Compressed message set ends inside inner message {index} ({remaining} bytes left)",
         record_index=index,

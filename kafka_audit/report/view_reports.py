@@ -16,6 +16,7 @@ from rich.text import Text
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.report.scan_report import DEFAULT_TABLE_LIMIT, summary_panel
 from kafka_audit.report.wording import plural
+from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.findings import iso_time
 
 PRODUCER_FIELDS = (
@@ -50,7 +51,12 @@ EVENT_FIELDS = (
 # Consoles narrower than this get the views' narrow layouts, fewer and stacked columns, so that
 # every column shows whole and the message keeps the width.
 _NARROW_BELOW = 100
-_KIND_STYLE = {"finding": "bold", "epoch_bump": "magenta", "transaction_abort": "yellow", "transaction_commit": "green"}
+_KIND_STYLE = {
+    EventKind.FINDING: "bold",
+    EventKind.EPOCH_BUMP: "magenta",
+    EventKind.TRANSACTION_ABORT: "yellow",
+    EventKind.TRANSACTION_COMMIT: "green",
+}
 
 
 def to_json(summary: dict[str, Any], notes: list[str], key: str, rows: list[dict[str, Any]]) -> str:

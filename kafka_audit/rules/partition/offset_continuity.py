@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
@@ -64,7 +65,7 @@ class OffsetContinuity:
         if batch.base_offset < batch.segment_base_offset:
             found.append(
                 make_finding(
-                    "offset_overlap",
+                    CheckId.OFFSET_OVERLAP,
                     f"Batch base offset {batch.base_offset} in {tp} is below the base offset "
                     f"{batch.segment_base_offset} of its segment",
                     details={"segment_base_offset": batch.segment_base_offset},
@@ -76,7 +77,7 @@ class OffsetContinuity:
             if batch.base_offset <= previous.last_offset:
                 found.append(
                     make_finding(
-                        "offset_overlap",
+                        CheckId.OFFSET_OVERLAP,
                         f"Out of order offsets in {tp}: batch base offset {batch.base_offset} is not above "
                         f"the previous batch's last offset {previous.last_offset}",
                         details={"previous_last_offset": previous.last_offset, "previous_segment": previous.segment},
@@ -89,7 +90,7 @@ class OffsetContinuity:
                 ):
                     found.append(
                         make_finding(
-                            "offset_gap",
+                            CheckId.OFFSET_GAP,
                             f"Offsets {first_missing} to {last_missing} are missing in {tp}",
                             details={"missing_offsets": [first_missing, last_missing]},
                             **where,
