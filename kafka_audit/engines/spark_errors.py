@@ -15,6 +15,8 @@ import socket
 from contextlib import suppress
 from urllib.parse import urlsplit
 
+from kafka_audit.errors import KafkaAuditError
+
 # How long after the driver's JVM is up a standalone master may take to accept the application.
 MASTER_ANSWER_S = 20.0
 # What Spark's StandaloneAppClient logs when an attempt to register with the master fails, and
@@ -52,7 +54,7 @@ _PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: ")
 _JVM_LOG_NOTICE = re.compile(r"^\[[\d.]+s\]\[(?:warning|info|debug|trace)\s*\]\[")
 
 
-class SparkFailure(RuntimeError):
+class SparkFailure(KafkaAuditError, RuntimeError):
     """Spark failed to start or to run; ``str()`` is the one line for the user: the root cause,
     where it happened, and the kept ``spark.log``."""
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.io.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine, LogEntry, classify
 
 __all__ = ["BrokerLog", "BrokerLogError", "BrokerLogLine", "LOG_START", "REJECTION", "SEGMENT_DELETED", "read_broker_logs"]
@@ -51,7 +52,7 @@ _SAME_FAILURE_MS = 1000
 _KAFKA_APIS_LINE = "Produce request with correlation id"
 
 
-class BrokerLogError(Exception):
+class BrokerLogError(KafkaAuditError):
     """A ``--broker-log`` file that cannot be read: missing, unreadable, a broken gzip stream."""
 
 

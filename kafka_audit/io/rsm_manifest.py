@@ -25,6 +25,8 @@ from typing import Any
 
 import zstandard
 
+from kafka_audit.errors import KafkaAuditError
+
 # TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE
 MAX_ENCODED_CHUNK_SIZES = 10 * 1024 * 1024
 # SegmentEncryptionMetadataV1.IV_SIZE; AesEncryptionProvider.GCM_TAG_LENGTH (bits) / 8.
@@ -34,7 +36,7 @@ GCM_TAG_SIZE = 16
 INDEX_TYPES = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
 
 
-class ManifestError(ValueError):
+class ManifestError(KafkaAuditError, ValueError):
     """The manifest is not a ``SegmentManifestV1`` this reader understands (one line)."""
 
 
