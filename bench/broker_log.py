@@ -71,7 +71,8 @@ def main() -> None:
     if not packed.exists():
         with open(plain, "rb") as source, gzip.open(packed, "wb") as target:
             target.write(source.read())
-    physical = sum(1 for _ in open(plain))
+    with open(plain) as lines:
+        physical = sum(1 for _ in lines)
     for name, path in (("plain", plain), ("gzip", packed)):
         seconds, kept = measure(path)
         size = os.path.getsize(plain) / 1e6

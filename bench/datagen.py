@@ -74,8 +74,8 @@ def _value_pool(rng: random.Random, size: int) -> bytes:
                 "event": rng.choice(events),
                 "country": rng.choice(countries),
                 "amount": round(rng.random() * 1000, 2),
-                "session": "%016x" % rng.getrandbits(64),
-                "path": "/p/%d/%d" % (rng.randrange(5000), rng.randrange(100)),
+                "session": f"{rng.getrandbits(64):016x}",
+                "path": f"/p/{rng.randrange(5000)}/{rng.randrange(100)}",
             },
             separators=(",", ":"),
         ).encode()

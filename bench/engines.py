@@ -55,7 +55,7 @@ def in_process(root: Path) -> dict:
 
 def spark(root: Path, master: str, env: dict | None = None) -> dict:
     command = [sys.executable, str(HERE / "measure.py"), "spark", str(root), master, "3"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})}, check=False)
     if done.returncode:
         raise RuntimeError(f"spark probe on {master} failed: {done.stderr[-2000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])

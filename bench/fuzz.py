@@ -329,10 +329,7 @@ def m_splice(case: Case) -> None:
     a = case.rng.randrange(len(donor))
     b = min(len(donor), a + case.rng.randint(1, 4096))
     at = case.rng.randint(0, len(data))
-    if case.rng.random() < 0.5:
-        new = data[:at] + donor[a:b] + data[at:]
-    else:
-        new = data[:at] + donor[a:b] + data[at + (b - a) :]
+    new = data[:at] + donor[a:b] + data[at:] if case.rng.random() < 0.5 else data[:at] + donor[a:b] + data[at + (b - a):]
     path.write_bytes(new)
     case.note(f"splice {other.name}[{a}:{b}] into {path.name} at {at}")
 
@@ -630,9 +627,13 @@ def audit_case(root: str) -> tuple[list[str], dict[str, int]]:
         if finding.check not in CHECKS:
             problems.append(f"unknown check {finding.check!r}")
         size = sizes.get(finding.segment)
-        if size is not None and finding.position is not None and "index_file" not in finding.details:
-            if not 0 <= finding.position <= size:
-                problems.append(f"{finding.check} at position {finding.position} outside {finding.segment} ({size} bytes)")
+        if (
+            size is not None
+            and finding.position is not None
+            and "index_file" not in finding.details
+            and not 0 <= finding.position <= size
+        ):
+            problems.append(f"{finding.check} at position {finding.position} outside {finding.segment} ({size} bytes)")
     # The dump path: every batch decoded with its data.
     for partition in discovery.partitions:
         for segment in partition.segments:

@@ -6,12 +6,17 @@
 # The one version source: pyproject.toml reads it (setuptools' dynamic version), `kafka-audit --version`
 # prints it, the Spark preflight compares it with each executor's. CHANGELOG.md says what each release changed.
 __version__ = "0.5.0"
-__all__ = ["AuditResult", "ExecutorEnvironmentError", "scan"]
+__all__ = ["AuditResult", "ExecutorEnvironmentError", "KafkaAuditError", "scan"]
+
+# The base of every error the package raises (a module that imports nothing: no cost at start-up).
+from kafka_audit.errors import KafkaAuditError  # noqa: E402
+
+_FROM_API = ("AuditResult", "ExecutorEnvironmentError", "scan")
 
 
 def __getattr__(name: str):
     """``scan``, ``AuditResult`` and ``ExecutorEnvironmentError`` imported on first use: ``kafka-audit --version`` stays light."""
-    if name in __all__:
+    if name in _FROM_API:
         from kafka_audit import api
 
         return getattr(api, name)

@@ -57,7 +57,7 @@ def test_the_api_runs_on_local_spark_from_a_venv_python_that_is_not_activated(tm
     broker_log = FIXTURES / "broker-logs" / "producer-errors.server.log"
     env = {**_not_activated(), "TMPDIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(DATA), str(broker_log)], env=env, cwd=REPO,
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     want = sorted(f["check"] for f in expected["findings"])
     assert json.loads(done.stdout.splitlines()[-1]) == dict.fromkeys(CALLS, want)

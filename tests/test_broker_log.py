@@ -323,7 +323,7 @@ RETENTION = [
 @pytest.mark.parametrize("text, expected", RETENTION)
 def test_retention_lines_in_each_wording(tmp_path, text, expected):
     lines = parse(tmp_path, text + "\n")
-    assert [(l.kind, l.topic, l.partition, l.offset, l.reason) for l in lines] == expected
+    assert [(line.kind, line.topic, line.partition, line.offset, line.reason) for line in lines] == expected
 
 
 @pytest.mark.parametrize(
@@ -362,7 +362,7 @@ def test_rotated_and_gzip_files_of_a_folder_read_oldest_first(tmp_path):
     (folder / "controller.log").write_text(issue[2] + issue[3])  # not a server.log* file
     log = read_broker_logs([str(folder)])
     assert [Path(f).name for f in log.files] == ["server.log.2", "server.log.1.gz", "server.log"]
-    assert [(l.kind, l.topic, l.partition) for l in log.lines] == [
+    assert [(line.kind, line.topic, line.partition) for line in log.lines] == [
         (SEGMENT_DELETED, "test", 55), (SEGMENT_DELETED, "test", 55), (LOG_START, "test", 55),
         (REJECTION, "test", 8), (REJECTION, "test", 55),
     ]
@@ -406,11 +406,11 @@ def test_the_real_broker_logs_hold_retention_lines_and_no_produce_error():
     retention-producer-expiry's broker deleted 24 segments of ret-0 and moved its log start to 2620."""
     for server_log in sorted(corpus_dir("real-broker").glob("*/broker/server.log.txt")):
         log = read_broker_logs([str(server_log)])
-        assert not [l for l in log.lines if l.kind == REJECTION], server_log
+        assert not [line for line in log.lines if line.kind == REJECTION], server_log
         if server_log.parts[-3] == "retention-producer-expiry":
-            deleted = [l.offset for l in log.lines if l.kind == SEGMENT_DELETED]
+            deleted = [line.offset for line in log.lines if line.kind == SEGMENT_DELETED]
             assert len(deleted) == 24 and deleted[0] == 0 and deleted[-1] == 2540
-            assert [(l.offset, l.reason) for l in log.lines if l.kind == LOG_START] == [(2620, "segment deletion")]
+            assert [(line.offset, line.reason) for line in log.lines if line.kind == LOG_START] == [(2620, "segment deletion")]
         else:
             assert log.lines == [], server_log
 

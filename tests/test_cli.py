@@ -444,7 +444,7 @@ def test_the_command_in_a_subprocess_keeps_spark_noise_off_stderr(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run(
         [sys.executable, "-m", "kafka_audit", "scan", str(PRODUCER_ERRORS), "--format", "json", "--master", "local[1]"],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300,
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300, check=False,
     )
     assert done.returncode == 1, done.stderr
     assert done.stderr == ""
@@ -473,7 +473,7 @@ def test_scan_on_a_spark_connect_server_equals_the_in_process_audit(request, ser
     done = subprocess.run(
         [sys.executable, "-m", "kafka_audit", "scan", str(FAULTY), "--format", "json", "--remote", connect_url,
          "--output-parquet", str(out), *_option_args(FAULTY)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600, check=False,
     )
     assert done.returncode == 1, done.stderr
     reference = audit_in_process(discover([str(FAULTY)]), options_of(FAULTY))
@@ -520,7 +520,7 @@ def test_version_prints_the_package_version_and_exits_0():
     # SPEC section 1: `kafka-audit --version` and `python -m kafka_audit --version`.
     from importlib.metadata import version
 
-    done = subprocess.run([sys.executable, "-m", "kafka_audit", "--version"], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "kafka_audit", "--version"], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"kafka-audit {version('kafka-audit')}"
 

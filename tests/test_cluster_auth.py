@@ -53,13 +53,13 @@ def scan(cluster: StandaloneCluster, tmp: Path, *args, secret: str | None = None
         command += ["--spark-secret-file", str(path)]
     environment = {k: v for k, v in os.environ.items() if k != "_SPARK_AUTH_SECRET"}
     environment.update({"SPARK_LOCAL_IP": "127.0.0.1", "TMPDIR": str(tmp), **(env or {})})
-    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=SCAN_TIMEOUT_S)
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=SCAN_TIMEOUT_S, check=False)
 
 
 def local_report() -> dict:
     done = subprocess.run(
         [sys.executable, "-m", "kafka_audit", "scan", str(FIXTURES / "faulty"), "--engine", "local", "--format", "json", "--quiet"],
-        capture_output=True, text=True, timeout=SCAN_TIMEOUT_S,
+        capture_output=True, text=True, timeout=SCAN_TIMEOUT_S, check=False,
     )
     assert done.returncode == 1, done.stderr
     return json.loads(done.stdout)
@@ -118,7 +118,7 @@ def test_the_python_api_takes_the_secret_file_too(secured_cluster, tmp_path):
     environment.update({"SPARK_LOCAL_IP": "127.0.0.1", "TMPDIR": str(tmp_path)})
     done = subprocess.run(
         [sys.executable, "-c", code, str(FIXTURES / "faulty"), secured_cluster.url, str(path)],
-        env=environment, capture_output=True, text=True, timeout=SCAN_TIMEOUT_S,
+        env=environment, capture_output=True, text=True, timeout=SCAN_TIMEOUT_S, check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == local_report()["findings"] != []

@@ -73,7 +73,7 @@ def test_a_local_scan_imports_nothing_of_pyspark(tmp_path):
         " if m.split('.')[0] in ('pyspark', 'py4j'))}))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120)
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     assert outcome == {"code": 1, "modules": []}

@@ -14,13 +14,13 @@ from kafka_audit.rules.findings import assign_fingerprints, make_finding
 from tests.conftest import FIXTURES
 from tests.support.audit_run import corpus_dir
 
-FAULTY_ARGS = dict(
-    max_message_bytes=1000,
-    reference_time=1700003600000,
-    timestamp_before_max_ms=86400000,
-    timestamp_after_max_ms=3600000,
-    compacted_topics=["missing-key-compacted"],
-)
+FAULTY_ARGS = {
+    "max_message_bytes": 1000,
+    "reference_time": 1700003600000,
+    "timestamp_before_max_ms": 86400000,
+    "timestamp_after_max_ms": 3600000,
+    "compacted_topics": ["missing-key-compacted"],
+}
 
 
 def _fingerprints(path: Path, **options) -> list[tuple[str, str, int | None, str]]:
@@ -53,7 +53,7 @@ def test_a_partition_scanned_alone_keeps_its_fingerprints():
     "corpus, options",
     [
         (FIXTURES / "faulty", FAULTY_ARGS),
-        (FIXTURES / "producer-errors", dict(broker_logs=[FIXTURES / "broker-logs" / "producer-errors.server.log"])),
+        (FIXTURES / "producer-errors", {"broker_logs": [FIXTURES / "broker-logs" / "producer-errors.server.log"]}),
         ("real-broker", {}),
         ("real-broker-4", {}),
         ("real-broker-probes", {}),
@@ -84,7 +84,7 @@ def test_findings_no_field_tells_apart_get_distinct_stable_fingerprints():
 
 
 def test_fingerprint_changes_with_what_tells_anomalies_apart():
-    base = dict(topic="orders", partition=3, segment="orders-3/00000000000000000000.log", offset=42)
+    base = {"topic": "orders", "partition": 3, "segment": "orders-3/00000000000000000000.log", "offset": 42}
     variants = [
         make_finding("crc_mismatch", "m", **base),
         make_finding("crc_mismatch", "m", **{**base, "offset": 43}),

@@ -19,7 +19,7 @@ def test_the_fuzzer_finds_nothing_in_a_short_run(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "bench/fuzz_atheris.py", "--runs", "4000", "--seconds", "20", "--max-len", "4096",
          "--seeds", "120", "--corpus", str(tmp_path / "corpus")],
-        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=240,
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=240, check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Done " in result.stderr and "stat::number_of_executed_units" in result.stderr

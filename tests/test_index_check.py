@@ -8,7 +8,7 @@ from kafka_audit.log.time_index import TimestampOffset
 from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
 from kafka_audit.rules.partition.index_check import MAX_FINDINGS_PER_INDEX, SegmentBatches, verify_offset_index, verify_time_index
 
-WHERE = dict(topic="t", partition=0, segment="t-0/00000000000000000000.log")
+WHERE = {"topic": "t", "partition": 0, "segment": "t-0/00000000000000000000.log"}
 
 
 def batches(count: int, records: int = 2, size: int = 100) -> list[BatchSummary]:

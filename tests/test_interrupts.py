@@ -12,6 +12,7 @@ importing the ``site`` packages, which no code of the command can guard."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -84,10 +85,8 @@ def _scan(tmp: Path, stop: signal.Signals | None = None, at: float = 0.0, cache:
                 seen += line
             seen += line
         elif stop is not None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=at)
-            except subprocess.TimeoutExpired:
-                pass
         if stop is not None and process.poll() is None:
             process.send_signal(stop)
         _, err = process.communicate(timeout=COMMAND_TIMEOUT_S)
@@ -98,10 +97,8 @@ def _scan(tmp: Path, stop: signal.Signals | None = None, at: float = 0.0, cache:
             process.wait()
     left = marked(MARK, token)
     for line in left:  # the test's own cleanup, after the evidence is taken
-        try:
+        with contextlib.suppress(OSError):
             os.kill(int(line.split()[0]), signal.SIGKILL)
-        except OSError:
-            pass
     partials = sorted(_cache(env).glob(f"*.jsa.{process.pid}.partial*"))
     return Run(process.returncode, seen + err, seconds, left, partials)
 

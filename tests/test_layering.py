@@ -60,5 +60,5 @@ def test_the_layer_contracts_hold():
     lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
     if lint_imports is None:
         pytest.skip("import-linter is not installed (pip install -e '.[test]')")
-    run = subprocess.run([lint_imports], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    run = subprocess.run([lint_imports], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert run.returncode == 0, run.stdout[-3000:]

@@ -95,12 +95,12 @@ def batch_specs(draw, magic=None) -> BatchSpec:
     if magic == 2:
         idempotent = draw(st.booleans())
         if idempotent:
-            fields = dict(
-                producer_id=draw(st.integers(0, 2**40)),
-                producer_epoch=draw(st.integers(0, 2**15 - 1)),
-                base_sequence=draw(st.integers(0, 2**31 - 1)),
-                transactional=draw(st.booleans()),
-            )
+            fields = {
+                "producer_id": draw(st.integers(0, 2**40)),
+                "producer_epoch": draw(st.integers(0, 2**15 - 1)),
+                "base_sequence": draw(st.integers(0, 2**31 - 1)),
+                "transactional": draw(st.booleans()),
+            }
     timestamp_type = draw(st.sampled_from([0, 1])) if magic >= 1 else 0
     return BatchSpec(
         records=recs,
@@ -119,9 +119,9 @@ def segments(draw, max_batches: int = 4) -> tuple[bytes, list[tuple[int, int, Ba
     out = bytearray()
     spans = []
     offset = 0
-    for spec in specs:
-        n = max(1, len(spec.records))
-        spec = BatchSpec(**{**{f: getattr(spec, f) for f in spec.__dataclass_fields__}, "base_offset": offset})
+    for drawn in specs:
+        n = max(1, len(drawn.records))
+        spec = BatchSpec(**{**{f: getattr(drawn, f) for f in drawn.__dataclass_fields__}, "base_offset": offset})
         data = encode_batch(spec)
         spans.append((len(out), len(out) + len(data), spec))
         out += data

@@ -7,6 +7,7 @@ report's findings are the same with and without redaction."""
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import random
 import re
@@ -28,7 +29,7 @@ CODECS = (0, 3)
 TOPIC, COMPACTED = "orders", "accounts"
 # Audit options under which the culprits below are findings with a record index.
 OPTIONS = ["--compacted-topic", COMPACTED, "--reference-time", str(TS_BASE), "--timestamp-before-max-ms", str(DAY_MS)]
-_written = 0
+_written = itertools.count(1)
 
 
 def _payload(rng: random.Random) -> bytes:
@@ -49,7 +50,7 @@ def _write(root: Path, seed: int) -> tuple[Path, list[bytes]]:
     the reference time in ``orders`` and one without a key in the compacted ``accounts``."""
     rng = random.Random(seed)
     batches = {TOPIC: [], COMPACTED: []}
-    for topic in batches:
+    for topic, specs in batches.items():
         for n in range(rng.randint(1, 3)):
             recs = [_record(rng, timestamp=TS_BASE + n * 10 + i) for i in range(rng.randint(1, 4))]
             culprit = rng.randrange(len(recs))
@@ -57,7 +58,7 @@ def _write(root: Path, seed: int) -> tuple[Path, list[bytes]]:
                 recs[culprit] = _record(rng, timestamp=TS_BASE - 2 * DAY_MS)
             else:
                 recs[culprit] = _record(rng, key=False, timestamp=TS_BASE + n * 10 + culprit)
-            batches[topic].append(BatchSpec(records=tuple(recs), codec=rng.choice(CODECS), base_timestamp=TS_BASE + n * 10))
+            specs.append(BatchSpec(records=tuple(recs), codec=rng.choice(CODECS), base_timestamp=TS_BASE + n * 10))
     with LogDirWriter(root) as out:
         for topic, specs in batches.items():
             writer = out.partition(topic, 0)
@@ -83,9 +84,7 @@ def _leaks(output: str, payloads: list[bytes]) -> list[bytes]:
 
 
 def _fresh(tmp_path: Path, seed: int) -> tuple[Path, list[bytes]]:
-    global _written
-    _written += 1
-    return _write(tmp_path / f"logs-{_written}", seed)
+    return _write(tmp_path / f"logs-{next(_written)}", seed)
 
 
 def _cli(*args) -> object:

@@ -795,7 +795,7 @@ def test_the_fuzz_script_runs_and_reports_no_failure():
         [sys.executable, str(REPO / "bench" / "fuzz.py"), "--iterations", "6", "--seed", "7", "--timeout", "120"],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO, check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().splitlines()[-1].endswith("seed 7: no failure")

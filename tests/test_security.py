@@ -59,7 +59,7 @@ def test_a_local_scan_listens_on_loopback_only(tmp_path, with_secret):
         command.append(str(write_secret(tmp_path)))
     environment = {**os.environ, "TMPDIR": str(temporary)}
     environment.pop("SPARK_LOCAL_IP", None)  # nothing outside the scan keeps it on loopback
-    done = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    done = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert "java" in seen["processes"] and any("pyspark.daemon" in line for line in seen["command_lines"])
@@ -88,7 +88,7 @@ def test_a_secret_turns_on_authentication_and_encryption(tmp_path):
         "    print(spark.sparkContext.parallelize(range(10), 2).sum())\n"
     )
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                          env={**os.environ, "TMPDIR": str(tmp_path)})
+                          env={**os.environ, "TMPDIR": str(tmp_path)}, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["true true true", "True", "45"]
     assert list(tmp_path.iterdir()) == []
@@ -97,7 +97,7 @@ def test_a_secret_turns_on_authentication_and_encryption(tmp_path):
 def run_scan(*args, tmp: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "kafka_audit", "scan", *map(str, args)]
     environment = {**os.environ, "TMPDIR": str(tmp), **(env or {})}
-    return subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+    return subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
 
 
 @pytest.mark.parametrize(
@@ -148,7 +148,7 @@ def test_an_exception_inside_the_session_removes_the_scratch_folder(tmp_path):
         "    print(failure)\n"
     )
     done = subprocess.run([sys.executable, "-c", program], cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-                          env={**os.environ, "TMPDIR": str(tmp_path)})
+                          env={**os.environ, "TMPDIR": str(tmp_path)}, check=False)
     assert done.returncode == 0, done.stderr
     kept = Path(done.stdout.strip().rsplit("; Spark's log: ", 1)[1])
     assert done.stdout.startswith("not Spark; Spark's log: ")

@@ -27,7 +27,7 @@ _LOG = re.compile(r"; Spark's log: (?P<path>\S+)$")
 def scan(*args, tmp: Path, env: dict | None = None, timeout: float = SCAN_TIMEOUT_S) -> subprocess.CompletedProcess:
     environment = {**os.environ, "TMPDIR": str(tmp), "SPARK_LOCAL_IP": "127.0.0.1", **(env or {})}
     command = [sys.executable, "-m", "kafka_audit", "scan", str(FIXTURES / "healthy"), "--quiet", *map(str, args)]
-    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=timeout, cwd=REPO)
+    return subprocess.run(command, env=environment, capture_output=True, text=True, timeout=timeout, cwd=REPO, check=False)
 
 
 def one_line(done: subprocess.CompletedProcess) -> str:
@@ -80,7 +80,7 @@ def _other_python_minor() -> str | None:
     for path in filter(None, candidates):
         try:
             version = subprocess.run(
-                [path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+                [path, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, timeout=30, check=False
             ).stdout.strip()
         except (OSError, subprocess.TimeoutExpired):
             continue

@@ -57,7 +57,7 @@ _ARCHIVE = (0xF00BABA8).to_bytes(4, sys.byteorder) + b"archive bytes"
 
 
 def _finished_jvm() -> str:
-    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=False)
     return done.stdout.strip()
 
 
@@ -70,7 +70,7 @@ def test_a_finished_recording_is_adopted_and_mapped(cache):
     assert archive is not None and archive == str(sharing.partial).rsplit(".", 2)[0]
     name = archive.rsplit("/", 1)[1]
     assert sorted(p.name for p in cache.iterdir()) == [name, name + ".install"]  # and the install it serves
-    assert open(archive, "rb").read() == _ARCHIVE
+    assert Path(archive).read_bytes() == _ARCHIVE
 
 
 def test_an_archive_cut_short_is_dropped_and_recorded_again(cache):

@@ -307,7 +307,8 @@ def test_dump_reads_an_encrypted_remote_segment_with_the_key(tmp_path, rsa_key):
     plain = CliRunner().invoke(app, ["dump", str(source), "--format", "json"])
     remote = CliRunner().invoke(app, ["dump", f"{stem}.log", "--format", "json", "--rsm-key-file", str(key_path)])
     assert remote.exit_code == 0 and plain.exit_code == 0
-    strip = lambda text: [line.split('"position"', 1)[1] for line in text.splitlines() if '"position"' in line]
+    def strip(text):
+        return [line.split('"position"', 1)[1] for line in text.splitlines() if '"position"' in line]
     assert strip(remote.output) == strip(plain.output) and strip(plain.output)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.internal_topics import read_transaction_log
@@ -22,7 +23,7 @@ from kafka_audit.record.problem import Problem
 from kafka_audit.rules.findings import Finding, iso_time
 from kafka_audit.rules.replay.transaction_version import CoordinatorFacts
 
-_OPEN_CHECKS = ("hanging_transaction", "open_transaction")
+_OPEN_CHECKS = (CheckId.HANGING_TRANSACTION, CheckId.OPEN_TRANSACTION)
 
 
 @dataclass(slots=True)

@@ -25,6 +25,7 @@ from kafka_audit.audit.segment_indexes import (
     unreadable_with_sidecars,
     verify_indexes,
 )
+from kafka_audit.check_ids import CheckId
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log_lines import BrokerLogLine
 from kafka_audit.log.producer_snapshot import read_producer_snapshot
@@ -201,7 +202,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
             return
         if segment in meta.indexes_apart:
             return
-        where = dict(topic=meta.topic, partition=meta.partition, segment=segment)
+        where = {"topic": meta.topic, "partition": meta.partition, "segment": segment}
         newest_size = files.size if files.newest else None
         findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches, newest_size))
 
@@ -212,7 +213,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         for files in meta.segments.values()
         if files.txn_index and files.segment not in unreadable
     }
-    where = dict(topic=meta.topic, partition=meta.partition)
+    where = {"topic": meta.topic, "partition": meta.partition}
     for snapshot, (_, display) in zip(snapshots, meta.snapshots):
         findings.extend(sidecar_problem_findings(snapshot.problems, {**where, "segment": None}, display))
     for segment, parsed in txn_indexes.items():
@@ -271,10 +272,9 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
         found = observe_offsets(summary)
         if found:
             findings.extend(found)
-        if summary.valid:
-            if summary.producer_id >= 0:
-                producers.add(summary.producer_id)
-                observe_activity(summary)
+        if summary.valid and summary.producer_id >= 0:
+            producers.add(summary.producer_id)
+            observe_activity(summary)
         if gap_before(summary):
             replay.untrusted()
         append(summary)
@@ -382,7 +382,7 @@ class _Coverage:
 
 # The replay's findings on a producer with no earlier state: with earlier segments not scanned,
 # its earlier batches may simply lie there.
-_NO_EARLIER_STATE = frozenset({"unknown_producer_id", "retention_gap"})
+_NO_EARLIER_STATE = frozenset({CheckId.UNKNOWN_PRODUCER_ID, CheckId.RETENTION_GAP})
 
 
 def _log_end(live: dict[str, SegmentFiles], last: BatchSummary | None) -> int | None:
@@ -399,13 +399,17 @@ def _log_end(live: dict[str, SegmentFiles], last: BatchSummary | None) -> int | 
     return last.last_offset + 1
 
 
+# The unscanned segments a message names before it says how many more.
+_NAMES_SHOWN = 3
+
+
 def _not_scanned(meta: PartitionMeta, finding: Finding) -> Finding:
     """A producer without earlier state in a partition whose earlier segments were not passed:
     say so, instead of claiming its batches were deleted or lost (``details.unscanned_segments``)."""
     if not meta.unscanned_segments or finding.check not in _NO_EARLIER_STATE:
         return finding
     names = meta.unscanned_segments
-    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    shown = ", ".join(names[:_NAMES_SHOWN]) + (f" and {len(names) - _NAMES_SHOWN} more" if len(names) > _NAMES_SHOWN else "")
     finding.message = (
         f"Found no record of producerId={finding.producer_id} at offset {finding.offset} in the segments scanned "
         f"of partition {partition_label(finding.topic, finding.partition)}: the folder's {len(names)} earlier segment(s) "

@@ -48,7 +48,7 @@ from kafka_audit.rules.validation.log_validator import (
 MAX_FINDINGS_PER_CHECK = 1000
 
 # Problems of a batch's framing: at position 0 they may show a file that is no segment at all.
-_FRAMING_CHECKS = frozenset({"truncated_batch", "invalid_batch_size", "unknown_magic"})
+_FRAMING_CHECKS = frozenset({CheckId.TRUNCATED_BATCH, CheckId.INVALID_BATCH_SIZE, CheckId.UNKNOWN_MAGIC})
 _INT_MAX = (1 << 31) - 1
 
 # The summary panel's format labels (magic byte to label), built once.

@@ -136,7 +136,7 @@ def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary]) -> list[
         return []
     if not batches and (unreadable_with_sidecars(files) or not can_open(files.log, True)):
         return []
-    where = dict(topic=check.topic, partition=check.partition, segment=files.segment)
+    where = {"topic": check.topic, "partition": check.partition, "segment": files.segment}
     with storage.prefetching([files.index, files.time_index], MAX_SIDECAR_BYTES + 1, check.empty_objects):
         return verify_indexes(
             files.index, files.time_index, files.base_offset, where, batches, files.size if files.newest else None

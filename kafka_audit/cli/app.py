@@ -27,10 +27,9 @@ from kafka_audit.cli.options import (
     EXIT_OK,
     EXIT_USAGE,
     TEXT_ERRORS,
-    OutputFailed,
+    KafkaAuditError,
     PipeGuard,
-    ReaderGone,
-    end_quietly,
+    exit_code_of,
 )
 from kafka_audit.cli.report_command import register as register_report
 
@@ -87,10 +86,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = _run(argv)
         sys.stdout.flush()  # what is still buffered, while a closed pipe can still be told apart
-    except ReaderGone:
-        code = end_quietly()
-    except OutputFailed as failure:  # a full disk or an I/O error on stdout: one line, exit 2
-        code = end_quietly(failure)
+    except KafkaAuditError as error:  # a reader gone (exit 0), a full disk (exit 2), ...: its exit code
+        code = exit_code_of(error)
     sys.exit(code)
 
 

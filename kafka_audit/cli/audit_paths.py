@@ -133,6 +133,10 @@ def parquet_target(target: str | None) -> str | None:
     return str(path)
 
 
+# The topics the message names before it says how many more.
+_TOPICS_SHOWN = 10
+
+
 def _nothing_found(discovery, paths: list[str], topics: list[str], partitions: list[int]) -> str:
     """The exit-2 message when no segment is left to audit: which filter matched nothing, and
     what there was, or that the paths hold no segment at all."""
@@ -140,7 +144,7 @@ def _nothing_found(discovery, paths: list[str], topics: list[str], partitions: l
     if discovery.filtered_segments:
         filters = " ".join([*(f"--topic {t}" for t in topics), *(f"--partition {n}" for n in partitions)])
         seen = sorted(discovery.filtered_topics)
-        listed = ", ".join(seen[:10]) + (f" and {len(seen) - 10} more" if len(seen) > 10 else "")
+        listed = ", ".join(seen[:_TOPICS_SHOWN]) + (f" and {len(seen) - _TOPICS_SHOWN} more" if len(seen) > _TOPICS_SHOWN else "")
         return (
             f"{filters} matched no segment under {where} ({discovery.filtered_segments} segments found, "
             f"in topics: {listed})"

@@ -8,8 +8,7 @@ import signal
 import sys
 import threading
 
-# SPEC section 1: 130 interrupted (also cli.options.EXIT_INTERRUPTED, which is not imported yet).
-_EXIT_INTERRUPTED = 130
+from kafka_audit.errors import EXIT_INTERRUPTED
 
 
 def _terminated(signum: int, frame: object) -> None:
@@ -25,5 +24,5 @@ def main() -> None:
         from kafka_audit.cli.app import main as run
     except KeyboardInterrupt:
         print("kafka-audit: interrupted", file=sys.stderr)
-        sys.exit(_EXIT_INTERRUPTED)
+        sys.exit(EXIT_INTERRUPTED)
     run()

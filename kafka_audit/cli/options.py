@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from contextlib import suppress
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
@@ -24,9 +25,9 @@ import typer
 
 from kafka_audit.engines.run import Engine
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-# What a shell reports for a process ended by Ctrl-C (128 + SIGINT).
-EXIT_INTERRUPTED = 130
+# SPEC section 1's exit codes are kafka_audit.errors'; the commands import them from here.
+from kafka_audit.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, KafkaAuditError  # noqa: F401
+
 # Epoch milliseconds: ASCII digits, at most a long's 19 (str.isdigit would take "²").
 _EPOCH_MS = re.compile(r"-?[0-9]{1,19}")
 # File names that are not UTF-8 reach reports as surrogate escapes; print them escaped.
@@ -60,11 +61,14 @@ class DumpFormat(str, Enum):
     json = "json"
 
 
-class ReaderGone(Exception):
-    """The reader of stdout closed it (EPIPE): the report was cut short by its reader."""
+class ReaderGone(KafkaAuditError):
+    """The reader of stdout closed it (EPIPE): the report was cut short by its reader, and the
+    command ends quietly with exit 0, as Unix tools do (SPEC section 1)."""
+
+    exit_code = EXIT_OK
 
 
-class OutputFailed(Exception):
+class OutputFailed(KafkaAuditError):
     """Writing stdout failed for another reason than a reader gone (a full disk, an I/O error):
     one exit-2 line (SPEC section 1)."""
 
@@ -75,7 +79,7 @@ class OutputFailed(Exception):
 class PipeGuard:
     """stdout for the commands: a write or flush on a pipe whose reader has gone raises
     :class:`ReaderGone`, which no command or Click handler catches (Click would turn the
-    BrokenPipeError into exit code 1, the code for findings), so :func:`end_quietly` ends the
+    BrokenPipeError into exit code 1, the code for findings), so :func:`exit_code_of` ends the
     command with exit 0 (SPEC section 1). Everything else is the wrapped stream's."""
 
     def __init__(self, stream) -> None:
@@ -101,20 +105,22 @@ class PipeGuard:
         return getattr(self._stream, name)
 
 
-def end_quietly(failure: OutputFailed | None = None) -> int:
-    """After :class:`ReaderGone` (or :class:`OutputFailed`): point stdout at /dev/null, so that
-    the interpreter's last flush of what is still buffered meets no closed pipe or full disk, and
-    answer exit 0 (exit 2 with one line for a ``failure``)."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):  # stdout closed: nothing is left to flush
-        pass
-    os.close(devnull)
-    if failure is None:
-        return EXIT_OK
-    fail(f"cannot write the output to standard output: {failure}")
-    return EXIT_USAGE
+def exit_code_of(error: KafkaAuditError) -> int:
+    """The exit code a command ends with when ``error`` reaches the command line (the one place
+    where an error of the package becomes its exit code, ``KafkaAuditError.exit_code``), after
+    the one line on stderr that names its cause. A closed or failing stdout ends the command
+    quietly: stdout is pointed at /dev/null, so that the interpreter's last flush of what is still
+    buffered meets no closed pipe or full disk (a reader gone says nothing)."""
+    if isinstance(error, (ReaderGone, OutputFailed)):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with suppress(OSError, ValueError):  # stdout closed: nothing is left to flush
+            os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    if isinstance(error, OutputFailed):
+        fail(f"cannot write the output to standard output: {error}")
+    elif not isinstance(error, ReaderGone):
+        fail(str(error))
+    return error.exit_code
 
 
 def fail(message: str) -> typer.Exit:

@@ -27,6 +27,11 @@ _PARTIAL = ".partial"
 _JVM_MARKER = ".jvm"
 # HotSpot's cds.h: CDS_ARCHIVE_MAGIC, CDS_DYNAMIC_ARCHIVE_MAGIC.
 _CDS_MAGIC = (0xF00BABA2, 0xF00BABA8)
+_CDS_MAGIC_SIZE = 4
+# The JDKs that record an archive at exit (JDK-8215311, JDK 13) and that create it themselves
+# (-XX:+AutoCreateSharedArchive, JDK-8261455, JDK 19).
+_JDK_ARCHIVE_AT_EXIT = 13
+_JDK_AUTO_ARCHIVE = 19
 
 
 # A recording whose JVM still seems alive after this long is given up (its process id reused).
@@ -82,14 +87,14 @@ def class_data_sharing(conf: dict[str, str] | None = None, record: bool = True) 
     archive = folder / f"spark-driver-{pyspark.__version__}-java-{version}-{digest}.jsa"
     recording = _adopt_finished_recordings(folder, archive)
     prune(folder, archive)
-    if major >= 19:
+    if major >= _JDK_AUTO_ARCHIVE:
         _note_use(archive, pyspark.__file__)
         missing = not archive.is_file()
         return ClassDataSharing(f"-XX:+AutoCreateSharedArchive -XX:SharedArchiveFile={archive}", None, missing, archive)
     if archive.is_file():
         _note_use(archive, pyspark.__file__)
         return ClassDataSharing(f"-XX:SharedArchiveFile={archive}")
-    if not record or recording or major < 13:
+    if not record or recording or major < _JDK_ARCHIVE_AT_EXIT:
         return ClassDataSharing("")
     partial = archive.with_name(f"{archive.name}.{os.getpid()}{_PARTIAL}")
     return ClassDataSharing(f"-XX:ArchiveClassesAtExit={partial}", partial, records=True)
@@ -194,10 +199,10 @@ def _complete_archive(path: Path) -> bool:
     order), after every region, so a JVM killed while writing leaves no magic."""
     try:
         with open(path, "rb") as archive:
-            head = archive.read(4)
+            head = archive.read(_CDS_MAGIC_SIZE)
     except OSError:
         return False
-    return len(head) == 4 and int.from_bytes(head, sys.byteorder) in _CDS_MAGIC
+    return len(head) == _CDS_MAGIC_SIZE and int.from_bytes(head, sys.byteorder) in _CDS_MAGIC
 
 
 def _alive(pid: int) -> bool:

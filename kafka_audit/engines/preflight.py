@@ -215,6 +215,10 @@ def _dataframe_round(spark, args: tuple, count: int):
     return lambda: [row[0] for row in spark.range(0, count, 1, count).select(run("id")).collect()]
 
 
+# Block managers the driver knows once one executor is up: the driver's own and the executor's.
+_DRIVER_AND_ONE_EXECUTOR = 2
+
+
 def _executors(spark) -> tuple[int, int]:
     """(executors expected, probe tasks per round). On a classic session with a cluster manager,
     wait (bounded) for executors to register; on Spark Connect the server's count is not known."""
@@ -228,7 +232,7 @@ def _executors(spark) -> tuple[int, int]:
         context.getConf().get(EXECUTOR_WAIT_SETTING, EXECUTOR_WAIT_DEFAULT)
     )
     deadline = time.monotonic() + wait_s
-    while status().size() < 2:  # the driver's block manager is one of them
+    while status().size() < _DRIVER_AND_ONE_EXECUTOR:  # the driver's block manager is one of them
         if time.monotonic() > deadline:
             raise ExecutorEnvironmentError(
                 f"no executor registered with {context.master} within {wait_s} s "

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import re
 import socket
+from contextlib import suppress
 from urllib.parse import urlsplit
+
+from kafka_audit.errors import KafkaAuditError
 
 # How long after the driver's JVM is up a standalone master may take to accept the application.
 MASTER_ANSWER_S = 20.0
@@ -51,7 +54,7 @@ _PYTHON_WARNING = re.compile(r"^\S+:\d+: \w*Warning: ")
 _JVM_LOG_NOTICE = re.compile(r"^\[[\d.]+s\]\[(?:warning|info|debug|trace)\s*\]\[")
 
 
-class SparkFailure(RuntimeError):
+class SparkFailure(KafkaAuditError, RuntimeError):
     """Spark failed to start or to run; ``str()`` is the one line for the user: the root cause,
     where it happened, and the kept ``spark.log``."""
 
@@ -121,10 +124,8 @@ def exception_text(exc: BaseException) -> str:
     text = str(exc)
     origin = getattr(exc, "_origin", None)
     if origin is not None:
-        try:
+        with suppress(Exception):  # the JVM may be gone
             text += "\n" + str(origin.getMessage())
-        except Exception:  # noqa: BLE001 - the JVM may be gone
-            pass
     return text
 
 

@@ -21,7 +21,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from kafka_audit.engines.jvm_class_archive import ClassDataSharing, finish_recording
@@ -111,10 +111,8 @@ def kill_session(leader: int) -> None:
         if not members:
             return
         for pid in members:
-            try:
+            with suppress(OSError):  # gone already, or no longer ours (a reused id)
                 os.kill(pid, signal.SIGKILL)
-            except OSError:  # gone already, or no longer ours (a reused id)
-                pass
         time.sleep(0.02)
 
 
@@ -221,10 +219,8 @@ def _forget(gateway) -> None:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    try:
+    with suppress(Exception):  # connections to a dead JVM
         gateway.close()
-    except Exception:  # noqa: BLE001 - connections to a dead JVM
-        pass
     with SparkContext._lock:
         SparkContext._gateway = None
         SparkContext._jvm = None

@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 import re
 
+from kafka_audit.errors import KafkaAuditError
+
 LOOPBACK = "127.0.0.1"
 # Spark's SparkMasterRegex: "local", "local[N]", "local[*]", "local[N, F]", "local[*, F]".
 _LOCAL_MASTER = re.compile(r"local(\[\s*(\*|\d+)\s*(,\s*\d+\s*)?\])?")
@@ -41,7 +43,7 @@ AUTHENTICATION = {
 }
 
 
-class SecretError(ValueError):
+class SecretError(KafkaAuditError, ValueError):
     """A secret file that cannot be used; ``str()`` names the file and why, never the content."""
 
 

@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from kafka_audit.engines.jvm_class_archive import ClassDataSharing, class_data_sharing, mark_recording_jvm
@@ -329,10 +329,8 @@ def _stop(spark) -> None:
     ``shutdown()`` waits for its polling loop to notice (0.78 s of a 0.92 s stop, measured), so
     it is shut down on a daemon thread of its own; the JVM side stops as usual."""
     quiet_accumulator_server(spark.sparkContext)
-    try:
+    with suppress(Exception):  # after Ctrl-C the JVM may be gone: nothing left to stop
         spark.stop()
-    except Exception:  # noqa: BLE001 - after Ctrl-C the JVM may be gone: nothing left to stop
-        pass
 
 
 @contextmanager

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.io.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine, LogEntry, classify
 
 __all__ = ["BrokerLog", "BrokerLogError", "BrokerLogLine", "LOG_START", "REJECTION", "SEGMENT_DELETED", "read_broker_logs"]
@@ -51,7 +52,7 @@ _SAME_FAILURE_MS = 1000
 _KAFKA_APIS_LINE = "Produce request with correlation id"
 
 
-class BrokerLogError(Exception):
+class BrokerLogError(KafkaAuditError):
     """A ``--broker-log`` file that cannot be read: missing, unreadable, a broken gzip stream."""
 
 
@@ -154,8 +155,8 @@ def _rotation_order(name: str) -> tuple:
 def read_entries(path: str) -> Iterator[LogEntry]:
     """The entries of one file in file order. Lines before the first header are not an entry."""
     entry: LogEntry | None = None
-    for number, line in enumerate(_lines(path), start=1):
-        line = line.rstrip("\r\n")
+    for number, raw in enumerate(_lines(path), start=1):
+        line = raw.rstrip("\r\n")
         # Kafka's own layout starts the line with the header; other layouts may put a prefix first
         # (``Jan 26 10:07:14 host kafka-server-start.sh[15550]: ``), but a date deep inside a
         # message line is not a header.

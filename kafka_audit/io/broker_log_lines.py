@@ -159,14 +159,14 @@ def _where(entry: LogEntry, tp: str) -> dict | None:
     if parsed is None:
         return None
     broker = _BROKER_ID.search(entry.message)
-    return dict(
-        time=entry.time,
-        topic=parsed[0],
-        partition=parsed[1],
-        broker_id=int(broker["id"]) if broker else None,
-        file=entry.file,
-        line_number=entry.line_number,
-    )
+    return {
+        "time": entry.time,
+        "topic": parsed[0],
+        "partition": parsed[1],
+        "broker_id": int(broker["id"]) if broker else None,
+        "file": entry.file,
+        "line_number": entry.line_number,
+    }
 
 
 def _rejection(entry: LogEntry) -> BrokerLogLine | None:

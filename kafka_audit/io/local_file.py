@@ -21,13 +21,14 @@ import stat
 import threading
 import time
 
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.io import page_cache
 
 # Shown for each way a file can change under a scan (SPEC segment_changed's ``reason``).
 GREW, SHRANK, VANISHED, SWAPPED = "grew", "shrank", "vanished", "swapped"
 
 
-class FileChanged(OSError):
+class FileChanged(KafkaAuditError, OSError):
     """A read met a file that is no longer what the scan listed (``reason``: :data:`SHRANK`,
     :data:`VANISHED` or :data:`SWAPPED`)."""
 
@@ -84,7 +85,7 @@ class LocalFile:
         self.path = path
         self.listed_id = listed_id
         try:
-            self._handle = open(path, "rb", buffering=0)
+            self._handle = open(path, "rb", buffering=0)  # noqa: SIM115 - held open until close()
         except FileNotFoundError:
             if listed_size is not None:
                 raise FileChanged(VANISHED, "the file was deleted after the scan listed it") from None

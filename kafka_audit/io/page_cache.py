@@ -14,6 +14,7 @@ failure leaves the read as it was):
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import mmap
@@ -106,10 +107,8 @@ class PageCacheGuard:
         # No read-ahead on this handle: the kernel would fill pages past the range checked by
         # mincore, which this guard would then not drop. The reads are large (a chunk) anyway.
         if hasattr(os, "posix_fadvise"):
-            try:
+            with contextlib.suppress(OSError):
                 os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-            except OSError:
-                pass
 
     def before(self, start: int, length: int) -> bytes | None:
         return resident_pages(self.fd, start, length)

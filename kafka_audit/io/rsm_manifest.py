@@ -25,6 +25,8 @@ from typing import Any
 
 import zstandard
 
+from kafka_audit.errors import KafkaAuditError
+
 # TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE
 MAX_ENCODED_CHUNK_SIZES = 10 * 1024 * 1024
 # SegmentEncryptionMetadataV1.IV_SIZE; AesEncryptionProvider.GCM_TAG_LENGTH (bits) / 8.
@@ -34,7 +36,7 @@ GCM_TAG_SIZE = 16
 INDEX_TYPES = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
 
 
-class ManifestError(ValueError):
+class ManifestError(KafkaAuditError, ValueError):
     """The manifest is not a ``SegmentManifestV1`` this reader understands (one line)."""
 
 
@@ -115,6 +117,13 @@ class Manifest:
         return self.chunk_index.original_file_size
 
 
+# ChunkSizesBinaryCodec: a value's width above the base is 1 to 4 bytes; the header (count i32,
+# base i32, width i8) is 9 bytes, the last value a full i32.
+_MAX_WIDTH = 4
+_HEADER_SIZE = 9
+_LAST_SIZE = 4
+
+
 def decode_chunk_sizes(encoded: bytes) -> list[int]:
     """``ChunkSizesBinaryCodec.decode``: count i32; one value: that i32; more: base i32, bytes
     per value i8, ``count - 1`` big-endian values of that width above the base, the last value
@@ -126,9 +135,9 @@ def decode_chunk_sizes(encoded: bytes) -> list[int]:
         if count == 1:
             return [struct.unpack_from(">i", encoded, 4)[0]]
         base, width = struct.unpack_from(">ib", encoded, 4)
-        if count < 0 or not 1 <= width <= 4 or len(encoded) != 9 + (count - 1) * width + 4:
+        if count < 0 or not 1 <= width <= _MAX_WIDTH or len(encoded) != _HEADER_SIZE + (count - 1) * width + _LAST_SIZE:
             raise ManifestError(f"transformedChunks: {len(encoded)} bytes cannot hold {count} sizes of {width} bytes")
-        pos = 9
+        pos = _HEADER_SIZE
         values = []
         for _ in range(count - 1):
             values.append(base + int.from_bytes(encoded[pos : pos + width], "big"))

@@ -29,6 +29,7 @@ from collections import OrderedDict
 
 import zstandard
 
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.io import storage
 from kafka_audit.io.rsm_manifest import IV_SIZE, Chunk, Manifest, ManifestError, parse_manifest
 
@@ -46,7 +47,7 @@ _CACHED_MANIFESTS = 256
 MAX_MANIFEST_BYTES = 16 * 1024 * 1024
 
 
-class EncryptedSegment(OSError):
+class EncryptedSegment(KafkaAuditError, OSError):
     """An encrypted object that cannot be decrypted here; ``reason`` says why (``encrypted``
     when no key was given)."""
 

@@ -51,11 +51,15 @@ def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
         )
 
 
+# A Java int's longest decimal form, with its sign: -2147483648 (meta.properties' node.id is an int).
+_MAX_INT_CHARS = 11
+
+
 def _read_log_dir(fs: Tree, log_dir: str) -> tuple[int | None, str, dict, dict]:
     """(node id, cluster id, high watermarks, cleaner offsets) of a log dir."""
     properties = {p.key: p.value for p in read_properties(fs.join(log_dir, META_PROPERTIES)).entries}
     node = properties.get("node.id", properties.get("broker.id", ""))
-    node_id = int(node) if node.lstrip("-").isdecimal() and len(node) < 12 else None
+    node_id = int(node) if node.lstrip("-").isdecimal() and len(node) <= _MAX_INT_CHARS else None
     return node_id, properties.get("cluster.id", ""), _offsets(fs, log_dir, REPLICATION_OFFSET_CHECKPOINT), _offsets(
         fs, log_dir, CLEANER_OFFSET_CHECKPOINT
     )

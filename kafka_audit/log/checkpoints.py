@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.io.listing import tree
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
@@ -38,7 +39,12 @@ OFFSET_CHECKPOINTS = (
 )
 # The check a problem of these files carries (a sidecar that cannot be trusted): a scan reports
 # such problems as notes, ``dump`` under this check. They have a line, not a byte position.
-_CHECK = "index_mismatch"
+_CHECK = CheckId.INDEX_MISMATCH
+# A checkpoint file's first two lines: its version, then its entry count.
+_VERSION_AND_COUNT = 2
+# Text longer than this is no Java long, known before int() reads it (int() of more than 4300
+# digits raises): Long.MIN_VALUE has 20 characters, and one more is let through to the range check.
+_MAX_LONG_CHARS = 21
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +100,7 @@ def _checkpoint_lines(text: str, name: str, fields: int, result: SidecarEntries)
     if version != str(CHECKPOINT_VERSION):
         result.add_line_problem(_CHECK, 1, f"Unrecognized version of the checkpoint file {name}: {_clip(version)}")
         return []
-    if len(lines) < 2:
+    if len(lines) < _VERSION_AND_COUNT:
         return []
     count = lines[1].strip()
     entries = []
@@ -128,7 +134,7 @@ def _is_int(text: str) -> bool:
 def _fits(text: str, bits: int) -> bool:
     """``text`` parses as a Java int (32) or long (64). The length is checked first: ``int`` of
     more than 4300 digits raises."""
-    return _is_int(text) and len(text) <= 21 and -(1 << (bits - 1)) <= int(text) < (1 << (bits - 1))
+    return _is_int(text) and len(text) <= _MAX_LONG_CHARS and -(1 << (bits - 1)) <= int(text) < (1 << (bits - 1))
 
 
 def _decode(data: bytes, name: str, result: SidecarEntries) -> str:

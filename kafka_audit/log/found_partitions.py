@@ -64,6 +64,10 @@ def orphan_sidecars(names: list[str]) -> dict[int, list[str]]:
     return {offset: sorted(found[offset]) for offset in sorted(found)}
 
 
+# A key found this many times or more is one folder reached through two PATHs.
+_TWICE = 2
+
+
 def keep_replicas_apart(partitions: list[PartitionDir]) -> None:
     """Replicas are keyed by their display path (``PartitionDir.key``). Two PATHs can each find a
     replica of one partition at the same path relative to themselves (``scan broker1/data
@@ -73,7 +77,7 @@ def keep_replicas_apart(partitions: list[PartitionDir]) -> None:
     for partition in partitions:
         by_key.setdefault(partition.key, []).append(partition)
     for group in by_key.values():
-        if len(group) < 2:
+        if len(group) < _TWICE:
             continue
         for partition in group:
             root = partition.root or ""

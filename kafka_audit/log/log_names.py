@@ -89,6 +89,10 @@ def overflows_long(name: str) -> bool:
     return match is not None and match.group(1) is not None and int(match.group(1)) > _LONG_MAX
 
 
+# Integer.MAX_VALUE's digits: a longer partition number is past it.
+_MAX_PARTITION_DIGITS = 10
+
+
 def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
     """``(topic, partition, kind)`` of a partition folder name, or None.
 
@@ -96,7 +100,7 @@ def parse_partition_dir(name: str) -> tuple[str, int, str] | None:
     Integer.MAX_VALUE makes the name no partition folder."""
     special = _SPECIAL_DIR.match(name) or _TIERED_DIR.match(name)
     number = (special or _PARTITION_DIR.match(name) or {"partition": ""})["partition"]
-    if len(number) > 10:  # past Integer.MAX_VALUE (and int() refuses more than 4300 digits)
+    if len(number) > _MAX_PARTITION_DIGITS:  # past Integer.MAX_VALUE (and int() refuses more than 4300 digits)
         return None
     if special and special.re is _TIERED_DIR:
         parsed = special.group("topic"), int(special.group("partition")), LIVE

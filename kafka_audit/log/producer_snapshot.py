@@ -16,13 +16,14 @@ from dataclasses import dataclass
 
 import crc32c
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
 SNAPSHOT_VERSION = 1
 _HEADER = struct.Struct(">hI")
 _COUNT = struct.Struct(">i")
 _ENTRY = struct.Struct(">qhiqiqiq")
-_CHECK = "snapshot_mismatch"
+_CHECK = CheckId.SNAPSHOT_MISMATCH
 
 
 @dataclass(frozen=True, slots=True)

@@ -93,6 +93,8 @@ def _partition_delete_body(r: MessageReader) -> dict[str, Any]:
 # The highest version of each record type (storage/src/main/resources/message/*Record.json:
 # validVersions "0" for all four).
 _MAX_VERSION = 0
+# RECORD_TYPES's RemoteLogSegmentMetadataSnapshotRecord: a segment record with the same body.
+_SNAPSHOT_RECORD = 3
 
 
 def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[str, Any]:
@@ -112,7 +114,7 @@ def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[s
             out["error"] = f"unknown record type {api_key} version {version}"
             return out
         if api_key in (0, 3):
-            out.update(_segment_body(reader, snapshot=api_key == 3))
+            out.update(_segment_body(reader, snapshot=api_key == _SNAPSHOT_RECORD))
         elif api_key == 1:
             out.update(_update_body(reader))
         else:

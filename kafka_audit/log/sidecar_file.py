@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.io import rsm_objects, storage
 from kafka_audit.record.problem import Problem
 
@@ -64,7 +65,7 @@ def parse_index(
     usable = len(data) - len(data) % size
     if usable != len(data):
         result.add_problem(
-            "index_mismatch",
+            CheckId.INDEX_MISMATCH,
             usable,
             f"{kind} file {name} is corrupt, found {len(data)} bytes which is not a multiple of {size}",
             {"size": len(data)},
@@ -83,7 +84,7 @@ def parse_index(
     if max_entries is not None and written > max(max_entries, 0):
         written = max(max_entries, 0)
         result.add_problem(
-            "index_mismatch",
+            CheckId.INDEX_MISMATCH,
             written * size,
             f"{kind} file {name} holds more entries than its segment has batches ({max_entries}); "
             f"the entries from byte {written * size} on are not read",
@@ -95,7 +96,7 @@ def parse_index(
     return result
 
 
-def read_sidecar(path: str, parse: Callable[[bytes], SidecarEntries], check: str = "index_mismatch") -> SidecarEntries:
+def read_sidecar(path: str, parse: Callable[[bytes], SidecarEntries], check: str = CheckId.INDEX_MISMATCH) -> SidecarEntries:
     """Read ``path`` (a local path or URI, at most :data:`MAX_SIDECAR_BYTES`) and parse it; an
     OSError becomes a problem."""
     try:

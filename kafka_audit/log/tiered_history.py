@@ -26,6 +26,9 @@ from kafka_audit.log.discovery import Discovery, PartitionDir, SegmentFile
 from kafka_audit.log.log_names import DELETED, LIVE, REMOTE_LOG_METADATA
 from kafka_audit.log.remote_log_metadata import COPY_FINISHED, read_remote_log_metadata
 
+# Remote folders of one partition joined without a local one: two or more.
+_REMOTE_COPIES_TO_JOIN = 2
+
 
 def join_histories(discovery: Discovery) -> None:
     """Read ``__remote_log_metadata``, take segments it does not call finished out of the
@@ -43,7 +46,7 @@ def join_histories(discovery: Discovery) -> None:
     for (topic, number), group in groups.items():
         remote = [p for p in group if p.remote]
         local = [p for p in group if not p.remote and p.kind == LIVE]
-        if not remote or (not local and len(remote) < 2):
+        if not remote or (not local and len(remote) < _REMOTE_COPIES_TO_JOIN):
             continue
         if len(local) > 1:
             discovery.notes.append(
@@ -76,8 +79,9 @@ def _not_finished_out(discovery: Discovery) -> None:
                 discovery.notes.append(
                     f"{segment.display_path}: {known.state} in __remote_log_metadata, audited but not part of the history"
                 )
-                segment = replace(segment, state=DELETED)
-            kept.append(segment)
+                kept.append(replace(segment, state=DELETED))
+            else:
+                kept.append(segment)
         partition.segments = kept
 
 

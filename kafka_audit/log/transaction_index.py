@@ -10,12 +10,13 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
 ENTRY_SIZE = 34
 CURRENT_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
-_CHECK = "txn_index_mismatch"
+_CHECK = CheckId.TXN_INDEX_MISMATCH
 
 
 @dataclass(frozen=True, slots=True)

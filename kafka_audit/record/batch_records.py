@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.byte_stream import MAX_LISTED_RECORDS, STREAM_BOUND
 from kafka_audit.record.compression import DecompressionError, TooLarge, decompress
 from kafka_audit.record.default_record import decode_records
@@ -114,7 +115,7 @@ def read_batch_records(
             [],
             [
                 Problem(
-                    "decompression_failed",
+                    CheckId.DECOMPRESSION_FAILED,
                     batch.position,
                     str(exc),
                     offset=batch.base_offset,
@@ -132,7 +133,7 @@ def read_batch_records(
     if decoded.error is not None:
         problems.append(
             Problem(
-                "non_monotonic_offsets",
+                CheckId.NON_MONOTONIC_OFFSETS,
                 batch.position,
                 decoded.error,
                 record_index=decoded.error_index,

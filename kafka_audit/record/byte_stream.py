@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
+from kafka_audit.errors import KafkaAuditError
+
 # A batch (on disk or inflated) up to this size is read in one buffer; beyond it, as a stream.
 STREAM_BOUND = 8 * 1024 * 1024
 # The most bytes one piece of a stream holds (a ranged read, an inflater's output).
@@ -39,7 +41,7 @@ def buffer_pieces(buf, start: int, stop: int) -> Iterator[memoryview]:
         yield view[at : min(stop, at + PIECE_BYTES)]
 
 
-class StreamEnded(Exception):
+class StreamEnded(KafkaAuditError):
     """Internal signal: the stream ended before a field did; never leaves this package."""
 
 

@@ -5,10 +5,11 @@ a :class:`TooLarge`).
 
 from __future__ import annotations
 
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.record.record_batch import codec_label
 
 
-class DecompressionError(Exception):
+class DecompressionError(KafkaAuditError):
     """A payload that does not decompress, an unknown codec id, or a decompression bomb."""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2, Header, Record
 
 # The record grammar's varint widths, here for the decoder and the encoder, and compiled into
@@ -81,7 +82,7 @@ def encode_record(
     return encode_varint(len(body)) + body
 
 
-class MalformedRecord(Exception):
+class MalformedRecord(KafkaAuditError):
     """Internal signal that the bytes of one record cannot be decoded; never leaves this package."""
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator
 
 import crc32c
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.io import rsm_objects, storage
 from kafka_audit.io.local_file import LocalFile
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
@@ -101,7 +102,7 @@ def iter_batches(
                 pos,
                 end,
                 f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
-                check="invalid_batch_size",
+                check=CheckId.INVALID_BATCH_SIZE,
                 details={"size": size},
                 offset=base_offset,
                 fd=fd,
@@ -131,7 +132,7 @@ def iter_batches(
             need(pos, pos + entry_size)
         if magic > MAGIC_VALUE_V2:
             yield Problem(
-                "unknown_magic",
+                CheckId.UNKNOWN_MAGIC,
                 pos,
                 f"Unknown magic byte {magic} in the batch at offset {base_offset}",
                 offset=base_offset,
@@ -153,12 +154,9 @@ def iter_batches(
             if size < overhead:
                 yield _too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
                 return
-            if large:
-                message = _large_message(read_range, pos, entry_size)
-            else:
-                message = parse_message(buf, pos, pos + entry_size)
+            message = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
             if isinstance(message, str):
-                yield Problem("invalid_batch_size", pos, message, offset=base_offset, details={"size": size})
+                yield Problem(CheckId.INVALID_BATCH_SIZE, pos, message, offset=base_offset, details={"size": size})
                 framing_problems += 1
                 if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
                     yield _unread_problem(pos + entry_size, end)
@@ -172,7 +170,7 @@ def iter_batches(
                 yield _torn_by_zeros(batch, end)
                 return
             yield Problem(
-                "crc_mismatch",
+                CheckId.CRC_MISMATCH,
                 pos,
                 _crc_message(buf, batch, read_range if large else None),
                 offset=batch.base_offset,
@@ -257,7 +255,7 @@ def _crc_message(buf, batch: RecordBatch, read_range=None) -> str:
 
 def _too_small(pos: int, base_offset: int, size: int, overhead: int) -> Problem:
     return Problem(
-        "invalid_batch_size",
+        CheckId.INVALID_BATCH_SIZE,
         pos,
         f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than the minimum "
         f"allowed overhead {overhead})",
@@ -328,7 +326,7 @@ def _tail_problem(
     pos: int,
     end: int,
     message: str,
-    check: str = "truncated_batch",
+    check: str = CheckId.TRUNCATED_BATCH,
     details: dict | None = None,
     offset: int | None = None,
     fd: int | None = None,
@@ -340,7 +338,7 @@ def _tail_problem(
     if _is_zero(buf, pos, end, fd, need or _loaded):
         return None
     details["unread_bytes"] = end - pos
-    return Problem(check, pos, message, offset=offset, details=details, incomplete=check == "truncated_batch")
+    return Problem(check, pos, message, offset=offset, details=details, incomplete=check == CheckId.TRUNCATED_BATCH)
 
 
 def _torn_by_zeros(batch: RecordBatch, end: int) -> Problem:
@@ -348,7 +346,7 @@ def _torn_by_zeros(batch: RecordBatch, end: int) -> Problem:
     follow it (SPEC incomplete_tail)."""
     after = batch.position + batch.size
     return Problem(
-        "truncated_batch",
+        CheckId.TRUNCATED_BATCH,
         batch.position,
         f"The batch at offset {batch.base_offset} fails its CRC and only {end - after} zero bytes follow it "
         f"(a write cut off in a preallocated segment)",
@@ -360,7 +358,7 @@ def _torn_by_zeros(batch: RecordBatch, end: int) -> Problem:
 
 def _unread_problem(pos: int, end: int) -> Problem:
     return Problem(
-        "truncated_batch",
+        CheckId.TRUNCATED_BATCH,
         pos,
         f"Stopped after repeated framing errors: {end - pos} bytes at the end of the file are not audited",
         details={"unread_bytes": end - pos},

@@ -14,6 +14,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field, replace
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.compression import DecompressionError, TooLarge, compress, decompress
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import (
@@ -161,7 +162,7 @@ def decode_legacy_batch(
     problems: list[Problem] = []
     if message.value_span is None:
         problems.append(
-            Problem("decompression_failed", position, "Found invalid compressed record set with null value")
+            Problem(CheckId.DECOMPRESSION_FAILED, position, "Found invalid compressed record set with null value")
         )
         return LegacyRecords([], problems, batch)
     start, stop = message.value_span
@@ -171,7 +172,7 @@ def decode_legacy_batch(
     except DecompressionError as exc:
         if isinstance(exc, TooLarge) and limit < max_decompressed:
             raise
-        problems.append(Problem("decompression_failed", position, str(exc), details={"codec": batch.compression}))
+        problems.append(Problem(CheckId.DECOMPRESSION_FAILED, position, str(exc), details={"codec": batch.compression}))
         return LegacyRecords([], problems, batch)
 
     inner_messages: list[LegacyMessage] = []
@@ -189,7 +190,7 @@ def decode_legacy_batch(
         parsed = parse_message(inner, pos, pos + LOG_OVERHEAD + size)
         if isinstance(parsed, str):
             problems.append(
-                Problem("truncated_batch", position, f"Inner message {index}: {parsed}", record_index=index)
+                Problem(CheckId.TRUNCATED_BATCH, position, f"Inner message {index}: {parsed}", record_index=index)
             )
             break
         inner_messages.append(parsed)
@@ -197,13 +198,10 @@ def decode_legacy_batch(
 
     if not inner_messages:
         if not problems:
-            problems.append(Problem("decompression_failed", position, "Compressed message set holds no message"))
+            problems.append(Problem(CheckId.DECOMPRESSION_FAILED, position, "Compressed message set holds no message"))
         return LegacyRecords([], problems, batch)
 
-    if batch.magic == MAGIC_VALUE_V1:
-        absolute_base = message.offset - inner_messages[-1].offset
-    else:
-        absolute_base = 0
+    absolute_base = message.offset - inner_messages[-1].offset if batch.magic == MAGIC_VALUE_V1 else 0
     log_append_time = batch.magic == MAGIC_VALUE_V1 and bool(batch.attributes & TIMESTAMP_TYPE_MASK)
     records = []
     for index, inner_message in enumerate(inner_messages):
@@ -215,7 +213,7 @@ def decode_legacy_batch(
         if not inner_message.crc_valid:
             problems.append(
                 Problem(
-                    "crc_mismatch",
+                    CheckId.CRC_MISMATCH,
                     position,
                     f"Record is corrupt (stored crc = {inner_message.crc}) in inner message {index}",
                     record_index=index,
@@ -272,7 +270,7 @@ def encode_wrapper(offset: int, magic: int, attributes: int, timestamp: int | No
 
 def _inner_truncated(position: int, index: int, remaining: int) -> Problem:
     return Problem(
-        "truncated_batch",
+        CheckId.TRUNCATED_BATCH,
         position,
         f"Compressed message set ends inside inner message {index} ({remaining} bytes left)",
         record_index=index,

@@ -31,6 +31,10 @@ _LZ4_BLOCK_INDEPENDENCE = 0x20
 _U32_LE = struct.Struct("<I")
 
 
+# A frame header at its shortest: the magic (4), FLG, BD and the header checksum.
+_MIN_HEADER_SIZE = 7
+
+
 # The library call of the LZ4 fast path below, also handed to the compiled payload screen
 # (record_screen.screen_payload) so that it inflates with exactly the same one.
 LZ4_BLOCK_INTO = cramjam.lz4.decompress_block_into
@@ -46,7 +50,7 @@ def _header_checksum(frame: bytes, descriptor_end: int, broken: bool) -> int:
 def decompress_lz4(data: bytes, max_size: int, magic: int) -> bytes:
     """Walk the LZ4 frame (Lz4BlockInputStream) and bound the output before inflating it."""
     codec = CompressionType.LZ4
-    if len(data) < 7 or not data.startswith(LZ4_FRAME_MAGIC):
+    if len(data) < _MIN_HEADER_SIZE or not data.startswith(LZ4_FRAME_MAGIC):
         raise failed(codec, "not an LZ4 frame (bad magic number)")
     flg, bd = data[4], data[5]
     if flg >> 6 != 1:

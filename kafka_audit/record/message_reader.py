@@ -15,12 +15,14 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
+from kafka_audit.errors import KafkaAuditError
+
 _I8, _I16, _U16, _I32, _I64, _F64 = (struct.Struct(f) for f in (">b", ">h", ">H", ">i", ">q", ">d"))
 # ByteUtils.readUnsignedVarint reads at most 5 bytes.
 _MAX_UNSIGNED_VARINT_BYTES = 5
 
 
-class MalformedMessage(Exception):
+class MalformedMessage(KafkaAuditError):
     """The bytes do not hold the message their version says."""
 
 

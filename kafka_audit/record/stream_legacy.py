@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.byte_stream import ByteStream, StreamEnded
 from kafka_audit.record.legacy_record import (
     CRC_MAGIC_ATTRIBUTES,
@@ -64,7 +65,7 @@ class InnerSet:
     def crc_problems(self, position: int, absolute_base: int) -> list[Problem]:
         """The listed bad CRCs as decode_legacy_batch words them, at their absolute offsets."""
         return [
-            Problem("crc_mismatch", position, f"Record is corrupt (stored crc = {crc}) in inner message {index}",
+            Problem(CheckId.CRC_MISMATCH, position, f"Record is corrupt (stored crc = {crc}) in inner message {index}",
                     record_index=index, offset=absolute_base + stored)
             for index, stored, crc in self.bad_crcs
         ]
@@ -81,9 +82,13 @@ def scan_inner_set(pieces: Iterable[bytes], position: int) -> InnerSet:
             if len(found.bad_crcs) < MAX_LISTED_PROBLEMS:
                 found.bad_crcs.append((record.index, record.stored_offset, crc))
             else:
-                found.omitted["crc_mismatch"] += 1
+                found.omitted[CheckId.CRC_MISMATCH] += 1
         found.count += 1
     return found
+
+
+# A key's or a value's length field: an INT32 (LegacyRecord.KEY_SIZE_LENGTH, VALUE_SIZE_LENGTH).
+_LENGTH_SIZE = 4
 
 
 def read_message_header(read: Callable[[int, int], bytes], pos: int, end: int) -> LegacyMessage | str:
@@ -104,8 +109,8 @@ def read_message_header(read: Callable[[int, int], bytes], pos: int, end: int) -
         cursor += 8
     spans: list[tuple[int, int] | None] = []
     for name in ("key", "value"):
-        field_bytes = read(cursor, cursor + 4) if cursor + 4 <= body_end else b""
-        if len(field_bytes) < 4:
+        field_bytes = read(cursor, cursor + _LENGTH_SIZE) if cursor + _LENGTH_SIZE <= body_end else b""
+        if len(field_bytes) < _LENGTH_SIZE:
             return f"{name} length runs past the end of the message"
         (length,) = LENGTH.unpack(field_bytes)
         cursor += 4
@@ -169,8 +174,7 @@ def _inner_records(stream: ByteStream, position: int, keep: int, problems: list[
     """Each inner message as a record (``offset`` unset) with its stored CRC, until the set ends or
     a message cannot be read (its problem appended to ``problems``, after the rest of the set is
     inflated: a payload that does not decompress is the error reported first)."""
-    for item in _inner_walk(stream, position, keep, problems):
-        yield item
+    yield from _inner_walk(stream, position, keep, problems)
     stream.rest()
 
 
@@ -197,7 +201,7 @@ def _inner_walk(stream: ByteStream, position: int, keep: int, problems: list[Pro
             if stream.skip(body_end - at) < body_end - at:
                 problems.append(_truncated(position, index, stream.position - start))
             else:
-                problems.append(Problem("truncated_batch", position, f"Inner message {index}: {parsed}", record_index=index))
+                problems.append(Problem(CheckId.TRUNCATED_BATCH, position, f"Inner message {index}: {parsed}", record_index=index))
             return
         yield parsed
         index += 1
@@ -249,7 +253,7 @@ def _inner_message(stream: ByteStream, index: int, offset: int, size: int, keep:
 
 def _truncated(position: int, index: int, remaining: int) -> Problem:
     return Problem(
-        "truncated_batch",
+        CheckId.TRUNCATED_BATCH,
         position,
         f"Compressed message set ends inside inner message {index} ({remaining} bytes left)",
         record_index=index,

@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.byte_stream import STREAM_BOUND, ranged_pieces
 from kafka_audit.record.compression import DecompressionError, decompress_stream
 from kafka_audit.record.legacy_record import LegacyMessage, parse_message
@@ -43,7 +44,7 @@ class Streamed:
 
 def _failed(batch: RecordBatch, exc: DecompressionError, with_offset: bool) -> Streamed:
     return Streamed([], [Problem(
-        "decompression_failed", batch.position, str(exc), offset=batch.base_offset if with_offset else None,
+        CheckId.DECOMPRESSION_FAILED, batch.position, str(exc), offset=batch.base_offset if with_offset else None,
         details={"codec": batch.compression},
     )], batch if not with_offset else None)
 
@@ -67,7 +68,7 @@ def streamed_v2(buf, batch: RecordBatch, with_data: bool, cap: int, read: ReadRa
     problems = []
     if records.error is not None:
         problems.append(Problem(
-            "non_monotonic_offsets",
+            CheckId.NON_MONOTONIC_OFFSETS,
             batch.position,
             records.error,
             record_index=records.error_index,
@@ -94,7 +95,7 @@ def streamed_legacy(buf, batch: RecordBatch, with_data: bool, cap: int, read: Re
     if batch.codec == CompressionType.NONE:
         return Streamed([_lone_record(replace(message, crc_valid=batch.crc_valid), read, keep)], batch=batch)
     if message.value_span is None:
-        return Streamed([], [Problem("decompression_failed", batch.position,
+        return Streamed([], [Problem(CheckId.DECOMPRESSION_FAILED, batch.position,
                                      "Found invalid compressed record set with null value")], batch)
     value_start, value_stop = message.value_span
 
@@ -106,7 +107,7 @@ def streamed_legacy(buf, batch: RecordBatch, with_data: bool, cap: int, read: Re
     except DecompressionError as exc:
         return _failed(batch, exc, False)
     if inner.count == 0:
-        problems = inner.problems or [Problem("decompression_failed", batch.position,
+        problems = inner.problems or [Problem(CheckId.DECOMPRESSION_FAILED, batch.position,
                                               "Compressed message set holds no message")]
         return Streamed([], problems, batch)
     base = message.offset - inner.last_offset if batch.magic == MAGIC_VALUE_V1 else 0

@@ -106,6 +106,8 @@ _ZSTD_FRAME_MAGIC = b"\x28\xb5\x2f\xfd"
 
 # Block_Maximum_Size: no zstd block inflates to more than 128 KiB.
 _ZSTD_BLOCK_MAX = 128 * 1024
+# RFC 8878 section 3.1.1.2.2: Block_Type 2, Compressed_Block (0 raw, 1 RLE).
+_COMPRESSED_BLOCK = 2
 
 
 _ZSTD_DICT_ID_BYTES = (0, 1, 2, 4)
@@ -149,7 +151,7 @@ def _zstd_frames(data: bytes) -> list[tuple[int, int, int]] | None:
             elif block_type == 1:  # RLE: one byte repeated block_size times
                 bound += block_size
                 pos += 1
-            elif block_type == 2:  # compressed
+            elif block_type == _COMPRESSED_BLOCK:
                 bound += _ZSTD_BLOCK_MAX
                 pos += block_size
             else:

@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.rules.findings import FINGERPRINT_VERSION, Finding
 
 BASELINE_VERSION = 1
@@ -31,7 +32,7 @@ _VERSION_KEY = "kafka_audit_baseline"
 _SHOWN_FIELDS = ("check", "severity", "topic", "partition", "offset", "message")
 
 
-class BaselineError(ValueError):
+class BaselineError(KafkaAuditError, ValueError):
     """A baseline that is not one this version reads; the message is one line naming the cause."""
 
 

@@ -28,7 +28,14 @@ from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
-from kafka_audit.record.record_batch import TIMESTAMP_TYPE_MASK, ControlRecordType, Record, RecordBatch, TimestampType
+from kafka_audit.record.record_batch import (
+    MAGIC_VALUE_V2,
+    TIMESTAMP_TYPE_MASK,
+    ControlRecordType,
+    Record,
+    RecordBatch,
+    TimestampType,
+)
 from kafka_audit.report.dump_checks import (
     DumpOptions,
     OffsetFollower,
@@ -124,7 +131,7 @@ def _batch_chunk(
     the records' offsets go to ``follower`` (DumpLogSegments' non-consecutive offsets)."""
     with_data = print_data or item.is_control or decoder is not None
     if as_json:
-        decoded = segment.records(item, with_data=with_data) if records or item.magic < 2 else None
+        decoded = segment.records(item, with_data=with_data) if records or item.magic < MAGIC_VALUE_V2 else None
         if decoded is not None and decoded.batch is not None:
             item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
         if follower is not None and decoded is not None:
@@ -142,7 +149,7 @@ def _batch_chunk(
                 follower.follow(offsets if offsets is not None else
                                 [r.offset for r in segment.records(item, with_data=False).records])
             return f"{_batch_text(item)}\n{text}"
-    elif item.magic >= 2:
+    elif item.magic >= MAGIC_VALUE_V2:
         return _batch_text(item)
     decoded = segment.records(item, with_data=with_data)
     if decoded.batch is not None:
@@ -161,7 +168,7 @@ def _compiled_lines(segment: FileRecords, batch: RecordBatch, print_data: bool) 
     apply (not built, v0/v1, control batch) or cannot give exactly the Python path's text. It
     prints keys and values as text: records whose values dump decodes otherwise (a decoder hooked
     into :func:`record_lines`) must not come here."""
-    if _compiled_record_text is None or batch.magic < 2 or batch.is_control:
+    if _compiled_record_text is None or batch.magic < MAGIC_VALUE_V2 or batch.is_control:
         return None
     try:
         data = v2_records_data(segment.buffer, batch)
@@ -275,7 +282,7 @@ _TIMESTAMP_TYPE_NAMES = {
 def _batch_text(batch: RecordBatch) -> str:
     """DumpLogSegments' batch line (v2) or message line (v0/v1)."""
     ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
-    if batch.magic >= 2:
+    if batch.magic >= MAGIC_VALUE_V2:
         return (
             f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} count: {batch.record_count} "
             f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
@@ -308,7 +315,7 @@ def _record_text(
 def _record_metadata(batch: RecordBatch, record: Record, control: bool) -> str:
     ts_type = _TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     line = f"| offset: {record.offset} {ts_type}: {record.timestamp} keySize: {record.key_size} valueSize: {record.value_size}"
-    if batch.magic >= 2:
+    if batch.magic >= MAGIC_VALUE_V2:
         sequence = -1 if batch.base_sequence < 0 else batch.base_sequence + record.index
         line += f" sequence: {sequence} headerKeys: [{','.join(escape_text(h.key) for h in record.headers)}]"
     else:

@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log import offset_index, time_index
 from kafka_audit.log.log_names import parse_base_offset
 from kafka_audit.log.offset_index import OffsetPosition
@@ -128,7 +129,7 @@ def verify_offset_index(path: str, entries: list[OffsetPosition], summaries: Dum
     does not is a mismatch (its log offset -1 where no batch can be read there)."""
     log = _segment_beside(path)
     if not os.path.isfile(log):
-        yield Problem("index_mismatch", None, f"no segment {log} beside the index to check it against")
+        yield Problem(CheckId.INDEX_MISMATCH, None, f"no segment {log} beside the index to check it against")
         return
     with FileRecords(log) as segment:
         for entry in entries:
@@ -145,7 +146,7 @@ def verify_time_index(path: str, entries: list[TimestampOffset], index: list[Off
     timestamp must be the entry's, and the entries' timestamps must increase."""
     log = _segment_beside(path)
     if not os.path.isfile(log):
-        yield Problem("index_mismatch", None, f"no segment {log} beside the index to check it against")
+        yield Problem(CheckId.INDEX_MISMATCH, None, f"no segment {log} beside the index to check it against")
         return
     offsets = [e.offset for e in index]
     previous = -1  # RecordBatch.NO_TIMESTAMP

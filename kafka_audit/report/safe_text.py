@@ -40,14 +40,20 @@ _UNSAFE_DOCUMENT = re.compile(f"[\x7f-\x9f{_BIDI}{_SURROGATES}]|##\\[")
 _XML_LINE_COMMAND = re.compile(r"^([ \t]*):(?=:)", re.MULTILINE)
 # A cell a spreadsheet would read as a formula (OWASP, "CSV Injection").
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Python's surrogateescape reads an undecodable byte 0xNN (0x80-0xFF) as U+DC00 + 0xNN.
+_ESCAPED_BYTE_FIRST, _ESCAPED_BYTE_LAST = 0xDC80, 0xDCFF
+# The surrogate block: no XML character.
+_SURROGATE_FIRST, _SURROGATE_LAST = 0xD800, 0xDFFF
+# Code points shown as \xNN rather than \uNNNN.
+_TWO_DIGITS_BELOW = 0x100
 
 
 def _code(char: str) -> str:
     """``\\xNN`` for a code point below 256 or a surrogate escape of a byte, else ``\\uNNNN``."""
     point = ord(char)
-    if 0xDC80 <= point <= 0xDCFF:
+    if _ESCAPED_BYTE_FIRST <= point <= _ESCAPED_BYTE_LAST:
         return f"\\x{point - 0xDC00:02x}"
-    return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
+    return f"\\x{point:02x}" if point < _TWO_DIGITS_BELOW else f"\\u{point:04x}"
 
 
 def _text_escape(match: re.Match[str]) -> str:
@@ -106,7 +112,7 @@ def _json_escape(match: re.Match[str]) -> str:
     if found == "##[":
         return "#\\u0023["
     point = ord(found)
-    if 0xDC80 <= point <= 0xDCFF:  # the value shows the byte as \xNN, as every format does
+    if _ESCAPED_BYTE_FIRST <= point <= _ESCAPED_BYTE_LAST:  # the value shows the byte as \xNN, as every format does
         return f"\\\\x{point - 0xDC00:02x}"
     return f"\\u{point:04x}"
 
@@ -139,7 +145,7 @@ def _xml_escape(match: re.Match[str]) -> str:
     if found == "##[":
         return "#&#35;["
     point = ord(found)
-    if 0xD800 <= point <= 0xDFFF:  # XML holds no surrogate: shown as escape_text shows it
+    if _SURROGATE_FIRST <= point <= _SURROGATE_LAST:  # XML holds no surrogate: shown as escape_text shows it
         return _code(found)
     return f"&#{point};"
 

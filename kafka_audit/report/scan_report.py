@@ -112,12 +112,16 @@ def summary_panel(summary: dict[str, Any], title: str = "kafka-audit scan") -> P
     return Panel(grid, title=title, border_style="blue", expand=False)
 
 
+# The changed files the line names before it says how many more.
+_PATHS_SHOWN = 5
+
+
 def _changed(paths: list[str]) -> str:
     """SPEC section 1: the files that grew, shrank or vanished while the scan ran (a live log dir;
     each file was read up to the size listed)."""
     if not paths:
         return "no file changed during the scan"
-    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5:,} more" if len(paths) > 5 else "")
+    shown = ", ".join(paths[:_PATHS_SHOWN]) + (f" and {len(paths) - _PATHS_SHOWN:,} more" if len(paths) > _PATHS_SHOWN else "")
     return f"{len(paths):,} files changed during the scan (each read up to its listed size): {shown}"
 
 

@@ -54,7 +54,7 @@ class Headline:
         f = self.finding
         where = partition_label(f.topic, f.partition) if f.topic is not None else "the log dir"
         if self.partitions > 1:
-            where += f" and {self.partitions - 1:,} more partition{'s' if self.partitions > 2 else ''}"
+            where += f" and {self.partitions - 1:,} more partition{'s' if self.partitions - 1 > 1 else ''}"
         more = f", {self.count:,} findings" if self.count > 1 else ""
         return f"{f.severity} {f.check} ({CLASS_NAMES[self.rank]}{more}) in {where}"
 

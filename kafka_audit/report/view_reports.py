@@ -16,6 +16,7 @@ from rich.text import Text
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.report.scan_report import DEFAULT_TABLE_LIMIT, summary_panel
 from kafka_audit.report.wording import plural
+from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.findings import iso_time
 
 PRODUCER_FIELDS = (
@@ -50,7 +51,12 @@ EVENT_FIELDS = (
 # Consoles narrower than this get the views' narrow layouts, fewer and stacked columns, so that
 # every column shows whole and the message keeps the width.
 _NARROW_BELOW = 100
-_KIND_STYLE = {"finding": "bold", "epoch_bump": "magenta", "transaction_abort": "yellow", "transaction_commit": "green"}
+_KIND_STYLE = {
+    EventKind.FINDING: "bold",
+    EventKind.EPOCH_BUMP: "magenta",
+    EventKind.TRANSACTION_ABORT: "yellow",
+    EventKind.TRANSACTION_COMMIT: "green",
+}
 
 
 def to_json(summary: dict[str, Any], notes: list[str], key: str, rows: list[dict[str, Any]]) -> str:
@@ -81,9 +87,9 @@ def render_producers(summary: dict[str, Any], rows: list[dict[str, Any]], consol
         (("partition", None), ("pid", None), ("epoch: seqs", None), ("offsets", None), ("first / last time (UTC)", 12),
          ("counts", 12), ("findings", 8))
     label = max((len(f"{row['topic']}-{row['partition']}") for row in rows[:limit]), default=0)
-    for index, (name, width) in enumerate(columns):
-        if narrow and index == 0:  # the partition's name whole, up to a third of the console
-            width = min(label, console.width // 3)
+    for index, (name, given) in enumerate(columns):
+        # The partition's name whole, up to a third of the console.
+        width = min(label, console.width // 3) if narrow and index == 0 else given
         table.add_column(name, overflow="fold", no_wrap=width is None and not narrow, min_width=width)
     for row in rows[:limit]:
         table.add_row(*_producer_cells(row, narrow))

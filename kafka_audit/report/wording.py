@@ -21,6 +21,11 @@ def plural(count: int, one: str, many: str | None = None) -> str:
     return f"{count:,} {one if count == 1 else (many or one + 's')}"
 
 
+# Decimal units (KB = 1000 B), and three significant digits at most.
+_DECIMAL_STEP = 1000
+_WHOLE_FROM = 100
+
+
 def rate(byte_count: int, seconds: float) -> str | None:
     """Bytes per second in decimal units (B/s, KB/s, MB/s, GB/s) with three significant digits at
     most; None for a run shorter than a second, whose rate would be start-up time."""
@@ -28,10 +33,10 @@ def rate(byte_count: int, seconds: float) -> str | None:
         return None
     value = byte_count / seconds
     unit = 0
-    while value >= 1000 and unit < len(_RATE_UNITS) - 1:
-        value /= 1000
+    while value >= _DECIMAL_STEP and unit < len(_RATE_UNITS) - 1:
+        value /= _DECIMAL_STEP
         unit += 1
-    digits = 0 if value >= 100 or unit == 0 else 1
+    digits = 0 if value >= _WHOLE_FROM or unit == 0 else 1
     return f"{value:.{digits}f} {_RATE_UNITS[unit]}"
 
 

@@ -2,27 +2,23 @@
 
 ``ERRORS`` follows ``org.apache.kafka.common.protocol.Errors`` (code, name, exception class)
 with the KIP-691 classification of what a producer does when it gets that error
-(:class:`ClientOutcome`). ``CHECKS`` is the SPEC section 2 catalogue: check id to severity, the
-error a broker answers, report group. Control record types live beside the record format
+(:class:`ClientOutcome`). ``CHECKS`` is the SPEC section 2 catalogue: check id (:class:`CheckId`, defined in
+``kafka_audit.check_ids`` so that every layer may name a check) to severity, the error a broker
+answers, report group. Control record types live beside the record format
 (``record.record_batch.ControlRecordType``, Kafka's ``ControlRecordType``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+
+# CheckId is defined below the layers (record/ and log/ name their problems by it) and re-exported
+# here, beside the catalogue that describes each check (an explicit re-export for mypy --strict).
+from kafka_audit.check_ids import CheckId as CheckId  # noqa: PLC0414
+from kafka_audit.check_ids import ValueEnum
 
 
-class _StrEnum(str, Enum):
-    """A str enum whose str() and format() are its value (``enum.StrEnum`` needs Python 3.11)."""
-
-    def __str__(self) -> str:
-        return str.__str__(self)
-
-    __format__ = str.__format__  # type: ignore[assignment]  # f-strings print the value, as str does
-
-
-class Severity(_StrEnum):
+class Severity(ValueEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
@@ -36,7 +32,7 @@ _RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
 SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)
 
 
-class ClientOutcome(_StrEnum):
+class ClientOutcome(ValueEnum):
     """KIP-691: what a producer does with an error."""
 
     RETRIABLE = "retriable"  # the producer retries on its own (a RetriableException)
@@ -80,7 +76,7 @@ ERRORS: dict[str, KafkaError] = {
 }
 
 
-class Group(_StrEnum):
+class Group(ValueEnum):
     """The report's table groups (SPEC section 3)."""
 
     CULPRIT_RECORDS = "Culprit records"
@@ -98,57 +94,6 @@ class Group(_StrEnum):
 CULPRIT_RECORDS, FENCED_EPOCHS, SEQUENCE_ANOMALIES = Group.CULPRIT_RECORDS, Group.FENCED_EPOCHS, Group.SEQUENCE_ANOMALIES
 UNKNOWN_PRODUCER_GAPS, TRANSACTIONS, INDEXES = Group.UNKNOWN_PRODUCER_GAPS, Group.TRANSACTIONS, Group.INDEXES
 GROUPS = tuple(Group)
-
-
-class CheckId(_StrEnum):
-    """Every check id of SPEC section 2."""
-
-    CRC_MISMATCH = "crc_mismatch"
-    TRUNCATED_BATCH = "truncated_batch"
-    INVALID_BATCH_SIZE = "invalid_batch_size"
-    UNKNOWN_MAGIC = "unknown_magic"
-    DECOMPRESSION_FAILED = "decompression_failed"
-    NESTED_COMPRESSION = "nested_compression"
-    INNER_MAGIC_MISMATCH = "inner_magic_mismatch"
-    MISSING_KEY_COMPACTED = "missing_key_compacted"
-    NON_MONOTONIC_OFFSETS = "non_monotonic_offsets"
-    INVALID_CONTROL_BATCH = "invalid_control_batch"
-    INVALID_PRODUCER_FIELDS = "invalid_producer_fields"
-    TIMESTAMP_OUT_OF_RANGE = "timestamp_out_of_range"
-    INVALID_TIMESTAMP_TYPE = "invalid_timestamp_type"
-    RECORD_TOO_LARGE = "record_too_large"
-    OFFSET_OVERLAP = "offset_overlap"
-    OFFSET_GAP = "offset_gap"
-    INDEX_MISMATCH = "index_mismatch"
-    UNREADABLE_SEGMENT = "unreadable_segment"
-    SKIPPED_FILE = "skipped_file"
-    EPOCH_BUMP = "epoch_bump"
-    FENCED_EPOCH_WRITE = "fenced_epoch_write"
-    NEW_EPOCH_NONZERO_SEQUENCE = "new_epoch_nonzero_sequence"
-    OUT_OF_ORDER_SEQUENCE = "out_of_order_sequence"
-    DUPLICATE_SEQUENCE = "duplicate_sequence"
-    UNKNOWN_PRODUCER_ID = "unknown_producer_id"
-    RETENTION_GAP = "retention_gap"
-    SNAPSHOT_MISMATCH = "snapshot_mismatch"
-    HANGING_TRANSACTION = "hanging_transaction"
-    OPEN_TRANSACTION = "open_transaction"
-    TRANSACTION_STATE_VIOLATION = "transaction_state_violation"
-    ORPHAN_MARKER = "orphan_marker"
-    COORDINATOR_EPOCH_REGRESSION = "coordinator_epoch_regression"
-    TXN_INDEX_MISMATCH = "txn_index_mismatch"
-    PRODUCER_EXPIRED = "producer_expired"
-    BROKER_REJECTION = "broker_rejection"
-    REMOTE_SEGMENT_INCOMPLETE = "remote_segment_incomplete"
-    REMOTE_SEGMENT_OVERLAP = "remote_segment_overlap"
-    REMOTE_LOG_GAP = "remote_log_gap"
-    REMOTE_SEGMENT_MISSING = "remote_segment_missing"
-    REMOTE_TXN_INDEX_FLAG = "remote_txn_index_flag"
-    REPLICA_DIVERGENCE = "replica_divergence"
-    REPLICA_TRUNCATION = "replica_truncation"
-    REPLICA_LAG = "replica_lag"
-    INCOMPLETE_TAIL = "incomplete_tail"
-    SEGMENT_CHANGED = "segment_changed"
-    MISSING_SEGMENT = "missing_segment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +121,7 @@ def _check(check_id: CheckId, severity: Severity, error: str | None, group: Grou
     return Check(check_id, severity, ERRORS[error] if error else None, group, exception)
 
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO  # noqa: E741 - the table's one-letter severities
 C = CheckId
 
 CHECKS: dict[str, Check] = {

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from kafka_audit.rules.catalogue import _StrEnum
+from kafka_audit.check_ids import ValueEnum
 
 
-class EventKind(_StrEnum):
+class EventKind(ValueEnum):
     EPOCH_BUMP = "epoch_bump"
     TRANSACTION_BEGIN = "transaction_begin"
     TRANSACTION_COMMIT = "transaction_commit"

@@ -206,6 +206,10 @@ def duplicate_sequence(finding: Finding, _next: Mapping[str, int]) -> Remedy:
     )
 
 
+# ``missing_sequences``: the gap's first and last sequence.
+_GAP_ENDS = 2
+
+
 def unknown_producer(finding: Finding, _next: Mapping[str, int]) -> Remedy:
     """The UnknownProducerId gap (KIP-360): a producer whose state the broker lost (retention,
     DeleteRecords, ``producer.id.expiration.ms``). Clients before 2.5 got UNKNOWN_PRODUCER_ID (an
@@ -213,7 +217,7 @@ def unknown_producer(finding: Finding, _next: Mapping[str, int]) -> Remedy:
     client bumps its epoch and resets its sequences (abortable for a transaction), and brokers
     since 2.5 accept the batch with no state at all."""
     gap = finding.details.get("missing_sequences")
-    missing = f" (sequences {gap[0]}-{gap[1]} are not in this log)" if isinstance(gap, list) and len(gap) == 2 else ""
+    missing = f" (sequences {gap[0]}-{gap[1]} are not in this log)" if isinstance(gap, list) and len(gap) == _GAP_ENDS else ""
     return remedy(
         f"Producer {finding.producer_id}'s earlier batches are gone{missing}: check the topic's retention and "
         "the broker's producer.id.expiration.ms against how long this producer stays idle, and that its "

@@ -45,7 +45,7 @@ def _flags(profile: Path) -> list[str]:
 
 
 def _run(browser: str, args: list[str]) -> str:
-    done = subprocess.run([browser, *args], capture_output=True, text=True, timeout=TIMEOUT_S)
+    done = subprocess.run([browser, *args], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     if done.returncode != 0:
         raise AssertionError(f"chromium exited {done.returncode}: {done.stderr[-2000:]}")
     return done.stdout
@@ -92,7 +92,7 @@ def print_to_pdf(browser: str, page: Path, work: Path) -> Path:
 
 def pdf_text(pdf: Path) -> str:
     """The text of a PDF as poppler's ``pdftotext`` reads it (Debian's poppler-utils)."""
-    done = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=TIMEOUT_S)
+    done = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     if done.returncode != 0:
         raise AssertionError(f"pdftotext exited {done.returncode}: {done.stderr[-2000:]}")
     return done.stdout

@@ -43,7 +43,7 @@ class Outcome:
     offsets: list[int]
 
     def on(self, offset: int) -> list[Finding]:
-        return [f for f in self.findings if f.batch_base_offset == offset or f.offset == offset]
+        return [f for f in self.findings if offset in (f.batch_base_offset, f.offset)]
 
     def errors(self) -> list[tuple[str, int | None, int | None]]:
         """(check, error code, offset) of every error finding."""

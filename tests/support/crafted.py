@@ -63,7 +63,7 @@ class _Compressor:
         self._started = False
 
     def compress(self, data: bytes) -> bytes:
-        if self.codec == GZIP or self.codec == ZSTD:
+        if self.codec in (GZIP, ZSTD):
             return self._obj.compress(data)
         if self.codec == LZ4:
             head = b"" if self._started else self._obj.begin()

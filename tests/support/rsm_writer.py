@@ -171,7 +171,7 @@ def _segment_id_entry(topic: str, topic_id: str, partition: int, segment_id: str
 
 
 def segment_metadata_record(topic: str, topic_id: str, partition: int, segment_id: str, start: int, end: int,
-                            size: int, state: str = "COPY_SEGMENT_STARTED", txn_index_empty: bool | None = None,
+                            size: int, state: str = "COPY_SEGMENT_STARTED", *, txn_index_empty: bool | None = None,
                             event_ms: int = 1_700_000_000_000, version: int = 0) -> bytes:
     """A ``RemoteLogSegmentMetadataRecord`` value (api key 0)."""
     body = _segment_id_entry(topic, topic_id, partition, segment_id)

@@ -41,7 +41,7 @@ class S3Server:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> S3Server:
-        log = open(self.log_path, "wb")
+        log = open(self.log_path, "wb")  # noqa: SIM115 - the server's stdout, closed in stop()
         env = {**os.environ, **CREDENTIALS, "PYTHONUNBUFFERED": "1"}  # its request log written as it goes
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", HOST, "-p", str(self.port)],

@@ -8,6 +8,7 @@ whose nodes do not mount the driver's disk.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -51,7 +52,7 @@ def can_hide_folders() -> bool:
         done = subprocess.run(
             ["unshare", "-m", "--propagation", "private", "sh", "-c", "mount -t tmpfs none /mnt"],
             capture_output=True,
-            timeout=10,
+            timeout=10, check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -158,10 +159,8 @@ class StandaloneCluster:
 
 
 def _signal(pid: int, sig: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _alive(pid: int) -> bool:

@@ -33,6 +33,6 @@ def python_lacking(root: Path, lacking: str) -> Path:
             (packages / entry.name).symlink_to(entry)
     lines = [str(packages)] + ([] if lacking == "kafka_audit" else [str(REPO)])
     Path(site, "packages.pth").write_text("\n".join(lines) + "\n")
-    check = subprocess.run([str(python), "-c", f"import pyspark, {lacking}"], cwd=root, capture_output=True, text=True, timeout=60)
+    check = subprocess.run([str(python), "-c", f"import pyspark, {lacking}"], cwd=root, capture_output=True, text=True, timeout=60, check=False)
     assert f"No module named '{lacking}'" in check.stderr, check.stderr
     return python

@@ -766,7 +766,7 @@ class PartitionWriter:
         """Segment bytes go straight to disk (a benchmark log does not sit in memory)."""
         if segment.file is None:
             self.path.mkdir(parents=True, exist_ok=True)
-            segment.file = open(self._log_path(segment), "wb")
+            segment.file = open(self._log_path(segment), "wb")  # noqa: SIM115 - closed when the segment rolls
         segment.file.write(data)
         segment.size += len(data)
 

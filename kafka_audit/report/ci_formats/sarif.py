@@ -27,6 +27,7 @@ import gzip
 from typing import Any
 
 from kafka_audit.audit.plan import ScanResult
+from kafka_audit.check_ids import CheckId
 from kafka_audit.report.ci_formats.locations import Locator, Where
 from kafka_audit.report.safe_text import dumps, uri_path
 from kafka_audit.rules.catalogue import CHECKS, DESCRIPTIONS, UNCOMPRESSED_OFFSET_DELTAS, Check, Severity
@@ -124,12 +125,12 @@ def _rule(check: Check) -> dict[str, Any]:
 
 def _help(check: Check) -> str:
     """The Kafka error a broker answers and what a producer does with it (KIP-691)."""
-    if check.id == "broker_rejection":
+    if check.id == CheckId.BROKER_REJECTION:
         return "The Kafka error is the one in the broker's log line; the client outcome is that error's."
     error = f"Kafka error: {check.error.name} ({check.error.code})" if check.error else "Kafka error: none (no broker answers one)"
     exception = f" ({check.client_exception})" if check.client_exception else ""
     text = f"{error}. Client outcome: {check.client_outcome}{exception}."
-    if check.id == "record_too_large":
+    if check.id == CheckId.RECORD_TOO_LARGE:
         text += " Over segment.bytes: RECORD_LIST_TOO_LARGE (18), abortable."
     if check.id == UNCOMPRESSED_OFFSET_DELTAS.id:  # the catalogue's one variant of a check
         text += " In an uncompressed v2 batch, non-consecutive deltas are a warning with no Kafka error."

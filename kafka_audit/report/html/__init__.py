@@ -108,6 +108,10 @@ def _page(result: ScanResult, ordered: list[Finding], charted: Charted, evidence
     return _MARKER.sub(lambda m: parts[m.group(0)], template)
 
 
+# The partitions a note names before it says how many more.
+_NAMES_SHOWN = 20
+
+
 def _charts_note(charted: Charted, limits: Limits, partitions: int) -> str:
     """The stated limit and what the charts leave out: partitions past it, those with an error or
     warning finding but nothing with a time to draw, and those with nothing at all (no producer
@@ -116,11 +120,11 @@ def _charts_note(charted: Charted, limits: Limits, partitions: int) -> str:
     notes = [f"{_count(len(charts), 'partition')} charted, at most {limits.charts:,}: those with error findings "
              "first, then warnings, then the busiest."]
     if uncharted:
-        listed = ", ".join(uncharted[:20]) + (f" and {len(uncharted) - 20:,} more" if len(uncharted) > 20 else "")
+        listed = ", ".join(uncharted[:_NAMES_SHOWN]) + (f" and {len(uncharted) - _NAMES_SHOWN:,} more" if len(uncharted) > _NAMES_SHOWN else "")
         notes.append(f"{len(uncharted):,} not charted (past the limit): {escape(listed)}. "
                      "Their findings and producers are in the tables.")
     if blank:
-        listed = ", ".join(blank[:20]) + (f" and {len(blank) - 20:,} more" if len(blank) > 20 else "")
+        listed = ", ".join(blank[:_NAMES_SHOWN]) + (f" and {len(blank) - _NAMES_SHOWN:,} more" if len(blank) > _NAMES_SHOWN else "")
         notes.append(f"{len(blank):,} with an error or warning finding but no time to place it on: {escape(listed)}. "
                      "Their findings are in the table above.")
     empty = partitions - len(charts) - len(uncharted) - len(blank)

@@ -24,6 +24,7 @@ import bisect
 from dataclasses import dataclass
 from operator import attrgetter
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding
 
@@ -49,7 +50,7 @@ class _IndexFindings:
             return
         self.found.append(
             make_finding(
-                "index_mismatch", message, **self.where, **fields, details={"index_file": self.index_path, **details}
+                CheckId.INDEX_MISMATCH, message, **self.where, **fields, details={"index_file": self.index_path, **details}
             )
         )
 
@@ -57,7 +58,7 @@ class _IndexFindings:
         if self.more:
             self.found.append(
                 make_finding(
-                    "index_mismatch",
+                    CheckId.INDEX_MISMATCH,
                     f"{self.more} more entries of {self.index_path} disagree with the log (not listed one by one)",
                     **self.where,
                     details={"index_file": self.index_path, "more_entries": self.more},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
@@ -60,11 +61,11 @@ class OffsetContinuity:
         unreadable, self.unreadable = self.unreadable, []
         found: list[Finding] = []
         tp = partition_label(batch.topic, batch.partition)
-        where: dict[str, Any] = dict(topic=batch.topic, partition=batch.partition, segment=batch.segment, batch=batch)
+        where: dict[str, Any] = {"topic": batch.topic, "partition": batch.partition, "segment": batch.segment, "batch": batch}
         if batch.base_offset < batch.segment_base_offset:
             found.append(
                 make_finding(
-                    "offset_overlap",
+                    CheckId.OFFSET_OVERLAP,
                     f"Batch base offset {batch.base_offset} in {tp} is below the base offset "
                     f"{batch.segment_base_offset} of its segment",
                     details={"segment_base_offset": batch.segment_base_offset},
@@ -76,7 +77,7 @@ class OffsetContinuity:
             if batch.base_offset <= previous.last_offset:
                 found.append(
                     make_finding(
-                        "offset_overlap",
+                        CheckId.OFFSET_OVERLAP,
                         f"Out of order offsets in {tp}: batch base offset {batch.base_offset} is not above "
                         f"the previous batch's last offset {previous.last_offset}",
                         details={"previous_last_offset": previous.last_offset, "previous_segment": previous.segment},
@@ -89,7 +90,7 @@ class OffsetContinuity:
                 ):
                     found.append(
                         make_finding(
-                            "offset_gap",
+                            CheckId.OFFSET_GAP,
                             f"Offsets {first_missing} to {last_missing} are missing in {tp}",
                             details={"missing_offsets": [first_missing, last_missing]},
                             **where,
@@ -105,10 +106,10 @@ def _uncovered(first: int, last: int, covers: list[tuple[int | None, int]]) -> l
     (``low`` None: from wherever the range still starts)."""
     out: list[tuple[int, int]] = []
     cursor = first
-    for low, high in sorted(covers, key=lambda c: c[1]):
+    for from_offset, high in sorted(covers, key=lambda c: c[1]):
         if high < cursor:
             continue
-        low = cursor if low is None else low
+        low = cursor if from_offset is None else from_offset
         if low > cursor:
             out.append((cursor, min(low - 1, last)))
         cursor = max(cursor, high + 1)

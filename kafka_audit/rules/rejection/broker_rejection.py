@@ -21,6 +21,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.io.broker_log_lines import LOG_START, REJECTION, SEGMENT_DELETED, BrokerLogLine
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -150,7 +151,7 @@ class BrokerRejections:
         found = []
         for line, state in self.states():
             finding = make_finding(
-                "broker_rejection",
+                CheckId.BROKER_REJECTION,
                 _message(line),
                 topic=self.topic,
                 partition=self.partition,
@@ -176,7 +177,7 @@ class BrokerRejections:
     def events(self) -> list[Event]:
         """Timeline rows (SPEC section 3): ``log_start_moved`` for each log start increment,
         ``broker_log`` for each segment deletion and each rejection (its explanation)."""
-        where: dict[str, Any] = dict(topic=self.topic, partition=self.partition)
+        where: dict[str, Any] = {"topic": self.topic, "partition": self.partition}
         explained = {id(line): (state, explain(line, kafka_error(line), state)) for line, state in self.states()}
         events = []
         for line in self.lines:
@@ -192,7 +193,7 @@ class BrokerRejections:
                 state, text = explained[id(line)]
                 events.append(Event(EventKind.BROKER_LOG, **where, offset=line.offset, timestamp=line.time,
                                     producer_id=state.producer_id, producer_epoch=line.producer_epoch,
-                                    message=f"{kafka_error(line)}: {text}", check="broker_rejection"))
+                                    message=f"{kafka_error(line)}: {text}", check=CheckId.BROKER_REJECTION))
         return events
 
 

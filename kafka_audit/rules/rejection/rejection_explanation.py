@@ -51,12 +51,16 @@ def clock(timestamp: int, reference: int) -> str:
     return moment.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S")
 
 
+# A duration is said in the next unit from two of it on: 119.0 s, then 2.0 min.
+_NEXT_UNIT_FROM = 120
+
+
 def duration(ms: int) -> str:
     seconds = ms / 1000
-    if seconds < 120:
+    if seconds < _NEXT_UNIT_FROM:
         return f"{seconds:.1f} s"
     minutes = int(seconds // 60)
-    if minutes < 120:
+    if minutes < _NEXT_UNIT_FROM:
         return f"{minutes} min"
     return f"{minutes // 60} h {minutes % 60} min"
 

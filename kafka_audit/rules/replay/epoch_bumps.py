@@ -44,6 +44,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.replay.replay_output import ReplayOutput
@@ -212,6 +213,6 @@ class EpochBumps:
             details.update(transaction_version=TV_2, broker_rule=RULE_4X, **self._versions.evidence(batch.producer_id))
             details.update(extra or {})
         self._out.finding(
-            "epoch_bump", message, batch, details, exception=_FENCED_EXCEPTION if reason == FENCED else None
+            CheckId.EPOCH_BUMP, message, batch, details, exception=_FENCED_EXCEPTION if reason == FENCED else None
         )
         self._out.event(EventKind.EPOCH_BUMP, batch, message)

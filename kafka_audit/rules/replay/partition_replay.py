@@ -58,10 +58,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.log_names import COORDINATOR_TOPICS
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.transaction_index import AbortedTxn
-from kafka_audit.record.record_batch import ControlRecordType
+from kafka_audit.record.record_batch import MAGIC_VALUE_V2, ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import Finding
@@ -169,7 +170,7 @@ class ProducerStateReplay:
         return self.out.events
 
     def _reject(self, rejection: Rejection, batch: BatchSummary) -> None:
-        if batch.is_control and rejection.check == "fenced_epoch_write":
+        if batch.is_control and rejection.check == CheckId.FENCED_EPOCH_WRITE:
             rejection.details["marker"] = ControlRecordType(batch.control_type).name
         self.out.finding(rejection.check, rejection.message, batch, rejection.details)
 
@@ -180,7 +181,7 @@ class ProducerStateReplay:
         if not batch.valid:
             self.untrusted()
             return
-        if batch.magic < 2:
+        if batch.magic < MAGIC_VALUE_V2:
             return
         base_offset = batch.base_offset
         if base_offset >= self.snapshots.next_due:  # always true for the first batch
@@ -236,7 +237,7 @@ class ProducerStateReplay:
             f"longer than producer.id.expiration.ms {expiration}: the broker had forgotten it and accepts any "
             f"sequence (expected {expected}, got {batch.base_sequence})"
         )
-        self.out.finding("producer_expired", message, batch, {"idle_ms": idle, "expected_sequence": expected})
+        self.out.finding(CheckId.PRODUCER_EXPIRED, message, batch, {"idle_ms": idle, "expected_sequence": expected})
         self.out.event(EventKind.PRODUCER_EXPIRED, batch, message)
 
     def _append_data(self, batch: BatchSummary, before: ProducerStateEntry | None) -> None:
@@ -247,7 +248,7 @@ class ProducerStateReplay:
         previous_epoch = before.producer_epoch if before is not None else NO_PRODUCER_EPOCH
         rejection = producers.client.append_data(batch, AppendOrigin.COORDINATOR if resyncing else None)
         if rejection is not None:
-            if rejection.check in ("fenced_epoch_write", "duplicate_sequence"):
+            if rejection.check in (CheckId.FENCED_EPOCH_WRITE, CheckId.DUPLICATE_SEQUENCE):
                 producers.written_holds(batch)
                 self._reject(rejection, batch)
                 return
@@ -272,9 +273,9 @@ class ProducerStateReplay:
         """The cleaner removes whole batches: a new epoch or a sequence that starts ahead."""
         if not self.log.compacted:
             return False
-        if rejection.check == "new_epoch_nonzero_sequence":
+        if rejection.check == CheckId.NEW_EPOCH_NONZERO_SEQUENCE:
             return True
-        return rejection.check == "out_of_order_sequence" and before is not None and batch.base_sequence > before.last_seq
+        return rejection.check == CheckId.OUT_OF_ORDER_SEQUENCE and before is not None and batch.base_sequence > before.last_seq
 
     def _unknown_tolerated(self, pid: int, resyncing: bool) -> bool:
         return (
@@ -306,9 +307,9 @@ class ProducerStateReplay:
                 f"{head}, so sequences {missing[0]} to {missing[1]} were written before the log start offset "
                 f"{start} and deleted (retention or DeleteRecords)"
             )
-            self.out.finding("retention_gap", message, batch, details)
+            self.out.finding(CheckId.RETENTION_GAP, message, batch, details)
         else:
-            self.out.finding("unknown_producer_id", f"{head}, not 0, and the log starts at offset 0", batch, details)
+            self.out.finding(CheckId.UNKNOWN_PRODUCER_ID, f"{head}, not 0, and the log starts at offset 0", batch, details)
 
     def _append_marker(self, batch: BatchSummary, before: ProducerStateEntry | None) -> None:
         """ProducerAppendInfo.appendEndTxnMarker as a client append, then close the transaction."""
@@ -320,7 +321,7 @@ class ProducerStateReplay:
         if rejection is not None:
             producers.written_holds(batch)
             self._reject(rejection, batch)
-            if rejection.check == "fenced_epoch_write":
+            if rejection.check == CheckId.FENCED_EPOCH_WRITE:
                 return
             producers.end_as_written(batch)
         producers.settled(pid)

@@ -21,6 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_audit.record.record_batch import MAGIC_VALUE_V2
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding
 
@@ -76,7 +77,7 @@ class ProducerActivityLog:
         self.producers: dict[int, ProducerActivity] = {}
 
     def observe(self, batch: BatchSummary) -> None:
-        if not batch.valid or batch.magic < 2 or batch.producer_id < 0:
+        if not batch.valid or batch.magic < MAGIC_VALUE_V2 or batch.producer_id < 0:
             return
         activity = self.producers.get(batch.producer_id)
         if activity is None:

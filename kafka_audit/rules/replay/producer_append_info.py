@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.rules.replay.producer_state_entry import (
     NO_PRODUCER_EPOCH,
     AppendOrigin,
@@ -31,6 +32,7 @@ from kafka_audit.rules.replay.producer_state_entry import (
     in_sequence,
     next_sequence,
 )
+from kafka_audit.rules.replay.transaction_version import TV_2
 
 
 class ProducerAppendInfo:
@@ -56,7 +58,7 @@ class ProducerAppendInfo:
         rejection = self.check_marker_epoch(batch, current, transaction_version)
         if rejection is None and batch.coordinator_epoch < current.coordinator_epoch:
             rejection = Rejection(
-                "coordinator_epoch_regression",
+                CheckId.COORDINATOR_EPOCH_REGRESSION,
                 f"Invalid coordinator epoch for producerId {batch.producer_id} at offset {batch.base_offset} in "
                 f"partition {self.tp}: {batch.coordinator_epoch} (zombie), {current.coordinator_epoch} (current)",
                 {"coordinator_epoch": batch.coordinator_epoch, "current_coordinator_epoch": current.coordinator_epoch},
@@ -70,13 +72,13 @@ class ProducerAppendInfo:
         at the current epoch when no transaction is open, a retry of a marker already written
         (KAFKA-19999, ``checkProducerEpoch``'s "idempotent marker retry"). Kafka's tests:
         ``ProducerStateManagerTest.testOldEpochForControlRecord`` (TV0 and TV2)."""
-        if transaction_version < 2:
+        if transaction_version < TV_2:
             return self.check_epoch(batch, current)
         epoch, last = batch.producer_epoch, current.producer_epoch
         if epoch > last or (epoch == last and current.current_txn_first_offset < 0):
             return None
         return Rejection(
-            "fenced_epoch_write",
+            CheckId.FENCED_EPOCH_WRITE,
             f"Epoch of producer {batch.producer_id} at offset {batch.base_offset} in {self.tp} is "
             f"{epoch}, which is <= the last seen epoch {last} (TV{transaction_version})",
             {
@@ -93,7 +95,7 @@ class ProducerAppendInfo:
         pid, epoch = batch.producer_id, batch.producer_epoch
         if not batch.is_transactional:
             return Rejection(
-                "transaction_state_violation",
+                CheckId.TRANSACTION_STATE_VIOLATION,
                 f"Expected transactional write from producer {pid} at offset {batch.base_offset} in partition "
                 f"{self.tp}",
                 {"first_offset": txn_first_offset, "transaction_epoch": txn_epoch},
@@ -101,7 +103,7 @@ class ProducerAppendInfo:
         if epoch == txn_epoch:
             return None
         return Rejection(
-            "transaction_state_violation",
+            CheckId.TRANSACTION_STATE_VIOLATION,
             f"Transactional write from producer {pid} at offset {batch.base_offset} in partition "
             f"{self.tp} has epoch {epoch}, but its open transaction that started at offset "
             f"{txn_first_offset} has epoch {txn_epoch}",
@@ -112,7 +114,7 @@ class ProducerAppendInfo:
         # UnifiedLog.analyzeAndValidateProducerState: the broker answers NONE with the original
         # batch's offsets and appends nothing, so a copy in the log is data no broker writes.
         return Rejection(
-            "duplicate_sequence",
+            CheckId.DUPLICATE_SEQUENCE,
             f"Duplicate sequence number for producer {batch.producer_id} at offset {batch.base_offset} in "
             f"partition {self.tp}: sequences {batch.base_sequence} to {batch.last_sequence} of epoch "
             f"{batch.producer_epoch} were already written at offset {original.first_offset}",
@@ -128,7 +130,7 @@ class ProducerAppendInfo:
         if batch.producer_epoch >= current.producer_epoch:
             return None
         return Rejection(
-            "fenced_epoch_write",
+            CheckId.FENCED_EPOCH_WRITE,
             f"Epoch of producer {batch.producer_id} at offset {batch.base_offset} in {self.tp} is "
             f"{batch.producer_epoch}, which is smaller than the last seen epoch {current.producer_epoch}",
             {"last_seen_epoch": current.producer_epoch},
@@ -140,7 +142,7 @@ class ProducerAppendInfo:
         if epoch != current.producer_epoch:
             if seq != 0 and current.producer_epoch != NO_PRODUCER_EPOCH:
                 return Rejection(
-                    "new_epoch_nonzero_sequence",
+                    CheckId.NEW_EPOCH_NONZERO_SEQUENCE,
                     f"Invalid sequence number for new epoch of producer {pid} at offset {batch.base_offset} in "
                     f"partition {self.tp}: {epoch} (request epoch), {seq} (seq. number), "
                     f"{current.producer_epoch} (current producer epoch)",
@@ -151,7 +153,7 @@ class ProducerAppendInfo:
         if current.producer_epoch == NO_PRODUCER_EPOCH or in_sequence(last, seq):
             return None
         return Rejection(
-            "out_of_order_sequence",
+            CheckId.OUT_OF_ORDER_SEQUENCE,
             f"Out of order sequence number for producer {pid} at offset {batch.base_offset} in partition "
             f"{self.tp}: {seq} (incoming seq. number), {last} (current end sequence number)",
             {"expected_sequence": next_sequence(last)},

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry
 from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.replay.producer_state_entry import decrement_sequence
@@ -166,7 +167,7 @@ class SnapshotComparer:
             )
             anchor = producers.last_batch(pid) or self.anchors.get(pid)
             out.finding(
-                "snapshot_mismatch",
+                CheckId.SNAPSHOT_MISMATCH,
                 f"Producer state snapshot at offset {offset} of partition {out.tp} disagrees with the log for "
                 f"producer {pid}: {parts}",
                 anchor,

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.events import EventKind
@@ -112,7 +113,7 @@ class TransactionTracker:
         if txn is None:
             if judged:
                 out.finding(
-                    "orphan_marker",
+                    CheckId.ORPHAN_MARKER,
                     f"{kind} marker for producer {pid} at offset {batch.base_offset} in partition {out.tp} with no "
                     f"open transaction",
                     batch,

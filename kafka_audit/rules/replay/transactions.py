@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
 
@@ -196,7 +197,7 @@ def _index_keys(
 def _missing_index_file(topic: str, partition: int, tp: str, segment: str, txns: list[DerivedAbortedTxn]) -> Finding:
     first = txns[0]
     return make_finding(
-        "txn_index_mismatch",
+        CheckId.TXN_INDEX_MISMATCH,
         f"Segment {segment} of partition {tp} holds the ABORT markers of {len(txns)} aborted "
         f"transaction(s) but has no transaction index (.txnindex): read_committed consumers "
         f"fetching from it would not filter the aborted records",
@@ -216,7 +217,7 @@ def _missing_index_file(topic: str, partition: int, tp: str, segment: str, txns:
 def _unknown_entry(topic: str, partition: int, tp: str, segment: str, key: tuple[int, int, int]) -> Finding:
     pid, first, last = key
     return make_finding(
-        "txn_index_mismatch",
+        CheckId.TXN_INDEX_MISMATCH,
         f"Transaction index of segment {segment} lists an aborted transaction of producer "
         f"{pid} (offsets {first} to {last}) in partition {tp} that the log does not show",
         topic=topic,
@@ -253,7 +254,7 @@ def _entry_details(txn: DerivedAbortedTxn) -> dict[str, int]:
 
 def _missing_entry(topic: str, partition: int, tp: str, txn: DerivedAbortedTxn, has_index: bool) -> Finding:
     return make_finding(
-        "txn_index_mismatch",
+        CheckId.TXN_INDEX_MISMATCH,
         f"Aborted transaction of producer {txn.producer_id} (offsets {txn.first_offset} to "
         f"{txn.last_offset}) in partition {tp} is missing from the transaction index of segment "
         f"{txn.segment}",
@@ -307,7 +308,7 @@ def open_transaction_findings(
         message = _open_message(txn, tp, age, hanging, transaction_timeout_ms, stable_from)
         findings.append(
             make_finding(
-                "hanging_transaction" if hanging else "open_transaction",
+                CheckId.HANGING_TRANSACTION if hanging else CheckId.OPEN_TRANSACTION,
                 message,
                 topic=topic,
                 partition=partition,

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.log_names import CLUSTER_METADATA
 from kafka_audit.record.record_batch import (
     CONTROL_FLAG_MASK,
@@ -52,7 +53,7 @@ def validate_batch_size(batch: RecordBatch, topic_partition: str, config: Valida
     if batch.size <= config.max_message_bytes:
         return None
     return Violation(
-        "record_too_large",
+        CheckId.RECORD_TOO_LARGE,
         f"The record batch size in the append to {topic_partition} is {batch.size} bytes which "
         f"exceeds the maximum configured value of {config.max_message_bytes}.",
         details={"size": batch.size, "max_message_bytes": config.max_message_bytes},
@@ -81,7 +82,7 @@ def _offset_range_violation(batch: RecordBatch, topic_partition: str, compacted:
     else:
         return None
     details = {"record_count": count, "last_offset_delta": batch.last_offset_delta}
-    return Violation("non_monotonic_offsets", message, details=details)
+    return Violation(CheckId.NON_MONOTONIC_OFFSETS, message, details=details)
 
 
 def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> Violation | None:
@@ -99,13 +100,13 @@ def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> V
         if attributes & TRANSACTIONAL_FLAG_MASK or topic == CLUSTER_METADATA:
             return None
         return Violation(
-            "invalid_control_batch",
+            CheckId.INVALID_CONTROL_BATCH,
             f"Clients are not allowed to write control records in topic partition {topic_partition}",
             details={"is_transactional": False},
         )
     if batch.producer_id >= 0 and batch.base_sequence < 0:
         return Violation(
-            "invalid_producer_fields",
+            CheckId.INVALID_PRODUCER_FIELDS,
             f"Invalid sequence number {batch.base_sequence} in record batch with producerId {batch.producer_id} "
             f"in topic partition {topic_partition}",
             details={
@@ -123,7 +124,7 @@ def validate_appended_size(batch: RecordBatch, topic_partition: str, config: Val
     if batch.size <= config.segment_bytes:
         return None
     return Violation(
-        "record_too_large",
+        CheckId.RECORD_TOO_LARGE,
         f"Message batch size is {batch.size} bytes in append to partition {topic_partition}, which exceeds "
         f"the maximum configured segment size of {config.segment_bytes}.",
         details={"size": batch.size, "segment_bytes": config.segment_bytes},

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.record.control_record import ControlRecord, parse_control_record
 from kafka_audit.record.record_batch import NO_PRODUCER_ID, Record, RecordBatch
 from kafka_audit.rules.validation.log_validator import Violation
@@ -31,7 +32,7 @@ def validate_control_batch(
     if len(records) != 1:
         return [
             Violation(
-                "invalid_control_batch",
+                CheckId.INVALID_CONTROL_BATCH,
                 f"Control batch holds {len(records)} records; a control batch has exactly one control record",
                 details={"record_count": len(records)},
             )
@@ -47,11 +48,11 @@ def _kraft_control_batch(batch: RecordBatch, records: Sequence[Record]) -> tuple
     controls = [parse_control_record(record) for record in records]
     for index, (record, control) in enumerate(zip(records, controls)):
         if control.error:
-            return [Violation("invalid_control_batch", control.error, record_index=index, offset=record.offset)], None
+            return [Violation(CheckId.INVALID_CONTROL_BATCH, control.error, record_index=index, offset=record.offset)], None
     if any(control.is_transaction_marker for control in controls):
         return [
             Violation(
-                "invalid_control_batch",
+                CheckId.INVALID_CONTROL_BATCH,
                 f"Control batch holds {len(records)} records; a transaction marker batch has exactly one control record",
                 details={"record_count": len(records)},
             )
@@ -63,10 +64,10 @@ def control_record_violation(batch: RecordBatch, control: ControlRecord, offset:
     """The rule a control batch's one record (at ``offset``) breaks: it is no well-formed control
     record, or it is a transaction marker without the transaction's producer id."""
     if control.error:
-        return Violation("invalid_control_batch", control.error, record_index=0, offset=offset)
+        return Violation(CheckId.INVALID_CONTROL_BATCH, control.error, record_index=0, offset=offset)
     if control.is_transaction_marker and batch.producer_id == NO_PRODUCER_ID:
         return Violation(
-            "invalid_control_batch",
+            CheckId.INVALID_CONTROL_BATCH,
             "Transaction marker written without the transaction's producer id",
             record_index=0,
             offset=offset,

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from kafka_audit.check_ids import CheckId
 from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS
 from kafka_audit.record.record_batch import (
     COMPRESSION_CODEC_MASK,
@@ -175,7 +176,7 @@ def _record_rule_violation(
         # with a codec of its own is nested compression, which Kafka never reads).
         if record.attributes & COMPRESSION_CODEC_MASK:
             return Violation(
-                "nested_compression",
+                CheckId.NESTED_COMPRESSION,
                 "Compressed outer record should not have an inner record with a compression attribute set",
                 index,
                 record.offset,
@@ -183,7 +184,7 @@ def _record_rule_violation(
             )
         if record.magic != batch.magic:
             return Violation(
-                "inner_magic_mismatch",
+                CheckId.INNER_MAGIC_MISMATCH,
                 f"Record at offset {record.offset}'s magic {record.magic} does not match outer magic "
                 f"{batch.magic} in topic partition {topic_partition}",
                 index,
@@ -192,7 +193,7 @@ def _record_rule_violation(
             )
     if compacted and record.key_size < 0:  # LogValidator.validateKey
         return Violation(
-            "missing_key_compacted",
+            CheckId.MISSING_KEY_COMPACTED,
             f"Compacted topic cannot accept message without key in topic partition {topic_partition}",
             index,
             record.offset,
@@ -200,14 +201,14 @@ def _record_rule_violation(
     # LogValidator.validateTimestamp, and the timestamp-type bits the formats forbid.
     if record.magic == MAGIC_VALUE_V0 and record.attributes & TIMESTAMP_TYPE_MASK:
         return Violation(
-            "invalid_timestamp_type",
+            CheckId.INVALID_TIMESTAMP_TYPE,
             "Timestamp type bit set in a magic v0 message, which has no timestamp",
             index,
             record.offset,
         )
     if compressed_legacy and create_time and record.attributes & TIMESTAMP_TYPE_MASK:
         return Violation(
-            "invalid_timestamp_type",
+            CheckId.INVALID_TIMESTAMP_TYPE,
             "Inner message has timestamp type LogAppendTime under a CreateTime wrapper",
             index,
             record.offset,
@@ -220,7 +221,7 @@ def _record_rule_violation(
             low = _java_long(reference_time - (_LONG_MAX if before is None else before))
             high = _java_long(reference_time + (_LONG_MAX if after is None else after))
             return Violation(
-                "timestamp_out_of_range",
+                CheckId.TIMESTAMP_OUT_OF_RANGE,
                 f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. "
                 f"The timestamp should be within [{low}, {high}]",
                 index,
@@ -312,7 +313,7 @@ def _cleaned_offset_violation(
     ):
         return None
     return Violation(
-        "non_monotonic_offsets",
+        CheckId.NON_MONOTONIC_OFFSETS,
         f"Record {record.index} of the batch at offset {batch.base_offset} has stored offset {stored}, "
         f"which does not rise from the previous record's {previous} within the batch's offset range "
         f"in topic partition {topic_partition}",
@@ -335,7 +336,7 @@ def _offset_violation(batch: RecordBatch, record: Record, topic_partition: str) 
     if record.stored_offset == expected:
         return None
     return Violation(
-        "non_monotonic_offsets",
+        CheckId.NON_MONOTONIC_OFFSETS,
         f"Record {index} of the batch at offset {batch.base_offset} has stored offset "
         f"{record.stored_offset}, expected {expected} in topic partition {topic_partition}",
         index,

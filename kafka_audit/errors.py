@@ -1,0 +1,29 @@
+"""The one exception base of the package and the exit codes of SPEC section 1.
+
+Every exception class the package defines derives from :class:`KafkaAuditError` (as pip's derive
+from ``PipError``) and says which exit code it ends the command with if it reaches the command
+line, where ``cli/app.main`` maps it in one place. Most never get there: the decoders' errors
+become findings where they are raised, and the command line turns the others into a one-line
+message naming the cause. A class that also stood for a built-in error (``ValueError``,
+``OSError``) keeps that base too, so that every ``except`` that caught it still does.
+
+Below the layers: it imports nothing of the package, so that every layer may import it (the
+import-linter contract "The shared vocabulary imports no layer").
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+# SPEC section 1: 0 no finding at or above --fail-on, 1 at least one, 2 a usage error (a path,
+# an option, Spark failing), 130 interrupted (128 + SIGINT, what a shell reports for Ctrl-C).
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class KafkaAuditError(Exception):
+    """An error of kafka-audit; ``exit_code`` is the one a command ends with when it gets here."""
+
+    exit_code: ClassVar[int] = EXIT_USAGE
