@@ -18,11 +18,14 @@ import sys
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from kafka_audit.engines.run import Engine
+
+if TYPE_CHECKING:
+    from kafka_audit.io.storage_context import StorageContext
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 # What a shell reports for a process ended by Ctrl-C (128 + SIGINT).
@@ -119,11 +122,12 @@ def end_quietly(failure: OutputFailed | None = None) -> int:
 
 def fail(message: str) -> typer.Exit:
     """One line on stderr and exit code 2. Data in it (file names, values) is shown escaped,
-    and URI credentials and ``--storage-option`` values are redacted (SPEC section 1)."""
-    from kafka_audit.io.storage import redact_secrets
+    and URI credentials are redacted (SPEC section 1); a message that may hold a
+    ``--storage-option`` value comes redacted by the request's storage (``redact_secrets``)."""
+    from kafka_audit.io.storage import redact_uri_credentials
     from kafka_audit.report.safe_text import escape_text
 
-    print(f"kafka-audit: {escape_text(redact_secrets(message))}", file=sys.stderr)
+    print(f"kafka-audit: {escape_text(redact_uri_credentials(message))}", file=sys.stderr)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -156,8 +160,8 @@ def with_rsm_key(storage_options: dict, key_file: Path | None) -> dict:
     do); exit 2 with one line naming the file, never its content, when it cannot be used."""
     if key_file is None:
         return storage_options
-    from kafka_audit.io import storage
     from kafka_audit.io.rsm_objects import EncryptedSegment, RsmKey
+    from kafka_audit.io.storage import RSM_KEY_OPTION
 
     try:
         key = RsmKey(key_file.read_bytes())
@@ -169,7 +173,7 @@ def with_rsm_key(storage_options: dict, key_file: Path | None) -> dict:
         pass  # no cryptography package: each encrypted segment says so
     except ValueError as exc:
         raise fail(f"--rsm-key-file {key_file}: {exc}") from None
-    return {**storage_options, storage.RSM_KEY_OPTION: key}
+    return {**storage_options, RSM_KEY_OPTION: key}
 
 
 def parse_storage_options(pairs: list[str]) -> dict:
@@ -206,10 +210,11 @@ def spark_secret(engine: Engine, remote: str | None, secret_file: Path | None) -
         raise fail(str(exc)) from None
 
 
-def check_paths(paths: list[str] | list[Path]) -> None:
-    """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
-    cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
-    from kafka_audit.io import storage
+def check_paths(paths: list[str] | list[Path], storage: StorageContext) -> None:
+    """Exit 2 naming the first PATH that cannot be scanned (asked under the command's
+    ``storage``): a local path that does not exist or cannot be read, a URI of an unsupported
+    scheme, a missing library, an unreachable store."""
+    from kafka_audit.io.storage import is_remote, local_path
 
     for given in paths:
         text = str(given)
@@ -217,9 +222,9 @@ def check_paths(paths: list[str] | list[Path]) -> None:
             storage.check_path(text)
         except OSError as exc:
             raise fail(f"{text}: {exc.strerror or exc}") from None
-        if storage.is_remote(text):
+        if is_remote(text):
             continue
-        path = Path(storage.local_path(text))
+        path = Path(local_path(text))
         if not os.path.lexists(path):
             raise fail(f"{path}: no such file or directory")
         if not os.path.exists(path):
