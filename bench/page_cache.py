@@ -26,7 +26,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from kafka_audit.audit.plan import ScanOptions, audit_in_process  # noqa: E402
-from kafka_audit.io import page_cache, storage  # noqa: E402
+from kafka_audit.io import page_cache  # noqa: E402
+from kafka_audit.io.storage import READ_RATE_OPTION, StorageSettings  # noqa: E402
+from kafka_audit.io.storage_context import StorageContext  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 from tests.support.writer import BatchSpec, LogDirWriter, records  # noqa: E402
 
@@ -54,9 +56,10 @@ def _heat(fd: int, size: int, hot: float) -> None:
 
 def _scan(root: Path, rate: float | None) -> float:
     """A scan's wall seconds; ``rate``: its --max-read-rate (travelling as the CLI's does)."""
-    options = {storage.READ_RATE_OPTION: rate} if rate else {}
+    options = {READ_RATE_OPTION: rate} if rate else {}
     started = time.monotonic()
-    audit_in_process(discover([str(root)], storage_options=options), ScanOptions())
+    with StorageContext(StorageSettings.of(options)) as request:
+        audit_in_process(discover([str(root)], storage=request), ScanOptions())
     return time.monotonic() - started
 
 

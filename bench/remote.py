@@ -37,6 +37,8 @@ import datagen  # noqa: E402
 import measure  # noqa: E402
 
 from kafka_audit.audit.plan import ScanOptions, audit_in_process  # noqa: E402
+from kafka_audit.io.storage import StorageSettings  # noqa: E402
+from kafka_audit.io.storage_context import StorageContext  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 from kafka_audit.record.range_buffer import CHUNK_BYTES  # noqa: E402
 from tests.support.s3_server import S3Server, upload_tree  # noqa: E402
@@ -63,7 +65,8 @@ def raw_reads(fs, sizes: dict[str, int], counted: set[str]):
 
 def scan(path: str, storage_options: dict | None):
     def run():
-        result = audit_in_process(discover([path], storage_options=storage_options), ScanOptions())
+        with StorageContext(StorageSettings.of(storage_options)) as request:
+            result = audit_in_process(discover([path], storage=request), ScanOptions())
         return result.summary["bytes"], result.summary["records"], f"{len(result.findings)} findings"
 
     return run

@@ -47,7 +47,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from kafka_audit.audit.plan import ScanOptions, audit_in_process, partition_metas, plan_tasks  # noqa: E402
-from kafka_audit.io import s3_listing, storage  # noqa: E402
+from kafka_audit.io import s3_listing  # noqa: E402
+from kafka_audit.io.storage import StorageSettings  # noqa: E402
+from kafka_audit.io.storage_context import StorageContext  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 from tests.support.s3_server import CREDENTIALS, HOST, _free_port  # noqa: E402
 from tests.support.writer import LogDirWriter, Producer, records  # noqa: E402
@@ -211,9 +213,9 @@ def _rss_mb() -> float:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS")) / 1024
 
 
-def plan_all(root: str, options: dict):
+def plan_all(root: str, request: StorageContext):
     """Discovery and planning of every partition under ``root``: what the driver does first."""
-    found = discover([root], storage_options=options)
+    found = discover([root], storage=request)
     tasks = plan_tasks(found, ScanOptions().split_bytes)
     metas = partition_metas(found, ScanOptions())
     return found, tasks, metas
@@ -237,7 +239,7 @@ def main() -> None:
         print(f"server ready with {args.partitions} partitions in {time.monotonic() - started:.1f} s", file=sys.stderr)
         try:
             root = f"s3://{BUCKET}/logs"
-            storage.configure(server.options())
+            request = StorageContext(StorageSettings.of(server.options()))
             listing_figures(figures, root, server, args)
             if args.latency_ms:
                 listing_figures(figures, root, server, args, args.latency_ms)
@@ -246,14 +248,13 @@ def main() -> None:
                 return
             rss_before = _rss_mb()
             best = None
-            storage.configure(server.options())
             for _ in range(args.repeat):
-                storage.filesystem(root)[0].invalidate_cache()
-                sent, logged = storage.requests_sent(), server.requests_logged()
+                request.filesystem(root)[0].invalidate_cache()
+                sent, logged = request.requests_sent(), server.requests_logged()
                 began = time.monotonic()
-                found, tasks, metas = plan_all(root, server.options())
+                found, tasks, metas = plan_all(root, request)
                 wall = time.monotonic() - began
-                requests = storage.fetched_since(sent)[0]
+                requests = request.fetched_since(sent)[0]
                 best = min(best or (wall, 0, 0), (wall, requests, server.requests_logged() - logged))
             figures["plan_s"], figures["plan_requests"], figures["plan_requests_logged"] = round(best[0], 2), best[1], best[2]
             figures["plan_segments"], figures["plan_tasks"] = found.segment_count, len(tasks)
@@ -261,12 +262,12 @@ def main() -> None:
             figures["plan_rss_growth_mb"] = round(_rss_mb() - rss_before, 1)
             print(json.dumps(figures), file=sys.stderr, flush=True)  # so far: a long run may be cut short
             del found, tasks, metas
-            storage.filesystem(root)[0].invalidate_cache()
+            request.filesystem(root)[0].invalidate_cache()
             tracemalloc.start()
-            plan_all(root, server.options())
+            plan_all(root, request)
             figures["plan_heap_peak_mb"] = round(tracemalloc.get_traced_memory()[1] / 1e6, 1)
             tracemalloc.stop()
-            scan_figures(figures, root, server, args)
+            scan_figures(figures, root, server, args, request)
         finally:
             server.stop()
     print(json.dumps(figures))
@@ -280,8 +281,7 @@ def listing_figures(figures: dict, root: str, server: Server, args, latency_ms: 
     options = server.options()
     if latency_ms:
         options["endpoint_url"] = f"http://{HOST}:{LatencyProxy(server.port, latency_ms).port}"
-    storage.configure(options)
-    fs, key, _ = storage.filesystem(root)
+    fs, key, _ = StorageContext(StorageSettings.of(options)).filesystem(root)
     ways = {"one_chain": lambda: fs.find(key, withdirs=True, detail=True), "chains": lambda: s3_listing.find(fs, key)}
     best: dict[str, tuple[float, int, int]] = {}
     for _ in range(args.repeat):
@@ -295,19 +295,18 @@ def listing_figures(figures: dict, root: str, server: Server, args, latency_ms: 
     for name, (wall, requests, keys) in best.items():
         figures[f"list_{name}{tag}_s"], figures[f"list_{name}{tag}_requests"] = round(wall, 2), requests
         figures[f"list_{name}_entries"] = keys
-    storage.configure(server.options())
     print(json.dumps(figures), file=sys.stderr, flush=True)
 
 
-def scan_figures(figures: dict, root: str, server: Server, args) -> None:
+def scan_figures(figures: dict, root: str, server: Server, args, request: StorageContext) -> None:
     topics = [f"t{n:02d}" for n in range(max(1, args.scan_partitions // PER_TOPIC))]
     best = None
     for _ in range(args.repeat):
-        storage.filesystem(root)[0].invalidate_cache()
+        request.filesystem(root)[0].invalidate_cache()
         logged = server.requests_logged()
         began = time.monotonic()
         found = discover([root], topics=topics, partitions=range(min(PER_TOPIC, args.scan_partitions)),
-                         storage_options=server.options())
+                         storage=request)
         result = audit_in_process(found, ScanOptions())
         wall = time.monotonic() - began
         if best is None or wall < best[0]:

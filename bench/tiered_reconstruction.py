@@ -21,7 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kafka_audit.io import rsm_objects, storage  # noqa: E402
+from kafka_audit.io import rsm_objects  # noqa: E402
+from kafka_audit.io.storage import StorageSettings  # noqa: E402
+from kafka_audit.io.storage_context import StorageContext  # noqa: E402
 from kafka_audit.record.file_records import FileRecords  # noqa: E402
 from tests.support.audit_run import SHARED  # noqa: E402
 from tests.support.rsm_writer import object_stem, segment_id_for, write_segment  # noqa: E402
@@ -33,9 +35,9 @@ def walk(paths: list[str], rounds: int, pem: bytes) -> tuple[float, int]:
     manifest read once), every segment walked."""
     started, batches = time.perf_counter(), 0
     for _ in range(rounds):
-        storage.configure({storage.RSM_KEY_OPTION: rsm_objects.RsmKey(pem)})
+        request = StorageContext(StorageSettings(rsm_key=rsm_objects.RsmKey(pem)))
         for path in paths:
-            with FileRecords(path) as segment:
+            with FileRecords(path, storage=request) as segment:
                 batches += sum(1 for _ in segment.batches())
     return time.perf_counter() - started, batches
 

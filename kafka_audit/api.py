@@ -18,6 +18,8 @@ from typing import Any
 
 from kafka_audit.audit.scan_options import reference_time_problem, scan_options
 from kafka_audit.engines.preflight import ExecutorEnvironmentError
+from kafka_audit.io.storage import StorageSettings
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.replay.partition_replay import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_audit.rules.validation.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
@@ -101,59 +103,61 @@ def scan(
         raise ValueError(f"engine {engine!r} is neither 'spark' nor 'local'")
     if spark is not None and engine == "local":
         raise ValueError("engine 'local' runs in this process; do not pass a SparkSession with it")
-    discovery = discover(
-        roots,
-        topics=list(topics) if topics else None,
-        partitions=list(partitions) if partitions else None,
-        storage_options=_with_rsm_key(storage_options, rsm_key_file),  # the URIs' filesystem settings
-    )
-    if not discovery.segment_count:
-        raise ValueError("no Kafka segment (.log file) found under " + ", ".join(roots))
-    options = scan_options(
-        compacted_topics=compacted_topics,
-        max_message_bytes=max_message_bytes,
-        segment_bytes=segment_bytes,
-        timestamp_before_max_ms=timestamp_before_max_ms,
-        timestamp_after_max_ms=timestamp_after_max_ms,
-        reference_time=_epoch_ms(reference_time),
-        transaction_timeout_ms=transaction_timeout_ms,
-        producer_id_expiration_ms=producer_id_expiration_ms,
-        broker_log=_broker_log(broker_logs),
-        baseline=_baseline(baseline),
-    )
-    problem = reference_time_problem(roots, options)
-    if problem:
-        raise ValueError(problem)
-    target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
-    secret = _spark_secret(engine, spark, remote, spark_secret_file)
-    if spark is None:
-        from kafka_audit.engines.run import Engine, run_audit
-
-        return _result(
-            run_audit(discovery, options, Engine(engine), master or "local[*]", conf, None, remote, target, secret)
+    settings = StorageSettings.of(_with_rsm_key(storage_options, rsm_key_file))  # the URIs' filesystem settings
+    with StorageContext(settings) as storage:  # the call's reads; closed when it returns
+        discovery = discover(
+            roots,
+            topics=list(topics) if topics else None,
+            partitions=list(partitions) if partitions else None,
+            storage=storage,
         )
-    from kafka_audit.engines import spark_job as pipeline
-    from kafka_audit.engines.given_session import given_session
-    from kafka_audit.engines.preflight import check_executors
-    from kafka_audit.engines.run import paths_executors_read
-    from kafka_audit.record import record_screen
+        if not discovery.segment_count:
+            raise ValueError("no Kafka segment (.log file) found under " + ", ".join(roots))
+        options = scan_options(
+            compacted_topics=compacted_topics,
+            max_message_bytes=max_message_bytes,
+            segment_bytes=segment_bytes,
+            timestamp_before_max_ms=timestamp_before_max_ms,
+            timestamp_after_max_ms=timestamp_after_max_ms,
+            reference_time=_epoch_ms(reference_time),
+            transaction_timeout_ms=transaction_timeout_ms,
+            producer_id_expiration_ms=producer_id_expiration_ms,
+            broker_log=_broker_log(broker_logs),
+            baseline=_baseline(baseline),
+        )
+        problem = reference_time_problem(roots, options)
+        if problem:
+            raise ValueError(problem)
+        target = output_parquet if output_parquet is None or "://" in output_parquet else os.path.abspath(output_parquet)
+        secret = _spark_secret(engine, spark, remote, spark_secret_file)
+        if spark is None:
+            from kafka_audit.engines.run import Engine, run_audit
 
-    with given_session(spark, spark_warnings):
-        preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
-        result, frames = pipeline.run_job(spark, discovery, options, keep=True)
-    assert frames is not None  # keep=True keeps them
-    result.summary["engine"] = "spark"
-    result.notes.extend(f"warning: {warning}" for warning in preflight.warnings)
-    if not record_screen.COMPILED:
-        result.notes.append(record_screen.SLOWER_NOTICE.removeprefix("kafka-audit: "))
-    if target is not None:
-        frames.write_parquet(spark, result, target)
-    findings = [f.to_dict() for f in result.findings]
-    return _result(
-        result,
-        findings_df=frames.findings(spark, findings), batches_df=frames.batches(),
-        producers_df=frames.producers(spark, result.producers), _frames=frames,
-    )
+            return _result(
+                run_audit(discovery, options, Engine(engine), master or "local[*]", conf, None, remote, target, secret)
+            )
+        from kafka_audit.engines import spark_job as pipeline
+        from kafka_audit.engines.given_session import given_session
+        from kafka_audit.engines.preflight import check_executors
+        from kafka_audit.engines.run import paths_executors_read
+        from kafka_audit.record import record_screen
+
+        with given_session(spark, spark_warnings):
+            preflight = check_executors(spark, paths_executors_read(discovery))  # ExecutorEnvironmentError
+            result, frames = pipeline.run_job(spark, discovery, options, keep=True)
+        assert frames is not None  # keep=True keeps them
+        result.summary["engine"] = "spark"
+        result.notes.extend(f"warning: {warning}" for warning in preflight.warnings)
+        if not record_screen.COMPILED:
+            result.notes.append(record_screen.SLOWER_NOTICE.removeprefix("kafka-audit: "))
+        if target is not None:
+            frames.write_parquet(spark, result, target)
+        findings = [f.to_dict() for f in result.findings]
+        return _result(
+            result,
+            findings_df=frames.findings(spark, findings), batches_df=frames.batches(),
+            producers_df=frames.producers(spark, result.producers), _frames=frames,
+        )
 
 
 def _spark_secret(engine: str, spark, remote: str | None, secret_file: str | os.PathLike | None) -> str | None:
@@ -179,11 +183,11 @@ def _with_rsm_key(storage_options: dict | None, key_file: str | os.PathLike | No
     """The storage options with the ``rsm_key_file`` key (which travels with the tasks, never printed)."""
     if key_file is None:
         return storage_options
-    from kafka_audit.io import storage
     from kafka_audit.io.rsm_objects import RsmKey
+    from kafka_audit.io.storage import RSM_KEY_OPTION
 
     with open(key_file, "rb") as handle:
-        return {**(storage_options or {}), storage.RSM_KEY_OPTION: RsmKey(handle.read())}
+        return {**(storage_options or {}), RSM_KEY_OPTION: RsmKey(handle.read())}
 
 
 def _result(result, **frames) -> AuditResult:

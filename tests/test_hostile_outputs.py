@@ -306,13 +306,11 @@ def test_json_and_xml_documents_keep_their_values(data, ascii_only):
 
 
 def test_a_library_error_loses_the_option_values_and_uri_credentials():
-    from kafka_audit.io import storage
+    from kafka_audit.io.storage import StorageSettings
 
-    storage.configure({"secret": "TOPSECRET-VALUE", "endpoint_url": "http://127.0.0.1:9"})
-    try:
-        line = storage.redact_secrets("at http://127.0.0.1:9 with TOPSECRET-VALUE for s3://KEY:SECRET@bucket/x")
-    finally:
-        storage.configure(None)
+    settings = StorageSettings.of({"secret": "TOPSECRET-VALUE", "endpoint_url": "http://127.0.0.1:9"})
+    line = settings.redact_secrets("at http://127.0.0.1:9 with TOPSECRET-VALUE for s3://KEY:SECRET@bucket/x")
+    assert "TOPSECRET" not in repr(settings)
     assert line == "at http://127.0.0.1:9 with *** for s3://***@bucket/x"
 
 

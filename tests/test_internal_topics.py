@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_transaction_log
 from kafka_audit.log.internal_topics import decoder_for, is_kraft_snapshot, read_transaction_log
 from kafka_audit.log.metadata_records import MetadataRecordDecoder
@@ -31,7 +32,7 @@ def real() -> Path:
 
 
 def _transaction_log(data: Path) -> list[dict]:
-    items = list(read_transaction_log(str(data / "__transaction_state-0" / "00000000000000000000.log")))
+    items = list(read_transaction_log(str(data / "__transaction_state-0" / "00000000000000000000.log"), StorageContext()))
     assert not [i for i in items if isinstance(i, Problem)]
     assert not [i for i in items if "error" in i]
     return items

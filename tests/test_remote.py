@@ -19,6 +19,8 @@ from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks, wi
 from kafka_audit.audit.scan_options import reference_time_problem, scan_options
 from kafka_audit.cli.app import main
 from kafka_audit.io import storage
+from kafka_audit.io.storage import StorageSettings
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.range_buffer import RangeBuffer
@@ -79,7 +81,6 @@ def s3(tmp_path_factory):
         yield server
     finally:
         server.stop()
-        storage.configure(None)
 
 
 def _comparable(result) -> tuple:
@@ -93,7 +94,8 @@ def _comparable(result) -> tuple:
 
 
 def _scan(paths: list[str], options: ScanOptions, storage_options: dict | None = None):
-    return audit_in_process(discover(paths, storage_options=storage_options), options)
+    with StorageContext(StorageSettings.of(storage_options)) as request:
+        return audit_in_process(discover(paths, storage=request), options)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -136,7 +138,7 @@ def test_s3a_and_a_single_segment_uri(s3):
     local = _scan([str(CASES[case])], _options_of(CASES[case]))
     remote = _scan([f"s3a://{BUCKET}/{case}"], _options_of(CASES[case]), s3.storage_options())
     assert _comparable(remote) == _comparable(local)
-    one = discover([f"s3://{BUCKET}/{case}/{partition}/{segment.name}"], storage_options=s3.storage_options())
+    one = discover([f"s3://{BUCKET}/{case}/{partition}/{segment.name}"], storage=s3.storage())
     (found,) = one.partitions
     assert (found.topic, [s.size for s in found.segments]) == (partition.rsplit("-", 1)[0], [segment.stat().st_size])
 
@@ -146,14 +148,14 @@ def test_listing_keeps_internal_topics(s3):
     """``__consumer_offsets`` / ``__transaction_state`` start with ``_``: listed all the same."""
     case = next(c for c in CASES if c.startswith("real-broker/") and any(CASES[c].glob("__*")))
     local = {p.topic for p in discover([str(CASES[case])]).partitions}
-    remote = {p.topic for p in discover([f"s3://{BUCKET}/{case}"], storage_options=s3.storage_options()).partitions}
+    remote = {p.topic for p in discover([f"s3://{BUCKET}/{case}"], storage=s3.storage()).partitions}
     assert {t for t in local if t.startswith("__")}
     assert remote == local
 
 
 def test_a_remote_object_has_no_modification_time_to_take_as_the_brokers_now(s3):
     # A store's object time is the upload's: it is never the default reference time.
-    found = discover([f"s3://{BUCKET}/fixtures/healthy"], storage_options=s3.storage_options())
+    found = discover([f"s3://{BUCKET}/fixtures/healthy"], storage=s3.storage())
     assert found.segment_count > 0
     assert {s.mtime_ms for p in found.partitions for s in p.segments} == {None}
 
@@ -183,7 +185,7 @@ def _spark_scan(spark, discovery, options: ScanOptions):
 def test_s3_scan_on_spark_equals_the_local_scan(s3, spark, case):
     options = _options_of(CASES[case])
     local = _scan([str(CASES[case])], options)
-    on_spark = _spark_scan(spark, discover([f"s3://{BUCKET}/{case}"], storage_options=s3.storage_options()), options)
+    on_spark = _spark_scan(spark, discover([f"s3://{BUCKET}/{case}"], storage=s3.storage()), options)
     assert _comparable(on_spark) == _comparable(local)
 
 
@@ -193,7 +195,7 @@ def test_s3_real_broker_corpus_on_spark_equals_the_local_scan(s3, spark):
     paths = [c for c in CASES if c.startswith("real-broker/")]
     local = _scan([str(CASES[c]) for c in paths], ScanOptions())
     remote = _spark_scan(
-        spark, discover([f"s3://{BUCKET}/{c}" for c in paths], storage_options=s3.storage_options()), ScanOptions()
+        spark, discover([f"s3://{BUCKET}/{c}" for c in paths], storage=s3.storage()), ScanOptions()
     )
     assert remote.summary["batches"] == local.summary["batches"] > 0
     assert _comparable(remote) == _comparable(local)
@@ -353,7 +355,7 @@ def test_a_remote_segment_is_split_where_its_index_says(s3, tmp_path):
     _big_partition(tmp_path / "logs")
     fs = s3.filesystem()
     upload_tree(fs, tmp_path / "logs", f"{BUCKET}/split")
-    remote = discover([f"s3://{BUCKET}/split"], storage_options=s3.storage_options())
+    remote = discover([f"s3://{BUCKET}/split"], storage=s3.storage())
     local = discover([str(tmp_path / "logs")])
     split = replace(ScanOptions(), split_bytes=8 * 1024)
     remote_tasks = plan_tasks(remote, split.split_bytes)
@@ -375,7 +377,7 @@ def test_an_index_entry_that_is_not_a_batch_start_is_not_a_split_point(s3, tmp_p
     data[12:16] = (int.from_bytes(data[12:16], "big") + 5).to_bytes(4, "big")  # second entry's position
     index.write_bytes(bytes(data))
     upload_tree(s3.filesystem(), logs, f"{BUCKET}/bad-index")
-    remote = discover([f"s3://{BUCKET}/bad-index"], storage_options=s3.storage_options())
+    remote = discover([f"s3://{BUCKET}/bad-index"], storage=s3.storage())
     bad_position = int.from_bytes(data[12:16], "big")
     split = replace(ScanOptions(), split_bytes=1024)
     assert bad_position not in {t.start for t in plan_tasks(remote, split.split_bytes)}
@@ -437,7 +439,7 @@ def test_a_segment_gone_after_listing_is_an_unreadable_segment_finding(s3):
     instead of reporting the segment clean."""
     case = "fixtures/healthy"
     upload_tree(s3.filesystem(), CASES[case], f"{BUCKET}/vanishing")
-    found = discover([f"s3://{BUCKET}/vanishing"], storage_options=s3.storage_options())
+    found = discover([f"s3://{BUCKET}/vanishing"], storage=s3.storage())
     victim = found.partitions[0].segments[0]
     s3.filesystem().rm_file(victim.path)
     result = audit_in_process(found, _options_of(CASES[case]))
@@ -462,7 +464,7 @@ def test_one_remote_segment_of_a_folder_does_not_claim_retention(s3, tmp_path):
     names = sorted(p.name for p in folder.glob("*.log"))
     upload_tree(s3.filesystem(), tmp_path, f"{BUCKET}/partial")
     local = _scan([str(folder / names[-1])], ScanOptions())
-    remote_discovery = discover([f"s3://{BUCKET}/partial/orders-0/{names[-1]}"], storage_options=s3.storage_options())
+    remote_discovery = discover([f"s3://{BUCKET}/partial/orders-0/{names[-1]}"], storage=s3.storage())
     (partition,) = remote_discovery.partitions
     assert partition.unscanned_segments == names[:-1] and partition.folder_first_offset == 0
     remote = audit_in_process(remote_discovery, ScanOptions())
@@ -535,8 +537,8 @@ def test_a_read_failing_part_way_is_an_unreadable_segment_after_what_was_read(tm
 
     segment = _big_partition(tmp_path)
     (task,) = plan_tasks(discover([str(tmp_path)]))
-    monkeypatch.setattr(file_records.storage, "is_remote", lambda path: True)
-    monkeypatch.setattr(file_records.storage, "RangeReader", lambda path, size=None: _FailingRanges(segment, 2))
+    monkeypatch.setattr(file_records, "is_remote", lambda path: True)
+    monkeypatch.setattr(StorageContext, "range_reader", lambda self, path, size=None: _FailingRanges(segment, 2))
     monkeypatch.setattr(
         file_records, "RangeBuffer", lambda ranges: range_buffer.RangeBuffer(ranges, chunk=64 * 1024, read_ahead=0)
     )
@@ -555,7 +557,7 @@ def test_a_read_failing_part_way_is_an_unreadable_segment_after_what_was_read(tm
 def test_a_remote_segment_split_by_its_index_on_spark(s3, spark, tmp_path):
     _big_partition(tmp_path / "logs")
     upload_tree(s3.filesystem(), tmp_path / "logs", f"{BUCKET}/split-spark")
-    remote = discover([f"s3://{BUCKET}/split-spark"], storage_options=s3.storage_options())
+    remote = discover([f"s3://{BUCKET}/split-spark"], storage=s3.storage())
     split = replace(ScanOptions(), split_bytes=16 * 1024)
     assert len(plan_tasks(remote, split.split_bytes)) > 5
     reference = audit_in_process(discover([str(tmp_path / "logs")]), ScanOptions())
@@ -569,8 +571,8 @@ def test_walked_pages_of_a_remote_segment_are_freed(tmp_path, monkeypatch):
 
     segment = _big_partition(tmp_path)
     monkeypatch.setattr(file_records, "_RELEASE_EVERY", 16 * 1024)
-    monkeypatch.setattr(file_records.storage, "is_remote", lambda path: True)
-    monkeypatch.setattr(file_records.storage, "RangeReader", lambda path, size=None: _CountingRanges(segment))
+    monkeypatch.setattr(file_records, "is_remote", lambda path: True)
+    monkeypatch.setattr(StorageContext, "range_reader", lambda self, path, size=None: _CountingRanges(segment))
     monkeypatch.setattr(
         file_records, "RangeBuffer", lambda ranges: range_buffer.RangeBuffer(ranges, chunk=16 * 1024, read_ahead=2)
     )
@@ -589,13 +591,14 @@ def test_sidecar_read_ahead_holds_at_most_sixteen_reads_and_drops_leftovers(monk
         started.append(path)
         return path.encode()
 
-    monkeypatch.setattr(storage, "_read_range", fake_read)
+    request = StorageContext()
+    monkeypatch.setattr(request, "_read_range", fake_read)
     paths = [f"s3://bucket/t-0/{i:020d}.index" for i in range(40)]
-    with storage.prefetching(paths + [None, "/local/file.index"], 100):
-        assert len(storage._prefetched) == 16
-        assert storage.read_bytes(paths[0], 100) == paths[0].encode()  # taken: one more may start
-        assert len(storage._prefetched) == 16
-    assert storage._prefetched == {} and not storage._to_prefetch
+    with request, request.prefetching(paths + [None, "/local/file.index"], 100):
+        assert len(request._prefetched) == 16
+        assert request.read_bytes(paths[0], 100) == paths[0].encode()  # taken: one more may start
+        assert len(request._prefetched) == 16
+    assert request._prefetched == {} and not request._to_prefetch
     assert set(started) <= set(paths[:17])  # never more than the 16 held and the one taken
 
 

@@ -529,7 +529,7 @@ def test_unreadable_file_is_a_problem(tmp_path: Path, reader: str) -> None:
 def test_permission_denied_is_a_problem(tmp_path: Path, reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The unreadable case for a run as root (where chmod 000 does not stop reads): the open
     itself fails with EACCES."""
-    from kafka_audit.io import storage
+    from kafka_audit.io import storage_context
 
     path = tmp_path / "locked"
     path.write_bytes(b"0\n0\n")
@@ -537,7 +537,7 @@ def test_permission_denied_is_a_problem(tmp_path: Path, reader: str, monkeypatch
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(storage, "open", denied, raising=False)
+    monkeypatch.setattr(storage_context, "open", denied, raising=False)
     problems = _problems_of(reader, str(path))
     assert len(problems) == 1 and problems[0].details.get("unreadable") is True
     assert "Permission denied" in problems[0].message

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 import kafka_audit
-from kafka_audit.io import rsm_objects, storage
+from kafka_audit.io import rsm_objects
 from kafka_audit.io.rsm_manifest import Chunk, decode_chunk_sizes, parse_chunk_index, parse_manifest
+from kafka_audit.io.storage import StorageSettings
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.remote_log_metadata import decode_remote_log_metadata
 from tests.support.audit_run import BUNDLED
 from tests.support.rsm_writer import (
@@ -60,12 +62,6 @@ def rsa_key(tmp_path_factory):
     return key, path
 
 
-@pytest.fixture(autouse=True)
-def _fresh_storage():
-    yield
-    storage.configure(None)
-
-
 def test_chunk_sizes_match_the_plugins_vector():
     assert base64.b64encode(zstd_frame(encode_chunk_sizes([10, 20, 30]))).decode() == PLUGIN_ENCODED_CHUNKS
     import zstandard
@@ -95,7 +91,7 @@ def test_the_plugins_sample_manifest():
 @pytest.mark.parametrize("variant", ["fixed", "compressed", "encrypted", "encrypted-compressed"])
 def test_reconstruction_is_byte_identical_to_the_real_segments(tmp_path, rsa_key, variant):
     key, key_path = rsa_key
-    storage.configure({storage.RSM_KEY_OPTION: rsm_objects.RsmKey(key_path.read_bytes())})
+    keyed = StorageContext(StorageSettings(rsm_key=rsm_objects.RsmKey(key_path.read_bytes())))
     public = key.public_key() if "encrypted" in variant else None
     for number, log in enumerate(REAL_SEGMENTS):
         original = log.read_bytes()
@@ -105,12 +101,12 @@ def test_reconstruction_is_byte_identical_to_the_real_segments(tmp_path, rsa_key
         for path, data in written.objects.items():
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_bytes(data)
-        segment = rsm_objects.SegmentObject(stem + ".log")
+        segment = rsm_objects.SegmentObject(stem + ".log", keyed)
         assert segment.size == len(original)
         assert segment.read(0, len(original)) == original, log
         assert segment.read(4000, 9000) == original[4000:9000]
-        assert rsm_objects.read_index(rsm_objects.index_ref(stem, "offset")) == indexes["offset"]
-        assert rsm_objects.read_index(rsm_objects.index_ref(stem, "timestamp")) == indexes["timestamp"]
+        assert rsm_objects.read_index(rsm_objects.index_ref(stem, "offset"), keyed) == indexes["offset"]
+        assert rsm_objects.read_index(rsm_objects.index_ref(stem, "timestamp"), keyed) == indexes["timestamp"]
 
 
 def _comparable(findings) -> list[tuple]:
@@ -196,7 +192,7 @@ def test_remote_log_metadata_checks_and_the_history(tmp_path):
     logs = sorted((remote).rglob("*.log"))
     starts = [int(p.name[:20]) for p in logs]
     ids = [p.name[21:43] for p in logs]
-    sizes = [rsm_objects.load_manifest(str(p)[:-4]).original_size for p in logs]
+    sizes = [rsm_objects.load_manifest(str(p)[:-4], StorageContext()).original_size for p in logs]
     first_local = min(int(p.name[:20]) for p in (local / "ret-0").glob("*.log"))
     ends = starts[1:] + [first_local]
     values = []

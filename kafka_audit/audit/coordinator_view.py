@@ -85,7 +85,7 @@ def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
     if not any(p.topic == TRANSACTION_STATE for p in discovery.partitions):
         return view
     for partition in discovery.partitions:
-        cluster = cluster_of(partition.path, discovery.cluster_ids)
+        cluster = cluster_of(partition.path, discovery.cluster_ids, discovery.storage)
         view.cluster_by_folder[partition.display_path] = cluster
         view.clusters_by_partition.setdefault((partition.topic, partition.partition), set()).add(cluster)
         if partition.topic != TRANSACTION_STATE:
@@ -93,7 +93,7 @@ def read_coordinator_view(discovery: Discovery) -> CoordinatorView:
         view.partitions_read += 1
         for segment in sorted((s for s in partition.segments if s.state == "live"), key=lambda s: s.base_offset):
             try:
-                for item in read_transaction_log(segment.path):
+                for item in read_transaction_log(segment.path, discovery.storage):
                     if isinstance(item, Problem) or "error" in item or item.get("tombstone"):
                         continue  # the scan reports the segment's problems itself
                     view.by_producer[(cluster, item["producer_id"])] = item
@@ -113,10 +113,10 @@ def read_producer_facts(discovery: Discovery) -> dict[str, dict[int, Coordinator
     for partition in discovery.partitions:
         if partition.topic != TRANSACTION_STATE:
             continue
-        mine = facts.setdefault(cluster_of(partition.path, discovery.cluster_ids), {})
+        mine = facts.setdefault(cluster_of(partition.path, discovery.cluster_ids, discovery.storage), {})
         for segment in sorted((s for s in partition.segments if s.state == "live"), key=lambda s: s.base_offset):
             try:
-                for item in read_transaction_log(segment.path):
+                for item in read_transaction_log(segment.path, discovery.storage):
                     if not isinstance(item, Problem) and "error" not in item and not item.get("tombstone"):
                         _merge_facts(mine, item)
             except (OSError, ValueError):

@@ -26,8 +26,9 @@ from kafka_audit.audit.segment_indexes import (
     verify_indexes,
 )
 from kafka_audit.check_ids import CheckId
-from kafka_audit.io import storage
 from kafka_audit.io.broker_log_lines import BrokerLogLine
+from kafka_audit.io.storage import StorageSettings
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.producer_snapshot import read_producer_snapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.log.transaction_index import read_transaction_index
@@ -58,8 +59,8 @@ class PartitionMeta:
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
-    # ``--storage-option`` settings to read URIs with.
-    storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
+    # The request's storage settings, to read URIs with.
+    storage_options: StorageSettings = field(default=StorageSettings(), repr=False)
     # The --broker-log lines about this partition.
     broker_lines: tuple[BrokerLogLine, ...] = ()
     # The folder's live segments below the first one scanned, which the user did not pass.
@@ -85,7 +86,7 @@ class PartitionMeta:
     checkpoints: dict[str, Any] | None = None
 
     @classmethod
-    def from_discovery(cls, found, options, storage_options: tuple = ()) -> PartitionMeta:
+    def from_discovery(cls, found, options, storage_options: StorageSettings = StorageSettings()) -> PartitionMeta:
         """Build from a discovered partition. The log start offset is the broker's
         ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
         else the first live segment's base offset: of the folder, not of the files given,
@@ -173,17 +174,22 @@ class PartitionTotals:
         return self
 
 
-def audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
-    """All partition-level findings for one partition, and its totals (its sidecars in a store
+def audit_partition(
+    meta: PartitionMeta, summaries: Iterable[BatchSummary], storage: StorageContext | None = None
+) -> tuple[list[Finding], PartitionTotals]:
+    """All partition-level findings for one partition, and its totals (its files read under
+    ``storage``, the request's, none: one of ``meta.storage_options``; its sidecars in a store
     read a few at once, ahead of the checks that read them)."""
-    storage.configure(meta.storage_options)
+    storage = storage if storage is not None else StorageContext(meta.storage_options)
     with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1, meta.empty_objects):
-        return _audit_partition(meta, summaries)
+        return _audit_partition(meta, summaries, storage)
 
 
 # Over 60 lines on purpose: the partition step's one pass per batch, every per-batch step bound to a
 # local and called inline (bench/partition_step.py measures it); split, each batch would cost calls.
-def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> tuple[list[Finding], PartitionTotals]:
+def _audit_partition(
+    meta: PartitionMeta, summaries: Iterable[BatchSummary], storage: StorageContext
+) -> tuple[list[Finding], PartitionTotals]:
     findings: list[Finding] = []
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
@@ -204,12 +210,12 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
             return
         where = {"topic": meta.topic, "partition": meta.partition, "segment": segment}
         newest_size = files.size if files.newest else None
-        findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches, newest_size))
+        findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches, newest_size, storage))
 
-    unreadable = {files.segment for files in meta.segments.values() if unreadable_with_sidecars(files)}
-    snapshots = [_shown_as(read_producer_snapshot(path), display) for path, display in meta.snapshots]
+    unreadable = {files.segment for files in meta.segments.values() if unreadable_with_sidecars(files, storage)}
+    snapshots = [_shown_as(read_producer_snapshot(path, storage), display) for path, display in meta.snapshots]
     txn_indexes = {
-        files.segment: read_transaction_index(files.txn_index)
+        files.segment: read_transaction_index(files.txn_index, storage)
         for files in meta.segments.values()
         if files.txn_index and files.segment not in unreadable
     }
@@ -284,7 +290,7 @@ def _audit_partition(meta: PartitionMeta, summaries: Iterable[BatchSummary]) -> 
     # file that cannot be opened at all (the segment step noted why) has no log to verify its
     # indexes against.
     for segment in live:
-        if segment not in verified and segment not in unreadable and can_open(live[segment].log, True):
+        if segment not in verified and segment not in unreadable and can_open(live[segment].log, storage, True):
             verify(segment, [])
     if coverage.gap_at_end():
         replay.untrusted()

@@ -29,8 +29,9 @@ from kafka_audit.audit.replica_sets import ReplicaSets, merge_replica_findings, 
 from kafka_audit.audit.scan_options import DEFAULT_SPLIT_BYTES, ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
-from kafka_audit.io import storage
 from kafka_audit.io.rsm_objects import ENCRYPTED
+from kafka_audit.io.storage import is_remote
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.log.feature_levels import ClusterLevels, WrittenBy, read_written_by
@@ -84,7 +85,6 @@ class Progress:
 def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> list[SegmentTask]:
     """One task per segment, or per byte range of a segment larger than 1.5x ``split_bytes``
     (cut at batch boundaries), largest first so the long tasks start early."""
-    storage.configure(discovery.storage_options)  # splitting a remote segment reads its index
     tasks: list[SegmentTask] = []
     for partition in discovery.partitions:
         newest = max((s.base_offset for s in partition.segments if s.state == LIVE), default=None)
@@ -103,24 +103,24 @@ def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
                 size=segment.size,
                 file_id=segment.file_id,
                 newest=segment.state == LIVE and segment.base_offset == newest,
-                storage_options=storage.options_tuple(discovery.storage_options),
+                storage_options=discovery.storage.settings,
             )
             if segment.size <= split_bytes * 3 // 2:
                 tasks.append(task)
             else:
-                tasks.extend(_split(task, split_bytes, segment.index))
+                tasks.extend(_split(task, split_bytes, segment.index, discovery.storage))
     tasks.sort(key=lambda t: -t.byte_count)
     return tasks
 
 
-def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[SegmentTask]:
+def _split(task: SegmentTask, split_bytes: int, index: str | None, storage: StorageContext) -> list[SegmentTask]:
     """A local segment is cut where a walk of its batch headers says (the map costs no read); an
     object in a store where its offset index says, so the driver does not read the object."""
     try:
-        if storage.is_remote(task.path):
-            points = _index_split_points(task, index, split_bytes)
+        if is_remote(task.path):
+            points = _index_split_points(task, index, split_bytes, storage)
         else:
-            with FileRecords(task.path, task.size, task.file_id) as segment:
+            with FileRecords(task.path, task.size, task.file_id, storage) as segment:
                 points = segment.split_points(split_bytes)
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
@@ -128,7 +128,7 @@ def _split(task: SegmentTask, split_bytes: int, index: str | None) -> list[Segme
     return [task.byte_range(start, stop) for start, stop in zip(points, stops)]
 
 
-def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) -> list[int]:
+def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int, storage: StorageContext) -> list[int]:
     """Batch start positions about ``split_bytes`` apart, taken from the segment's ``.index``
     (LogSegment.append indexes a batch's position every index.interval.bytes). An entry is used
     only where the segment agrees, reading one batch there: a batch starts at that position,
@@ -137,8 +137,8 @@ def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int) 
     points = [0]
     if not index:
         return points
-    entries = read_offset_index(index, task.base_offset).entries
-    with FileRecords(task.path) as segment:
+    entries = read_offset_index(index, task.base_offset, None, storage).entries
+    with FileRecords(task.path, storage=storage) as segment:
         for entry in entries:
             if entry.position - points[-1] < split_bytes or entry.position >= segment.size:
                 continue
@@ -214,7 +214,7 @@ def _feature_levels(written_by: ClusterLevels) -> dict[str, Any]:
 
 def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, PartitionMeta]:
     """What the partition step needs, per replica key."""
-    carried = storage.options_tuple(discovery.storage_options)
+    carried = discovery.storage.settings
     metas = {p.key: PartitionMeta.from_discovery(p, options, carried) for p in discovery.partitions}
     sets = replica_sets(discovery)
     for partition in discovery.partitions:
@@ -224,7 +224,8 @@ def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, P
     facts = read_producer_facts(discovery)
     if facts:
         for partition in discovery.partitions:
-            metas[partition.key].producer_facts = facts.get(cluster_of(partition.path, discovery.cluster_ids), {})
+            cluster = cluster_of(partition.path, discovery.cluster_ids, discovery.storage)
+            metas[partition.key].producer_facts = facts.get(cluster, {})
     return metas
 
 
@@ -243,6 +244,7 @@ def audit_in_process(
     """The whole audit in this process (``scan --engine local``): the reference the Spark job
     must agree with. ``on_progress`` is called after each segment task and partition replica;
     ``on_batches`` gets each task's batch summaries (the ``batches`` dataset)."""
+    storage = discovery.storage
     started, sent = time.monotonic(), storage.requests_sent()
     options = with_log_dir_facts(options, discovery)
     metas = partition_metas(discovery, options)
@@ -255,8 +257,8 @@ def audit_in_process(
     summaries: dict[tuple, list[tuple[tuple, list[BatchSummary]]]] = {key: [] for key in metas}
     validations = options.validations
     held = ReplicaSets(options.validation.is_compacted)
-    for task in with_read_ahead(tasks):
-        auditor = SegmentAuditor(task, validations.of(task.replica), options.reference_time)
+    for task in with_read_ahead(tasks, storage):
+        auditor = SegmentAuditor(task, validations.of(task.replica), options.reference_time, storage)
         batches: list[BatchSummary] = []
         for item in auditor.run():
             if isinstance(item, BatchSummary):
@@ -273,7 +275,7 @@ def audit_in_process(
             on_progress(progress)
     for key, meta in metas.items():
         in_log_order = chain.from_iterable(batches for _, batches in sorted(summaries[key], key=lambda t: t[0]))
-        partition_findings, partition_totals = audit_partition(meta, in_log_order)
+        partition_findings, partition_totals = audit_partition(meta, in_log_order, storage)
         findings.extend(partition_findings)
         if not held.hold(partition_totals):
             totals.merge(partition_totals)
@@ -296,7 +298,7 @@ def finish_result(
     """Account for every byte found, order the findings (SPEC section 3), give them their
     fingerprints (``--baseline``: marked known) and build the summary (with ``--broker-log``: its
     counts, lines about partitions outside the scan among them; the feature levels the log dirs
-    record, null where none). ``sent`` is this process's :func:`storage.requests_sent` when the
+    record, null where none). ``sent`` is the request storage's ``requests_sent()`` when the
     audit started: for URI inputs the summary counts the requests of discovery, of this process
     since then, and of the Spark tasks (``stats`` and ``totals``)."""
     broker_log = options.broker_log
@@ -351,8 +353,8 @@ def finish_result(
     attach_remedies(findings, {s.display_path: n.base_offset for p in discovery.partitions
                                for s, n in zip(p.segments, p.segments[1:])})
     count_findings(producers, findings)
-    if any(storage.is_remote(path) for path in discovery.paths):
-        here = storage.fetched_since(sent)
+    if any(is_remote(path) for path in discovery.paths):
+        here = discovery.storage.fetched_since(sent)
         summary["requests"] = discovery.fetched[0] + here[0] + stats.requests + totals.requests
         summary["bytes_fetched"] = discovery.fetched[1] + here[1] + stats.bytes_fetched + totals.bytes_fetched
         set_wall_time(summary, wall)

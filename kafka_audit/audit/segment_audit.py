@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask
-from kafka_audit.io import storage
 from kafka_audit.io.local_file import FileChanged
 from kafka_audit.io.rsm_objects import EncryptedSegment
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.internal_topics import count_unread, unread_test_for_topic
 from kafka_audit.record.batch_records import BatchRecords
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
@@ -71,12 +71,19 @@ def _decode_violation(problem: Problem) -> Violation:
 
 
 class SegmentAuditor:
-    """Iterate :meth:`run` for the findings and summaries of one task; read ``stats`` after."""
+    """Iterate :meth:`run` for the findings and summaries of one task, its segment read under
+    ``storage`` (the request's; none: one of ``task.storage_options``); read ``stats`` after."""
 
-    def __init__(self, task: SegmentTask, config: ValidationConfig, reference_time: int | None = None) -> None:
+    def __init__(
+        self,
+        task: SegmentTask,
+        config: ValidationConfig,
+        reference_time: int | None = None,
+        storage: StorageContext | None = None,
+    ) -> None:
         self.task = task
         self.config = config
-        storage.configure(task.storage_options)
+        self.storage = storage if storage is not None else StorageContext(task.storage_options)
         # SPEC: the reference time defaults to the segment file's modification time. Only an
         # object in a store has none, and timestamp bounds over a URI need --reference-time
         # (audit.scan_options.reference_time_problem refuses the scan before it starts).
@@ -128,7 +135,7 @@ class SegmentAuditor:
     def _walk(self) -> Iterator[Finding | BatchSummary]:
         task = self.task
         try:
-            segment = FileRecords(task.path, task.size or None, task.file_id)
+            segment = FileRecords(task.path, task.size or None, task.file_id, self.storage)
         except FileChanged as exc:
             # Deleted by retention or swapped in by the cleaner since the listing (SPEC segment_changed).
             self.stats.segments = 0

@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kafka_audit.io import storage
 from kafka_audit.io.local_file import unchanged
 from kafka_audit.io.rsm_objects import is_segment_log
+from kafka_audit.io.storage import StorageSettings, is_remote, local_path
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.log.time_index import read_time_index
@@ -26,12 +27,13 @@ def verify_indexes(
     where: dict,
     batches: list[BatchSummary],
     newest_size: int | None = None,
+    storage: StorageContext | None = None,
 ) -> list[Finding]:
     """A live segment's ``.index`` and ``.timeindex`` against its batches (DumpLogSegments
     ``--verify-index-only``); ``where`` holds topic, partition and segment. ``newest_size``: the
     listed size of the partition's newest segment, whose indexes a live broker keeps appending to
     after the listing (LogSegment.append writes the log, then the index): its entries at or past
-    what was read are not checked (SPEC incomplete_tail)."""
+    what was read are not checked (SPEC incomplete_tail). ``storage``: the request's."""
     segment = where["segment"]
     log = SegmentBatches.of(batches)
     found: list[Finding] = []
@@ -41,12 +43,12 @@ def verify_indexes(
     ):
         if not path:
             continue
-        parsed = reader(path, base_offset, None) if newest_size is not None else None
+        parsed = reader(path, base_offset, None, storage) if newest_size is not None else None
         entries = None if parsed is None else _read_part(parsed.entries, newest_size or 0, batches)
         if parsed is None or entries is None:
             # An entry per batch at most (the time index has one more, written when the segment
             # closes: LogSegment.onBecomeInactiveSegment).
-            parsed = reader(path, base_offset, len(batches) + 1)
+            parsed = reader(path, base_offset, len(batches) + 1, storage)
             entries = parsed.entries
         display = sidecar_display(segment, extension)
         found.extend(verify(entries, log, where, display))
@@ -110,7 +112,7 @@ class SegmentFiles:
         """Whether the segment file is still the one listed (io.local_file.unchanged): the indexes
         of one deleted, swapped or shrunk since are not checked against what was read of it (its
         segment_changed finding says what was not read)."""
-        return self.log is None or unchanged(storage.local_path(self.log), self.size, self.file_id)
+        return self.log is None or unchanged(local_path(self.log), self.size, self.file_id)
 
 
 @dataclass(slots=True)
@@ -122,42 +124,42 @@ class IndexCheck:
     topic: str
     partition: int
     files: SegmentFiles
-    storage_options: tuple = field(default=(), repr=False)  # may hold credentials: not in reprs
+    storage_options: StorageSettings = field(default=StorageSettings(), repr=False)  # the request's settings
     empty_objects: frozenset[str] = frozenset()
 
 
-def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary]) -> list[Finding]:
+def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary], storage: StorageContext) -> list[Finding]:
     """The findings of ``check``'s indexes against the segment's batch summaries (all of them,
-    in log order). A segment that gave no batch is checked only if its file opens, as the
-    partition step does (the segment step reported why it did not)."""
-    storage.configure(check.storage_options)
+    in log order), read under ``storage`` (of ``check.storage_options``). A segment that gave no
+    batch is checked only if its file opens, as the partition step does (the segment step
+    reported why it did not)."""
     files, batches = check.files, list(summaries)
     if not files.still_listed():
         return []
-    if not batches and (unreadable_with_sidecars(files) or not can_open(files.log, True)):
+    if not batches and (unreadable_with_sidecars(files, storage) or not can_open(files.log, storage, True)):
         return []
     where = {"topic": check.topic, "partition": check.partition, "segment": files.segment}
     with storage.prefetching([files.index, files.time_index], MAX_SIDECAR_BYTES + 1, check.empty_objects):
         return verify_indexes(
-            files.index, files.time_index, files.base_offset, where, batches, files.size if files.newest else None
+            files.index, files.time_index, files.base_offset, where, batches, files.size if files.newest else None, storage
         )
 
 
-def unreadable_with_sidecars(files: SegmentFiles) -> bool:
+def unreadable_with_sidecars(files: SegmentFiles, storage: StorageContext) -> bool:
     """A segment file the segment step could not open (it reported why) whose sidecars therefore
     have no log to be checked against."""
-    return bool(files.index or files.time_index or files.txn_index) and not can_open(files.log)
+    return bool(files.index or files.time_index or files.txn_index) and not can_open(files.log, storage)
 
 
-def can_open(path: str | None, remote_too: bool = False) -> bool:
+def can_open(path: str | None, storage: StorageContext, remote_too: bool = False) -> bool:
     """Whether the segment step could open the segment file (FileRecords). An object in a store
     is asked only with ``remote_too`` (a request each): it was listed a moment ago, and only a
     segment that gave no batch needs the answer. A tiered-storage plugin's chunked object is always
     asked: its indexes are no more readable than its chunks (an encrypted segment without the key)."""
-    if path is None or (storage.is_remote(path) and not remote_too and not is_segment_log(path)):
+    if path is None or (is_remote(path) and not remote_too and not is_segment_log(path)):
         return True
     try:
-        with FileRecords(path):
+        with FileRecords(path, storage=storage):
             return True
     except (OSError, ValueError):
         return False

@@ -9,8 +9,9 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
-from kafka_audit.io import storage
 from kafka_audit.io.rsm_objects import is_segment_log
+from kafka_audit.io.storage import StorageSettings, is_remote
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.record.range_buffer import first_read
 
 
@@ -23,7 +24,7 @@ class SegmentTask:
     found it); ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the
     file's modification time, the default reference time for timestamp checks (for an object
     in a store: when the store last wrote it, None when it tells none). ``storage_options``
-    are the ``--storage-option`` settings the executor needs to read a URI.
+    are the request's storage settings, which the executor needs to read a URI.
     """
 
     topic: str
@@ -43,7 +44,7 @@ class SegmentTask:
     # The partition's newest live segment: an incomplete batch at its end is an incomplete tail
     # (a write in progress, LogSegment.recover's truncation), not corruption.
     newest: bool = False
-    storage_options: tuple = field(default=(), repr=False, compare=False)  # credentials: not in reprs
+    storage_options: StorageSettings = field(default=StorageSettings(), repr=False, compare=False)
 
     @property
     def replica_key(self) -> tuple[str, int, str]:
@@ -58,34 +59,34 @@ class SegmentTask:
         return replace(self, start=start, stop=stop)
 
 
-def with_read_ahead(tasks: Iterable[SegmentTask]) -> Iterator[SegmentTask]:
+def with_read_ahead(tasks: Iterable[SegmentTask], storage: StorageContext) -> Iterator[SegmentTask]:
     """The tasks in the same order; the first ranged read of each task on an object store starts
-    while the task before it is audited, so the store's latency overlaps the parsing."""
+    (in ``storage``'s read-ahead) while the task before it is audited, so the store's latency
+    overlaps the parsing."""
     previous: SegmentTask | None = None
     for task in tasks:
         if _reads_ahead(task):
-            storage.configure(task.storage_options)
             storage.prefetch_range(*_first_read(task))
         if previous is not None:
             yield previous
-            _forget_first_read(previous)
+            _forget_first_read(previous, storage)
         previous = task
     if previous is not None:
         yield previous
-        _forget_first_read(previous)
+        _forget_first_read(previous, storage)
 
 
 def _reads_ahead(task: SegmentTask) -> bool:
     """A task on an object store whose first bytes lie at the task's positions: not a tiered-storage
     plugin's chunked object, read through its manifest (rsm_objects)."""
-    return bool(task.size) and storage.is_remote(task.path) and not is_segment_log(task.path)
+    return bool(task.size) and is_remote(task.path) and not is_segment_log(task.path)
 
 
 def _first_read(task: SegmentTask) -> tuple[str, int, int]:
     return (task.path, *first_read(task.size, task.start, task.stop))
 
 
-def _forget_first_read(task: SegmentTask) -> None:
+def _forget_first_read(task: SegmentTask, storage: StorageContext) -> None:
     """A task done without taking its first read (it failed before): the bytes are dropped."""
     if _reads_ahead(task):
         storage.discard_prefetched([_first_read(task)])

@@ -51,12 +51,13 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def _started(
+    ctx: typer.Context,
     version: Annotated[
         bool, typer.Option("--version", help="Print the version and exit.", callback=_print_version, is_eager=True)
     ] = False,
 ) -> None:
     """Forensic auditor for Apache Kafka's on-disk logs."""
-    mark_command_started()
+    mark_command_started(ctx)
 
 
 app.command("scan", help=VIEW_HELP["scan"])(scan)

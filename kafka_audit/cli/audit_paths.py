@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import click
+import typer
 from rich.console import Console
 
 from kafka_audit.cli.options import (
@@ -29,14 +31,21 @@ from kafka_audit.engines.run import Engine
 if TYPE_CHECKING:
     from kafka_audit.audit.plan import ScanOptions, ScanResult
 
-# When the command started: the summary's wall time covers the whole command (set by
-# mark_command_started, which the app's callback calls before any command runs).
-_started_at = [time.monotonic()]
+# Where the command's start is kept in the click context's meta: the summary's wall time covers
+# the whole command (set by mark_command_started, which the app's callback calls before any
+# command runs).
+COMMAND_STARTED = "kafka_audit.command_started"
 
 
-def mark_command_started() -> None:
+def mark_command_started(ctx: typer.Context) -> None:
     """The command starts now (its wall time is measured from here)."""
-    _started_at[0] = time.monotonic()
+    ctx.meta[COMMAND_STARTED] = time.monotonic()
+
+
+def _command_started(default: float) -> float:
+    """When the running command started (:func:`mark_command_started`), else ``default``."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(COMMAND_STARTED, default) if ctx is not None else default
 
 
 def audit_paths(
@@ -63,41 +72,43 @@ def audit_paths(
     from kafka_audit.audit.plan import set_wall_time
     from kafka_audit.audit.scan_options import reference_time_problem
     from kafka_audit.engines.run import SparkFailure, run_audit
-    from kafka_audit.io import storage
+    from kafka_audit.io.storage import READ_RATE_OPTION, StorageSettings
+    from kafka_audit.io.storage_context import StorageContext
     from kafka_audit.log.log_dir import discover
 
+    called = time.monotonic()
     storage_options = with_rsm_key(parse_storage_options(storage_option or []), rsm_key_file)
     if max_read_rate is not None:  # travels with the tasks as the storage options do
-        storage_options[storage.READ_RATE_OPTION] = max_read_rate
-    storage.configure(storage_options)
-    check_paths(paths)
-    spark_conf = parse_conf(conf or [])
-    secret = spark_secret(engine, remote, spark_secret_file)
-    discovery = discover(
-        [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage_options=storage_options
-    )
-    if not discovery.segment_count and not discovery.unreadable and not any(p.orphan_sidecars for p in discovery.partitions):
-        raise fail(_nothing_found(discovery, paths, topic or [], partition or []))
-    problem = reference_time_problem([str(p) for p in paths], options)
-    if problem:
-        raise fail(problem)
-    try:
-        display_console = None if quiet else _progress_console()
-        if display_console is None:
-            result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet, secret)
-        else:
-            from kafka_audit.report.progress import PhaseDisplay
+        storage_options[READ_RATE_OPTION] = max_read_rate
+    with StorageContext(StorageSettings.of(storage_options)) as storage:  # the command's reads
+        check_paths(paths, storage)
+        spark_conf = parse_conf(conf or [])
+        secret = spark_secret(engine, remote, spark_secret_file)
+        discovery = discover(
+            [str(p) for p in paths], topics=topic or None, partitions=partition or None, storage=storage
+        )
+        if not discovery.segment_count and not discovery.unreadable and not any(p.orphan_sidecars for p in discovery.partitions):
+            raise fail(_nothing_found(discovery, paths, topic or [], partition or []))
+        problem = reference_time_problem([str(p) for p in paths], options)
+        if problem:
+            raise fail(problem)
+        try:
+            display_console = None if quiet else _progress_console()
+            if display_console is None:
+                result = run_audit(discovery, options, engine, master, spark_conf, None, remote, output_parquet, secret)
+            else:
+                from kafka_audit.report.progress import PhaseDisplay
 
-            with PhaseDisplay(display_console) as display:
-                result = run_audit(
-                    discovery, options, engine, master, spark_conf, display, remote, output_parquet, secret
-                )
-    except SparkFailure as failure:  # one line naming the root cause and the kept log
-        raise fail(f"Spark failed: {failure}") from None
-    set_wall_time(result.summary, time.monotonic() - _started_at[0])
-    # A URI's credentials (s3://key:secret@bucket) are never shown in a report.
-    result.summary["paths"] = [storage.redact_secrets(p) for p in result.summary.get("paths", [])]
-    return result
+                with PhaseDisplay(display_console) as display:
+                    result = run_audit(
+                        discovery, options, engine, master, spark_conf, display, remote, output_parquet, secret
+                    )
+        except SparkFailure as failure:  # one line naming the root cause and the kept log
+            raise fail(storage.redact_secrets(f"Spark failed: {failure}")) from None
+        set_wall_time(result.summary, time.monotonic() - _command_started(called))
+        # A URI's credentials (s3://key:secret@bucket) are never shown in a report.
+        result.summary["paths"] = [storage.redact_secrets(p) for p in result.summary.get("paths", [])]
+        return result
 
 
 def _progress_console() -> Console | None:

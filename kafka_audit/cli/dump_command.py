@@ -73,7 +73,8 @@ def dump(
     redact_key: RedactKeyOption = None,
 ) -> None:
     """Decode segments and sidecar files, like kafka-dump-log --deep-iteration."""
-    from kafka_audit.io import storage
+    from kafka_audit.io.storage import StorageSettings
+    from kafka_audit.io.storage_context import StorageContext
     from kafka_audit.report.dump import dump_file
     from kafka_audit.report.dump_checks import DumpOptions
     from kafka_audit.report.redact import Redactor
@@ -100,19 +101,19 @@ def dump(
     print_data = print_data or bool(chosen)
     redactor = Redactor(redact_key) if redact else None
 
-    storage.configure(with_rsm_key({}, rsm_key_file))
-    check_paths(files)
-    for path in files:
-        if path.is_dir():
-            raise fail(f"{path}: is a directory; dump takes files")
-        if not path.is_file():
-            raise fail(f"{path}: not a regular file")
-    write = sys.stdout.write
-    for path in files:
-        for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data,
-                               print_data=print_data, redact=redactor, options=options):
-            write(chunk)
-    sys.stdout.flush()
+    with StorageContext(StorageSettings.of(with_rsm_key({}, rsm_key_file))) as storage:  # the key, if given
+        check_paths(files, storage)
+        for path in files:
+            if path.is_dir():
+                raise fail(f"{path}: is a directory; dump takes files")
+            if not path.is_file():
+                raise fail(f"{path}: not a regular file")
+        write = sys.stdout.write
+        for path in files:
+            for chunk in dump_file(str(path), as_json=format is DumpFormat.json, records=records or print_data,
+                                   print_data=print_data, redact=redactor, options=options, storage=storage):
+                write(chunk)
+        sys.stdout.flush()
     # What DumpLogSegments says after the last file: index mismatches, non-consecutive offsets.
     for line in options.summaries.lines():
         print(escape_text(line), file=sys.stderr)  # file names in them are data: shown escaped

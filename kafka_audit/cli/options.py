@@ -19,7 +19,7 @@ from contextlib import suppress
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,9 @@ from kafka_audit.engines.run import Engine
 
 # SPEC section 1's exit codes are kafka_audit.errors'; the commands import them from here.
 from kafka_audit.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, KafkaAuditError  # noqa: F401
+
+if TYPE_CHECKING:
+    from kafka_audit.io.storage_context import StorageContext
 
 # Epoch milliseconds: ASCII digits, at most a long's 19 (str.isdigit would take "²").
 _EPOCH_MS = re.compile(r"-?[0-9]{1,19}")
@@ -125,11 +128,12 @@ def exit_code_of(error: KafkaAuditError) -> int:
 
 def fail(message: str) -> typer.Exit:
     """One line on stderr and exit code 2. Data in it (file names, values) is shown escaped,
-    and URI credentials and ``--storage-option`` values are redacted (SPEC section 1)."""
-    from kafka_audit.io.storage import redact_secrets
+    and URI credentials are redacted (SPEC section 1); a message that may hold a
+    ``--storage-option`` value comes redacted by the request's storage (``redact_secrets``)."""
+    from kafka_audit.io.storage import redact_uri_credentials
     from kafka_audit.report.safe_text import escape_text
 
-    print(f"kafka-audit: {escape_text(redact_secrets(message))}", file=sys.stderr)
+    print(f"kafka-audit: {escape_text(redact_uri_credentials(message))}", file=sys.stderr)
     return typer.Exit(EXIT_USAGE)
 
 
@@ -162,8 +166,8 @@ def with_rsm_key(storage_options: dict, key_file: Path | None) -> dict:
     do); exit 2 with one line naming the file, never its content, when it cannot be used."""
     if key_file is None:
         return storage_options
-    from kafka_audit.io import storage
     from kafka_audit.io.rsm_objects import EncryptedSegment, RsmKey
+    from kafka_audit.io.storage import RSM_KEY_OPTION
 
     try:
         key = RsmKey(key_file.read_bytes())
@@ -175,7 +179,7 @@ def with_rsm_key(storage_options: dict, key_file: Path | None) -> dict:
         pass  # no cryptography package: each encrypted segment says so
     except ValueError as exc:
         raise fail(f"--rsm-key-file {key_file}: {exc}") from None
-    return {**storage_options, storage.RSM_KEY_OPTION: key}
+    return {**storage_options, RSM_KEY_OPTION: key}
 
 
 def parse_storage_options(pairs: list[str]) -> dict:
@@ -212,10 +216,11 @@ def spark_secret(engine: Engine, remote: str | None, secret_file: Path | None) -
         raise fail(str(exc)) from None
 
 
-def check_paths(paths: list[str] | list[Path]) -> None:
-    """Exit 2 naming the first PATH that cannot be scanned: a local path that does not exist or
-    cannot be read, a URI of an unsupported scheme, a missing library, an unreachable store."""
-    from kafka_audit.io import storage
+def check_paths(paths: list[str] | list[Path], storage: StorageContext) -> None:
+    """Exit 2 naming the first PATH that cannot be scanned (asked under the command's
+    ``storage``): a local path that does not exist or cannot be read, a URI of an unsupported
+    scheme, a missing library, an unreachable store."""
+    from kafka_audit.io.storage import is_remote, local_path
 
     for given in paths:
         text = str(given)
@@ -223,9 +228,9 @@ def check_paths(paths: list[str] | list[Path]) -> None:
             storage.check_path(text)
         except OSError as exc:
             raise fail(f"{text}: {exc.strerror or exc}") from None
-        if storage.is_remote(text):
+        if is_remote(text):
             continue
-        path = Path(storage.local_path(text))
+        path = Path(local_path(text))
         if not os.path.lexists(path):
             raise fail(f"{path}: no such file or directory")
         if not os.path.exists(path):

@@ -75,7 +75,8 @@ from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.replica_set_step import keyed_by_set, set_label, set_step_of
 from kafka_audit.engines.spark_progress import is_connect, watch
-from kafka_audit.io import storage
+from kafka_audit.io.storage import StorageSettings
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
 
@@ -166,7 +167,7 @@ def run_job(
 ) -> tuple[ScanResult, ScanFrames | None]:
     """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
     Frames are None when there is nothing to audit."""
-    started, sent = time.monotonic(), storage.requests_sent()
+    started, sent = time.monotonic(), discovery.storage.requests_sent()
     options = with_log_dir_facts(options, discovery)
     tasks = plan_tasks(discovery, options.split_bytes)
     progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
@@ -218,7 +219,7 @@ def build_frames(
         + [rare_row(schemas.META, places[unit], None, pickle.dumps(check)) for unit, check in checks.items()]
     )
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
-    segment_step = _segment_step_of(options, storage.options_tuple(discovery.storage_options), keep)
+    segment_step = _segment_step_of(options, discovery.storage.settings, keep)
     segment_rows = (
         spark.createDataFrame(tasks_table)
         .repartition(len(groups), "slot")
@@ -281,7 +282,7 @@ def default_parallelism(spark) -> int:
 
 
 def _segment_step_of(
-    options: ScanOptions, storage_options: tuple = (), keep: bool = False
+    options: ScanOptions, settings: StorageSettings, keep: bool = False
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     validations, reference_time = options.validations, options.reference_time
 
@@ -290,16 +291,20 @@ def _segment_step_of(
         batch summaries leave as values of up to :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`),
         except a whole replica's: its tasks run together in log order and its partition step runs
         here, on the summaries kept in memory. Rows are sent in Arrow batches holding about
-        :data:`ROWS_PER_BATCH` summaries."""
-        tasks, places, metas, checks = _read_tasks(batches, storage_options)
+        :data:`ROWS_PER_BATCH` summaries. Its reads share one storage context of the settings."""
+        with StorageContext(settings) as storage:
+            yield from _segment_rows(batches, storage)
+
+    def _segment_rows(batches: Iterator[pa.RecordBatch], storage: StorageContext) -> Iterator[pa.RecordBatch]:
+        tasks, places, metas, checks = _read_tasks(batches, storage.settings)
         left = Counter(task.replica_key for task in tasks if task.replica_key in metas)
         held: dict[tuple, list[BatchSummary]] = {key: [] for key in left}
         rows: list[tuple] = []
         pending = 0
         sent = storage.requests_sent()  # a store's requests, counted with each task's stats
-        for task in with_read_ahead(tasks):
+        for task in with_read_ahead(tasks, storage):
             place, key = places.pop(task), task.replica_key
-            auditor = SegmentAuditor(task, validations.of(task.replica), reference_time)
+            auditor = SegmentAuditor(task, validations.of(task.replica), reference_time, storage)
             summaries: list[BatchSummary] = []
             for item in auditor.run():
                 if isinstance(item, BatchSummary):
@@ -320,7 +325,7 @@ def _segment_step_of(
                 left[key] -= 1
                 if not left[key]:
                     rows.extend(rare_row(kind, place, payload, blob) for kind, payload, blob in
-                                _partition_rows(metas.pop(key), held.pop(key)))
+                                _partition_rows(metas.pop(key), held.pop(key), storage))
             sent = storage.requests_sent()
             pending += len(summaries)
             if pending >= ROWS_PER_BATCH:
@@ -333,7 +338,7 @@ def _segment_step_of(
 
 
 def _read_tasks(
-    batches: Iterator[pa.RecordBatch], storage_options: tuple
+    batches: Iterator[pa.RecordBatch], settings: StorageSettings
 ) -> tuple[list[SegmentTask], dict[SegmentTask, int], dict[tuple, Any], dict[SegmentTask, int]]:
     """A Spark task's segment tasks (a whole replica's together, in log order), where each one's
     rows go, the PartitionMeta of each replica it audits whole, and where the rows of a segment
@@ -348,7 +353,7 @@ def _read_tasks(
             del row["slot"]
             for key in _NAME_COLUMNS:
                 row[key] = row[key].decode("utf-8", "surrogateescape")
-            task = SegmentTask(**row, storage_options=storage_options)
+            task = SegmentTask(**row, storage_options=settings)
             places[task] = place
             if meta is not None:
                 metas[task.replica_key] = pickle.loads(meta)
@@ -359,14 +364,16 @@ def _read_tasks(
     return whole + [t for t in tasks if t.replica_key not in metas], places, metas, checks
 
 
-def _partition_rows(meta: Any, summaries: Iterable[BatchSummary]) -> list[tuple[int, str | None, bytes]]:
+def _partition_rows(
+    meta: Any, summaries: Iterable[BatchSummary], storage: StorageContext
+) -> list[tuple[int, str | None, bytes]]:
     """(kind, payload, blob) of a replica's partition step, or of a segment's index check: its
     findings, then its totals (a check's are only the requests it sent)."""
     sent = storage.requests_sent()
     if isinstance(meta, IndexCheck):
-        findings, totals = check_indexes(meta, summaries), PartitionTotals()
+        findings, totals = check_indexes(meta, summaries, storage), PartitionTotals()
     else:
-        findings, totals = audit_partition(meta, summaries)
+        findings, totals = audit_partition(meta, summaries, storage)
     totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
     rows: list[tuple[int, str | None, bytes]] = [
         (schemas.FINDING, schemas.finding_json(f.to_dict()), pickle.dumps(f)) for f in findings
@@ -400,7 +407,8 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             first.append(batch.slice(head))
             break
     if meta is not None:
-        out.extend(_partition_rows(meta, batch_summaries(chain(first, rest))))
+        with StorageContext(meta.storage_options) as storage:
+            out.extend(_partition_rows(meta, batch_summaries(chain(first, rest)), storage))
     elif first:
         raise RuntimeError("a replica's batch rows reached the partition step without its metadata row")
     if out:

@@ -11,7 +11,8 @@ import stat
 from dataclasses import dataclass
 
 from kafka_audit.io import s3_listing
-from kafka_audit.io.storage import count_on, filesystem, is_remote, os_error
+from kafka_audit.io.storage import is_remote
+from kafka_audit.io.storage_context import StorageContext
 
 # Keys per page of a store's listing (S3's ListObjectsV2, GCS's objects.list): requests counted.
 LIST_PAGE_KEYS = 1000
@@ -100,8 +101,9 @@ class RemoteTree:
     (``__consumer_offsets``, ``__transaction_state``): Spark's file sources drop them, so they
     are never used for listing."""
 
-    def __init__(self, root: str) -> None:
-        self.fs, self.root_key, self.prefix = filesystem(root)
+    def __init__(self, root: str, storage: StorageContext) -> None:
+        self.storage = storage
+        self.fs, self.root_key, self.prefix = storage.filesystem(root)
         self.uri_root = self.prefix + self.root_key
         self._infos: dict[str, dict] | None = None
         self._children: dict[str, list[str]] = {}
@@ -123,9 +125,9 @@ class RemoteTree:
             except FileNotFoundError:
                 found = {}
             except Exception as exc:  # noqa: BLE001
-                count_on(self.fs)
-                raise os_error(self.uri_root, exc) from None
-            count_on(self.fs, requests=max(1, -(-len(found) // LIST_PAGE_KEYS)))
+                self.storage.count_on(self.fs)
+                raise self.storage.os_error(self.uri_root, exc) from None
+            self.storage.count_on(self.fs, requests=max(1, -(-len(found) // LIST_PAGE_KEYS)))
             infos = {key.rstrip("/"): info for key, info in found.items()}
             for key in list(infos):  # folders that only exist as key prefixes
                 parent = posixpath.dirname(key)
@@ -152,10 +154,10 @@ class RemoteTree:
                 return {"type": "directory", "size": 0}
             raise FileNotFoundError(errno.ENOENT, "No such file or directory")
         try:
-            count_on(self.fs)
+            self.storage.count_on(self.fs)
             return self.fs.info(key)
         except Exception as exc:  # noqa: BLE001
-            raise os_error(self._uri(key), exc) from None
+            raise self.storage.os_error(self._uri(key), exc) from None
 
     def stat(self, path: str) -> RemoteStat:
         key = self._key(path)
@@ -188,10 +190,10 @@ class RemoteTree:
 
     def _scandir_outside(self, key: str) -> _Listing:
         try:
-            count_on(self.fs)
+            self.storage.count_on(self.fs)
             found = self.fs.ls(key, detail=True)
         except Exception as exc:  # noqa: BLE001
-            raise os_error(self._uri(key), exc) from None
+            raise self.storage.os_error(self._uri(key), exc) from None
         entries = []
         for info in found:
             child = str(info["name"]).rstrip("/")
@@ -240,7 +242,7 @@ class RemoteTree:
 Tree = LocalTree | RemoteTree
 
 
-def tree(root: str) -> Tree:
-    """Discovery's view of the filesystem that holds ``root``."""
-    return RemoteTree(root) if is_remote(root) else LocalTree()
+def tree(root: str, storage: StorageContext) -> Tree:
+    """Discovery's view of the filesystem that holds ``root`` (a store's read under ``storage``)."""
+    return RemoteTree(root, storage) if is_remote(root) else LocalTree()
 

@@ -14,7 +14,7 @@ read needs, and checks each chunk's size against the manifest (so the whole agai
 ``originalFileSize``). The data key is RSA-wrapped (``RsaEncryptionProvider``:
 ``RSA/NONE/OAEPWithSHA3-512AndMGF1Padding`` under BouncyCastle, whose MGF1 digest is the OAEP
 digest); it is unwrapped with the ``--rsm-key-file`` private key (:class:`RsmKey`, installed by
-``storage.configure``), whose bytes are never printed, logged or put in an error message. The
+the request's storage settings), whose bytes are never printed, logged or put in an error message. The
 ``cryptography`` package (``pip install 'kafka-audit[tiered]'``) reads the key and runs AES-GCM;
 OAEP with SHA3-512 is decoded here (RFC 8017 7.1.2), as that package refuses SHA3 for OAEP.
 """
@@ -24,14 +24,12 @@ from __future__ import annotations
 import errno
 import hashlib
 import re
-import threading
-from collections import OrderedDict
 
 import zstandard
 
 from kafka_audit.errors import KafkaAuditError
-from kafka_audit.io import storage
 from kafka_audit.io.rsm_manifest import IV_SIZE, Chunk, Manifest, ManifestError, parse_manifest
+from kafka_audit.io.storage_context import StorageContext
 
 _KEY = re.compile(
     r"(?:^|/)(?P<topic>[^/]+)-(?P<topic_id>[A-Za-z0-9_-]{22})/(?P<partition>\d{1,10})/"
@@ -159,21 +157,12 @@ def is_segment_log(path: str) -> bool:
     return path.endswith(LOG) and stem_of(path) is not None
 
 
-# Manifests read under the current storage settings (storage.generation): a task's segment and
-# index reads share them; the next task, or the next scan, reads them again.
-_manifests: OrderedDict[str, Manifest] = OrderedDict()
-_manifests_generation = -1
-_lock = threading.Lock()
-
-
-def load_manifest(stem: str) -> Manifest:
-    """The manifest of the segment at ``stem``; OSError when it cannot be read."""
-    global _manifests_generation
-    with _lock:
-        if _manifests_generation != storage.generation():
-            _manifests.clear()
-            _manifests_generation = storage.generation()
-        cached = _manifests.get(stem)
+def load_manifest(stem: str, storage: StorageContext) -> Manifest:
+    """The manifest of the segment at ``stem``; OSError when it cannot be read. A request's
+    segment and index reads share those it read (its storage context holds the last
+    :data:`_CACHED_MANIFESTS`)."""
+    with storage.manifests_lock:
+        cached = storage.manifests.get(stem)
     if cached is not None:
         return cached
     path = stem + MANIFEST
@@ -186,17 +175,17 @@ def load_manifest(stem: str) -> Manifest:
         raise FileNotFoundError(errno.ENOENT, f"its manifest {path.rsplit('/', 1)[-1]} is missing") from None
     except ManifestError as exc:
         raise OSError(errno.EINVAL, f"its manifest cannot be read: {exc}") from None
-    with _lock:
-        _manifests[stem] = manifest
-        while len(_manifests) > _CACHED_MANIFESTS:
-            _manifests.popitem(last=False)
+    with storage.manifests_lock:
+        storage.manifests[stem] = manifest
+        while len(storage.manifests) > _CACHED_MANIFESTS:
+            storage.manifests.popitem(last=False)
     return manifest
 
 
-def _data_key(manifest: Manifest) -> bytes:
+def _data_key(manifest: Manifest, storage: StorageContext) -> bytes:
     """The segment's AES data key, unwrapped with the installed ``--rsm-key-file`` key."""
     assert manifest.encryption is not None
-    key = storage.rsm_key()
+    key = storage.rsm_key
     if key is None:
         raise EncryptedSegment(ENCRYPTED)
     try:
@@ -229,11 +218,11 @@ class SegmentObject:
     """The original bytes of a chunked ``.log`` object: ``size`` and ``read(start, stop)``, the
     :class:`~kafka_audit.record.range_buffer.Ranges` a segment walk reads."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, storage: StorageContext) -> None:
         stem = stem_of(path)
         if stem is None:
             raise OSError(errno.EINVAL, "not an object of the tiered-storage plugin's layout")
-        self.manifest = load_manifest(stem)
+        self.manifest = load_manifest(stem, storage)
         self.size = self.manifest.original_size
         index = self.manifest.chunk_index
         self._object = storage.open_ranges(path)
@@ -243,7 +232,7 @@ class SegmentObject:
                 f"the .log object holds {self._object.size:,} bytes, its manifest's chunks {index.transformed_size:,}",
             )
         encryption = self.manifest.encryption
-        self._cipher = _aes_gcm(_data_key(self.manifest)) if encryption is not None else None
+        self._cipher = _aes_gcm(_data_key(self.manifest, storage)) if encryption is not None else None
         self._aad = encryption.aad if encryption is not None else b""
         self._last: tuple[int, bytes] | None = None  # the chunk decoded last (reads overlap at chunk edges)
 
@@ -289,13 +278,13 @@ def index_ref(stem: str, kind: str) -> str:
     return f"{stem}{INDEXES}#{kind}"
 
 
-def read_index(ref: str) -> bytes:
+def read_index(ref: str, storage: StorageContext) -> bytes:
     """The bytes of one index inside a ``.indexes`` object (decrypted when the segment is)."""
     match = INDEX_REF.match(ref)
     if match is None:
         raise OSError(errno.EINVAL, "not an index of a .indexes object")
     stem, kind = match["stem"], match["kind"]
-    manifest = load_manifest(stem)
+    manifest = load_manifest(stem, storage)
     where = manifest.indexes.get(kind)
     if where is None or where[1] == 0:
         return b""
@@ -305,5 +294,5 @@ def read_index(ref: str) -> bytes:
         raise OSError(errno.EIO, f"the .indexes object ends inside its {kind} index")
     if manifest.encryption is None:
         return data
-    cipher = _aes_gcm(_data_key(manifest))
+    cipher = _aes_gcm(_data_key(manifest, storage))
     return _decrypt(cipher, manifest.encryption.aad, data, f"the {kind} index")

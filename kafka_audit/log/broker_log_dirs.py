@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from kafka_audit.io.listing import Tree
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     META_PROPERTIES,
@@ -37,7 +38,7 @@ def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
             continue
         log_dir = fs.dirname(partition.path)
         if log_dir not in log_dirs:
-            log_dirs[log_dir] = _read_log_dir(fs, log_dir)
+            log_dirs[log_dir] = _read_log_dir(fs, log_dir, discovery.storage)
             discovery.cluster_ids.setdefault(log_dir, log_dirs[log_dir][1])
         node_id, cluster_id, marks, cleaned = log_dirs[log_dir]
         where = (partition.topic, partition.partition)
@@ -47,7 +48,7 @@ def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
             _log_dir_display(partition),
             marks.get(where),
             cleaned.get(where),
-            _leader_epochs(partition),
+            _leader_epochs(partition, discovery.storage),
         )
 
 
@@ -55,27 +56,27 @@ def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
 _MAX_INT_CHARS = 11
 
 
-def _read_log_dir(fs: Tree, log_dir: str) -> tuple[int | None, str, dict, dict]:
+def _read_log_dir(fs: Tree, log_dir: str, storage: StorageContext) -> tuple[int | None, str, dict, dict]:
     """(node id, cluster id, high watermarks, cleaner offsets) of a log dir."""
-    properties = {p.key: p.value for p in read_properties(fs.join(log_dir, META_PROPERTIES)).entries}
+    properties = {p.key: p.value for p in read_properties(fs.join(log_dir, META_PROPERTIES), storage).entries}
     node = properties.get("node.id", properties.get("broker.id", ""))
     node_id = int(node) if node.lstrip("-").isdecimal() and len(node) <= _MAX_INT_CHARS else None
-    return node_id, properties.get("cluster.id", ""), _offsets(fs, log_dir, REPLICATION_OFFSET_CHECKPOINT), _offsets(
-        fs, log_dir, CLEANER_OFFSET_CHECKPOINT
+    return node_id, properties.get("cluster.id", ""), _offsets(fs, log_dir, REPLICATION_OFFSET_CHECKPOINT, storage), _offsets(
+        fs, log_dir, CLEANER_OFFSET_CHECKPOINT, storage
     )
 
 
-def _offsets(fs: Tree, log_dir: str, name: str) -> dict[tuple[str, int], int]:
+def _offsets(fs: Tree, log_dir: str, name: str, storage: StorageContext) -> dict[tuple[str, int], int]:
     path = fs.join(log_dir, name)
     if not fs.isfile(path):
         return {}
-    return {(e.topic, e.partition): e.offset for e in read_offset_checkpoint(path).entries}
+    return {(e.topic, e.partition): e.offset for e in read_offset_checkpoint(path, storage).entries}
 
 
-def _leader_epochs(partition: PartitionDir) -> tuple[tuple[int, int], ...] | None:
+def _leader_epochs(partition: PartitionDir, storage: StorageContext) -> tuple[tuple[int, int], ...] | None:
     if partition.leader_epoch_checkpoint is None:
         return None
-    parsed = read_leader_epoch_checkpoint(partition.leader_epoch_checkpoint)
+    parsed = read_leader_epoch_checkpoint(partition.leader_epoch_checkpoint, storage)
     return tuple((e.epoch, e.start_offset) for e in parsed.entries)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.io.listing import tree
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
 CHECKPOINT_VERSION = 0
@@ -173,25 +174,26 @@ def parse_properties(data: bytes, name: str = META_PROPERTIES) -> SidecarEntries
     return result
 
 
-def read_offset_checkpoint(path: str) -> SidecarEntries:
-    return read_sidecar(path, lambda data: parse_offset_checkpoint(data, path))
+def read_offset_checkpoint(path: str, storage: StorageContext | None = None) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_offset_checkpoint(data, path), storage=storage)
 
 
-def read_leader_epoch_checkpoint(path: str) -> SidecarEntries:
-    return read_sidecar(path, lambda data: parse_leader_epoch_checkpoint(data, path))
+def read_leader_epoch_checkpoint(path: str, storage: StorageContext | None = None) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_leader_epoch_checkpoint(data, path), storage=storage)
 
 
-def read_properties(path: str) -> SidecarEntries:
-    return read_sidecar(path, lambda data: parse_properties(data, path))
+def read_properties(path: str, storage: StorageContext | None = None) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_properties(data, path), storage=storage)
 
 
-def cluster_of(partition_path: str, known: dict[str, str]) -> str:
+def cluster_of(partition_path: str, known: dict[str, str], storage: StorageContext) -> str:
     """The cluster a partition folder belongs to: the ``cluster.id`` of its log dir's
     ``meta.properties`` (``MetaProperties``), or "" where the log dir records none. ``known``
-    caches the answer per log dir (``Discovery.cluster_ids``: one read a scan)."""
-    fs = tree(partition_path)
+    caches the answer per log dir (``Discovery.cluster_ids``: one read a scan); ``storage`` is
+    the request's."""
+    fs = tree(partition_path, storage)
     log_dir = fs.dirname(partition_path)
     if log_dir not in known:
-        properties = read_properties(fs.join(log_dir, META_PROPERTIES)).entries
+        properties = read_properties(fs.join(log_dir, META_PROPERTIES), storage).entries
         known[log_dir] = next((p.value for p in properties if p.key == "cluster.id"), "")
     return known[log_dir]

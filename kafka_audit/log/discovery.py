@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.log_names import (
     LIVE,
 )
@@ -146,8 +147,8 @@ class Discovery:
     # Segments found in partitions that the filters left out, and those partitions' topics.
     filtered_segments: int = 0
     filtered_topics: set[str] = field(default_factory=set)
-    # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
-    storage_options: dict = field(default_factory=dict, repr=False)
+    # The request's storage (its settings travel with the tasks; the context stays here).
+    storage: StorageContext = field(default_factory=StorageContext, repr=False, compare=False)
     # What ``__remote_log_metadata`` says of the remote segments, when it is among the paths.
     remote_log: RemoteLogState | None = None
     # (requests, bytes fetched) that listing an object store cost (SPEC section 3).

@@ -18,8 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka_audit.io import storage
-from kafka_audit.io.listing import LocalTree, Tree, tree
+from kafka_audit.io.listing import tree
+from kafka_audit.io.storage import is_remote
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery, PartitionDir
 from kafka_audit.log.log_names import CLUSTER_METADATA, KRAFT_SNAPSHOT, LIVE
@@ -38,7 +39,6 @@ BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 _FEATURE_NAMES = (METADATA_VERSION.encode(), TRANSACTION_VERSION.encode())
 # Metadata files are read whole: at most a segment's default size (segment.bytes, 1 GiB).
 _MAX_FILE_BYTES = 1 << 30
-_LOCAL = LocalTree()
 # The v2 batch header (DefaultRecordBatch.RECORD_BATCH_OVERHEAD); older formats hold no metadata.
 _HEADER = 61
 # MetadataRecordSerde frame version and MetadataRecordType.FEATURE_LEVEL_RECORD (12).
@@ -87,24 +87,24 @@ def read_written_by(discovery: Discovery) -> ClusterLevels:
     cluster's own (``FeaturesImage``): a log dir's cluster is the ``cluster.id`` of its
     ``meta.properties``, so a Kafka 3.x log dir scanned beside a Kafka 4.x one keeps the 3.x
     rules. Local paths and URIs alike."""
-    storage.configure(discovery.storage_options)
+    storage = discovery.storage
     cluster_by_dir: dict[str, str] = {}
     replica_cluster: dict[str, str] = {}
     for partition in discovery.partitions:
-        log_dir = _tree_of(partition.path).dirname(partition.path)
-        cluster = cluster_of(partition.path, discovery.cluster_ids) or f"log dir {log_dir}"
+        log_dir = tree(partition.path, storage).dirname(partition.path)
+        cluster = cluster_of(partition.path, discovery.cluster_ids, storage) or f"log dir {log_dir}"
         cluster_by_dir[log_dir] = replica_cluster[partition.display_path] = cluster
     levels: dict[str, dict[str, int]] = {cluster: {} for cluster in cluster_by_dir.values()}
     sources: dict[str, str | None] = dict.fromkeys(levels)
     for log_dir in sorted(cluster_by_dir):
         cluster = cluster_by_dir[log_dir]
-        bootstrap = _tree_of(log_dir).join(log_dir, BOOTSTRAP_CHECKPOINT)
-        if BOOTSTRAP_CHECKPOINT in _names(log_dir) and _apply(levels[cluster], [bootstrap], 0):
+        bootstrap = tree(log_dir, storage).join(log_dir, BOOTSTRAP_CHECKPOINT)
+        if BOOTSTRAP_CHECKPOINT in _names(log_dir, storage) and _apply(levels[cluster], [bootstrap], 0, storage):
             sources[cluster] = bootstrap
     for partition in discovery.partitions:
         if partition.topic == CLUSTER_METADATA:
             cluster = replica_cluster[partition.display_path]
-            sources[cluster] = _metadata_partition(partition, levels[cluster]) or sources[cluster]
+            sources[cluster] = _metadata_partition(partition, levels[cluster], storage) or sources[cluster]
     return ClusterLevels(
         {
             cluster: WrittenBy(found.get(METADATA_VERSION), found.get(TRANSACTION_VERSION), sources[cluster])
@@ -116,29 +116,25 @@ def read_written_by(discovery: Discovery) -> ClusterLevels:
     )
 
 
-def _tree_of(path: str) -> Tree:
-    return tree(path) if storage.is_remote(path) else _LOCAL
-
-
-def _metadata_partition(partition: PartitionDir, levels: dict[str, int]) -> str | None:
+def _metadata_partition(partition: PartitionDir, levels: dict[str, int], storage: StorageContext) -> str | None:
     """The newest snapshot's levels, then the log's from the snapshot's end offset on; the last
     file that set a level, or None."""
     start, source = 0, None
-    snapshots = sorted(n for n in _names(partition.path) if KRAFT_SNAPSHOT.match(n) and n.endswith(".checkpoint"))
+    snapshots = sorted(n for n in _names(partition.path, storage) if KRAFT_SNAPSHOT.match(n) and n.endswith(".checkpoint"))
     if snapshots:
-        newest = _tree_of(partition.path).join(partition.path, snapshots[-1])
-        if _apply(levels, [newest], 0):
+        newest = tree(partition.path, storage).join(partition.path, snapshots[-1])
+        if _apply(levels, [newest], 0, storage):
             source = newest
         start = int(snapshots[-1][:20])
     segments = [s.path for s in sorted(partition.segments, key=lambda s: s.base_offset) if s.state == LIVE]
-    if _apply(levels, segments, start):
+    if _apply(levels, segments, start, storage):
         source = segments[-1]
     return source
 
 
-def _names(folder: str) -> list[str]:
+def _names(folder: str, storage: StorageContext) -> list[str]:
     try:
-        with _tree_of(folder).scandir(folder) as listing:
+        with tree(folder, storage).scandir(folder) as listing:
             return [entry.name for entry in listing]
     except OSError:
         return []
@@ -173,7 +169,7 @@ def _find_all(buf, end: int, needle: bytes) -> list[int]:
     return found
 
 
-def _apply(levels: dict[str, int], paths: Iterable[str], start: int) -> bool:
+def _apply(levels: dict[str, int], paths: Iterable[str], start: int, storage: StorageContext) -> bool:
     """Replay the FeatureLevelRecords at offsets from ``start`` of these record-batch files into
     ``levels``; whether any was found. A file that cannot be read is left out (the scan reports
     a segment it cannot read; a snapshot or bootstrap file is not audited)."""
@@ -181,7 +177,7 @@ def _apply(levels: dict[str, int], paths: Iterable[str], start: int) -> bool:
     decoder = MetadataRecordDecoder()
     for path in paths:
         try:
-            with _opened(path) as buf:
+            with _opened(path, storage) as buf:
                 for position in _candidate_batches(buf, len(buf)):
                     for batch in iter_batches(buf, position, position + 1):
                         if not isinstance(batch, RecordBatch) or batch.is_control or not batch.crc_valid:
@@ -200,10 +196,10 @@ def _apply(levels: dict[str, int], paths: Iterable[str], start: int) -> bool:
 
 
 @contextmanager
-def _opened(path: str) -> Iterator[Any]:
+def _opened(path: str, storage: StorageContext) -> Iterator[Any]:
     """A file's bytes: a local file read into a map (FileRecords), an object read whole."""
-    if storage.is_remote(path):
+    if is_remote(path):
         yield storage.read_bytes(path, _MAX_FILE_BYTES)
         return
-    with FileRecords(path) as records:
+    with FileRecords(path, storage=storage) as records:
         yield records.loaded() if records.size else b""

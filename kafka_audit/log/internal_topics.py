@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.coordinator_records import decode_consumer_offsets, decode_share_group_state, decode_transaction_log
 from kafka_audit.log.log_names import (
     CLUSTER_METADATA,
@@ -100,10 +101,11 @@ def count_unread(segment: FileRecords, batch: RecordBatch, unread: UnreadTest) -
     return count
 
 
-def read_transaction_log(path: str) -> Iterator[dict[str, Any] | Problem]:
-    """Every data record of a ``__transaction_state`` segment, decoded, in log order, with its
-    ``offset`` and ``timestamp``; problems of the segment come back as :class:`Problem`."""
-    with FileRecords(path) as segment:
+def read_transaction_log(path: str, storage: StorageContext) -> Iterator[dict[str, Any] | Problem]:
+    """Every data record of a ``__transaction_state`` segment (read under the request's
+    ``storage``), decoded, in log order, with its ``offset`` and ``timestamp``; problems of the
+    segment come back as :class:`Problem`."""
+    with FileRecords(path, storage=storage) as segment:
         for batch in segment.batches():
             if isinstance(batch, Problem):
                 yield batch

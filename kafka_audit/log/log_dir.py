@@ -29,8 +29,10 @@ import os
 import stat
 from collections.abc import Iterable
 
-from kafka_audit.io import rsm_objects, storage
+from kafka_audit.io import rsm_objects
 from kafka_audit.io.listing import LocalTree, Tree, tree
+from kafka_audit.io.storage import check_scheme, is_remote, local_path
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.broker_log_dirs import is_broker_log_dir, label_replicas
 from kafka_audit.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -71,14 +73,15 @@ def discover(
     paths: Iterable[str],
     topics: Iterable[str] | None = None,
     partitions: Iterable[int] | None = None,
-    storage_options: dict | None = None,
+    storage: StorageContext | None = None,
 ) -> Discovery:
-    """Find every partition folder and segment under ``paths`` (local paths or URIs), restricted
-    to ``topics`` / ``partitions`` when given."""
-    storage.configure(storage_options)
+    """Find every partition folder and segment under ``paths`` (local paths or URIs, read under
+    the request's ``storage``; none: no settings), restricted to ``topics`` / ``partitions`` when
+    given. The discovery carries ``storage`` on to the audit."""
+    storage = storage if storage is not None else StorageContext()
     sent = storage.requests_sent()
-    walker = _Walker(set(topics) if topics else None, set(partitions) if partitions is not None else None)
-    discovery = Discovery(paths=[str(p) for p in paths], storage_options=dict(storage_options or {}))
+    walker = _Walker(set(topics) if topics else None, set(partitions) if partitions is not None else None, storage)
+    discovery = Discovery(paths=[str(p) for p in paths], storage=storage)
     for path in discovery.paths:
         walker.walk_root(path)
     keep_replicas_apart(list(walker.partitions.values()))
@@ -99,8 +102,9 @@ def discover(
 
 
 class _Walker:
-    def __init__(self, topics: set[str] | None, partitions: set[int] | None) -> None:
+    def __init__(self, topics: set[str] | None, partitions: set[int] | None, storage: StorageContext) -> None:
         self.topics = topics
+        self.storage = storage
         self.partition_filter = partitions
         self.partitions: dict[str, PartitionDir] = {}
         self.filtered_out: set[str] = set()
@@ -167,11 +171,11 @@ class _Walker:
 
     def walk_root(self, given: str) -> None:
         try:
-            storage.check_scheme(given)
+            check_scheme(given)
             # A relative local path is made absolute before any Spark task sees it (SPEC 1).
-            root = given.rstrip("/") if storage.is_remote(given) else os.path.abspath(storage.local_path(given))
+            root = given.rstrip("/") if is_remote(given) else os.path.abspath(local_path(given))
             self.given[root] = given
-            self.fs = tree(root)
+            self.fs = tree(root, self.storage)
             info = self.fs.stat(root)
         except OSError as exc:
             self._not_readable(given, None, f"{exc.strerror or exc}")
@@ -246,7 +250,7 @@ class _Walker:
         # A tiered-storage plugin's segment is sized by its manifest: a folder's manifests in a
         # store are read a few at once, ahead of the files that need them.
         manifests = [self.fs.join(directory, n) for n in files if n.endswith(rsm_objects.MANIFEST)]
-        with storage.prefetching(manifests, rsm_objects.MAX_MANIFEST_BYTES):
+        with self.storage.prefetching(manifests, rsm_objects.MAX_MANIFEST_BYTES):
             for name in files:
                 self._add_file(directory, name, self.fs.join(directory, name), root, explicit=False)
         for sub in subdirs:
@@ -312,7 +316,7 @@ class _Walker:
             return
         if rsm_objects.is_segment_log(path):
             try:
-                partition.segments.append(rsm_segment_file(path, display, base_offset))
+                partition.segments.append(rsm_segment_file(path, display, base_offset, self.storage))
             except OSError as exc:
                 self.cannot_read(display, f"{exc.strerror or exc}", folder, base_offset)
             return
@@ -327,7 +331,7 @@ class _Walker:
             seg_state = DELETED
         stem = self.fs.join(self.fs.dirname(path), name[: name.index(".log")])
         sidecars = [self._sidecar(stem, ext, suffix) for ext in SIDECAR_SUFFIXES]
-        if storage.is_remote(path):
+        if is_remote(path):
             partition.empty_objects.update(p for p in sidecars if p is not None and self.fs.stat(p).st_size == 0)
         partition.segments.append(
             SegmentFile(
@@ -420,7 +424,7 @@ class _Walker:
         offsets: dict[tuple[str, int], int] = {}
         path = self.fs.join(log_dir, name)
         if self.fs.isfile(path):
-            parsed = read_offset_checkpoint(path)
+            parsed = read_offset_checkpoint(path, self.storage)
             for problem in parsed.problems:
                 self.note(f"{path}: {problem.message}")
             offsets = {(e.topic, e.partition): e.offset for e in parsed.entries}

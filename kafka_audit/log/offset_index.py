@@ -14,6 +14,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.sidecar_file import SidecarEntries, parse_index, read_sidecar
 
 _ENTRY = struct.Struct(">ii")
@@ -56,6 +57,8 @@ def parse_offset_index(
     )
 
 
-def read_offset_index(path: str, base_offset: int, max_entries: int | None = None) -> SidecarEntries:
+def read_offset_index(
+    path: str, base_offset: int, max_entries: int | None = None, storage: StorageContext | None = None
+) -> SidecarEntries:
     """Read and parse an ``.index`` file; an unreadable file is a problem, not an exception."""
-    return read_sidecar(path, lambda data: parse_offset_index(data, base_offset, path, max_entries))
+    return read_sidecar(path, lambda data: parse_offset_index(data, base_offset, path, max_entries), storage=storage)

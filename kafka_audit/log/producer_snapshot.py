@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import crc32c
 
 from kafka_audit.check_ids import CheckId
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
 SNAPSHOT_VERSION = 1
@@ -108,8 +109,8 @@ def snapshot_offset_of(path: str) -> int | None:
     return int(stem) if stem.isdecimal() else None
 
 
-def read_producer_snapshot(path: str) -> ProducerSnapshot:
-    parsed = read_sidecar(path, lambda data: parse_producer_snapshot(data, path), check=_CHECK)
+def read_producer_snapshot(path: str, storage: StorageContext | None = None) -> ProducerSnapshot:
+    parsed = read_sidecar(path, lambda data: parse_producer_snapshot(data, path), check=_CHECK, storage=storage)
     return ProducerSnapshot(
         path=path,
         offset=snapshot_offset_of(path),

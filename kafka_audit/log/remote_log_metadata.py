@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.message_reader import MalformedMessage, MessageReader
 from kafka_audit.record.problem import Problem
@@ -186,12 +187,13 @@ class RemoteLogState:
         )
 
 
-def read_remote_log_metadata(paths: Iterable[str]) -> RemoteLogState:
-    """Read the live segments of ``__remote_log_metadata`` partitions (in offset order each) into one state."""
+def read_remote_log_metadata(paths: Iterable[str], storage: StorageContext) -> RemoteLogState:
+    """Read the live segments of ``__remote_log_metadata`` partitions (in offset order each, under
+    the request's ``storage``) into one state."""
     state = RemoteLogState()
     for path in paths:
         try:
-            with FileRecords(path) as segment:
+            with FileRecords(path, storage=storage) as segment:
                 for batch in segment.batches():
                     if isinstance(batch, Problem) or batch.is_control:
                         continue  # the scan reports the segment's problems itself

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka_audit.check_ids import CheckId
-from kafka_audit.io import rsm_objects, storage
+from kafka_audit.io import rsm_objects
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.record.problem import Problem
 
 # Index files are preallocated to segment.index.bytes (10 MiB by default); anything far larger
@@ -96,12 +97,18 @@ def parse_index(
     return result
 
 
-def read_sidecar(path: str, parse: Callable[[bytes], SidecarEntries], check: str = CheckId.INDEX_MISMATCH) -> SidecarEntries:
-    """Read ``path`` (a local path or URI, at most :data:`MAX_SIDECAR_BYTES`) and parse it; an
-    OSError becomes a problem."""
+def read_sidecar(
+    path: str,
+    parse: Callable[[bytes], SidecarEntries],
+    check: str = CheckId.INDEX_MISMATCH,
+    storage: StorageContext | None = None,
+) -> SidecarEntries:
+    """Read ``path`` (a local path or URI, at most :data:`MAX_SIDECAR_BYTES`, under the request's
+    ``storage``) and parse it; an OSError becomes a problem."""
+    storage = storage if storage is not None else StorageContext()
     try:
         if rsm_objects.INDEX_REF.match(path):  # an index inside a tiered-storage .indexes object
-            data = rsm_objects.read_index(path)[: MAX_SIDECAR_BYTES + 1]
+            data = rsm_objects.read_index(path, storage)[: MAX_SIDECAR_BYTES + 1]
         else:
             data = storage.read_bytes(path, MAX_SIDECAR_BYTES + 1)
     except OSError as exc:

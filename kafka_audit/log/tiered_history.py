@@ -21,7 +21,9 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from kafka_audit.io import rsm_objects, storage
+from kafka_audit.io import rsm_objects
+from kafka_audit.io.storage import is_remote, local_path
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.discovery import Discovery, PartitionDir, SegmentFile
 from kafka_audit.log.log_names import DELETED, LIVE, REMOTE_LOG_METADATA
 from kafka_audit.log.remote_log_metadata import COPY_FINISHED, read_remote_log_metadata
@@ -36,7 +38,7 @@ def join_histories(discovery: Discovery) -> None:
     metadata = [p for p in discovery.partitions if p.topic == REMOTE_LOG_METADATA]
     if metadata:
         paths = [s.path for p in metadata for s in p.segments if s.state == LIVE]
-        discovery.remote_log = read_remote_log_metadata(paths)
+        discovery.remote_log = read_remote_log_metadata(paths, discovery.storage)
         discovery.notes.extend(discovery.remote_log.notes)
         _not_finished_out(discovery)
     groups: dict[tuple[str, int], list[PartitionDir]] = {}
@@ -85,16 +87,16 @@ def _not_finished_out(discovery: Discovery) -> None:
         partition.segments = kept
 
 
-def rsm_segment_file(path: str, display: str, base_offset: int) -> SegmentFile:
+def rsm_segment_file(path: str, display: str, base_offset: int, storage: StorageContext) -> SegmentFile:
     """A ``.log`` object of the Aiven plugin's layout: its size is the original segment's (the
     manifest's ``originalFileSize``), its indexes lie in its ``.indexes`` object."""
     stem = rsm_objects.stem_of(path)
     assert stem is not None
-    manifest = rsm_objects.load_manifest(stem)
+    manifest = rsm_objects.load_manifest(stem, storage)
     place = rsm_objects.place_of(path)
     has_txn = manifest.indexes.get("transaction") is not None
     # A local copy's modification time, as for any local segment file; none in a store.
-    mtime = None if storage.is_remote(path) else os.stat(storage.local_path(path)).st_mtime_ns // 1_000_000
+    mtime = None if is_remote(path) else os.stat(local_path(path)).st_mtime_ns // 1_000_000
     return SegmentFile(
         path, display, base_offset, LIVE, manifest.original_size, mtime,
         rsm_objects.index_ref(stem, "offset"), rsm_objects.index_ref(stem, "timestamp"),

@@ -12,6 +12,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.sidecar_file import SidecarEntries, parse_index, read_sidecar
 
 _ENTRY = struct.Struct(">qi")
@@ -49,5 +50,7 @@ def parse_time_index(
     )
 
 
-def read_time_index(path: str, base_offset: int, max_entries: int | None = None) -> SidecarEntries:
-    return read_sidecar(path, lambda data: parse_time_index(data, base_offset, path, max_entries))
+def read_time_index(
+    path: str, base_offset: int, max_entries: int | None = None, storage: StorageContext | None = None
+) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_time_index(data, base_offset, path, max_entries), storage=storage)

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kafka_audit.check_ids import CheckId
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
 ENTRY_SIZE = 34
@@ -71,5 +72,5 @@ def parse_transaction_index(data: bytes, name: str = ".txnindex") -> SidecarEntr
     return result
 
 
-def read_transaction_index(path: str) -> SidecarEntries:
-    return read_sidecar(path, lambda data: parse_transaction_index(data, path), check=_CHECK)
+def read_transaction_index(path: str, storage: StorageContext | None = None) -> SidecarEntries:
+    return read_sidecar(path, lambda data: parse_transaction_index(data, path), check=_CHECK, storage=storage)

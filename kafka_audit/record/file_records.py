@@ -27,8 +27,10 @@ from collections.abc import Callable, Iterator
 import crc32c
 
 from kafka_audit.check_ids import CheckId
-from kafka_audit.io import rsm_objects, storage
+from kafka_audit.io import rsm_objects
 from kafka_audit.io.local_file import LocalFile
+from kafka_audit.io.storage import is_remote, local_path
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
 from kafka_audit.record.byte_stream import STREAM_BOUND, stream_checksum
 from kafka_audit.record.legacy_record import (
@@ -403,22 +405,30 @@ class FileRecords:
     batch. Pages already walked are released from the resident set as the walk goes on.
     """
 
-    def __init__(self, path: str | os.PathLike[str], size: int | None = None, listed_id: int = 0) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        size: int | None = None,
+        listed_id: int = 0,
+        storage: StorageContext | None = None,
+    ) -> None:
         """``size``: the file's size when the scan listed it (a remote object's saves a request;
         a local file is read up to it and never past it: ``FileRecords.slice``). ``listed_id``:
-        the inode the listing saw, to tell a file swapped in at the same path (0: unknown)."""
+        the inode the listing saw, to tell a file swapped in at the same path (0: unknown).
+        ``storage``: the request's (its settings and counts); none: no settings."""
         self.path = os.fspath(path)
+        storage = storage if storage is not None else StorageContext()
         self._file: LocalFile | None = None
         if rsm_objects.is_segment_log(self.path):
             # A tiered-storage plugin's chunked object: its chunks are read and detransformed
             # as the walk needs them; ``size`` (the original segment's) is the manifest's.
-            self._ranges = RangeBuffer(rsm_objects.SegmentObject(self.path))
-        elif storage.is_remote(self.path):
-            self._ranges = RangeBuffer(storage.RangeReader(self.path, size))
+            self._ranges = RangeBuffer(rsm_objects.SegmentObject(self.path, storage))
+        elif is_remote(self.path):
+            self._ranges = RangeBuffer(storage.range_reader(self.path, size))
         else:
             # A local file is read with pread into an anonymous map, never mapped itself: a
             # broker truncating it mid-read gives a short read (io.local_file), not a SIGBUS.
-            self._file = LocalFile(storage.local_path(self.path), size, listed_id, storage.max_read_rate())
+            self._file = LocalFile(local_path(self.path), size, listed_id, storage.max_read_rate)
             try:
                 self._ranges = RangeBuffer(self._file)
             except (OSError, ValueError) as exc:

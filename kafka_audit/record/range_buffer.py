@@ -42,7 +42,7 @@ def first_read(size: int, start: int, stop: int | None, chunk: int = CHUNK_BYTES
 
 
 class Ranges(Protocol):
-    """Where the bytes come from (:class:`kafka_audit.io.storage.RangeReader`)."""
+    """Where the bytes come from (:class:`kafka_audit.io.storage_context.RangeReader`)."""
 
     size: int
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
+from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log import checkpoints, producer_snapshot, transaction_index
 from kafka_audit.log.internal_topics import Decoder, decoder_for, decoder_for_topic, is_kraft_snapshot
 from kafka_audit.log.metadata_records import decode_kraft_control
@@ -53,22 +54,24 @@ except ImportError:  # not built: the Python loop prints every record
 
 def dump_file(
     path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None = None,
-    options: DumpOptions | None = None,
+    options: DumpOptions | None = None, storage: StorageContext | None = None,
 ) -> Iterator[str]:
     """Text describing ``path``, chosen by its name as DumpLogSegments does: chunks of whole
     lines, each line ending in a newline (a segment: one chunk per batch). With ``redact``
     (``--redact``) every record is printed with its key, value and header values replaced by
     their length and keyed hash; internal topics' records are then not decoded by their schema
     (their keys and values are group and transactional ids), control records still are.
-    ``options``: kafka-dump-log's further options; what they find is added to its summaries."""
+    ``options``: kafka-dump-log's further options; what they find is added to its summaries.
+    ``storage``: the command's (``--rsm-key-file``'s key for a tiered-storage plugin's segment)."""
     if redact is not None:
         records, print_data = True, True
-    for chunk in _dump_chunks(path, as_json, records, print_data, redact, options or DumpOptions()):
+    for chunk in _dump_chunks(path, as_json, records, print_data, redact, options or DumpOptions(), storage):
         yield chunk if chunk.endswith("\n") else chunk + "\n"
 
 
 def _dump_chunks(
-    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None, options: DumpOptions
+    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None, options: DumpOptions,
+    storage: StorageContext | None,
 ) -> Iterator[str]:
     name = os.path.basename(path)
     stem = name.removesuffix(".deleted")
@@ -76,7 +79,7 @@ def _dump_chunks(
         yield f"Dumping {escape_text(path)}"
     try:
         if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
-            yield from _dump_segment(path, as_json, records, print_data, redact, options)
+            yield from _dump_segment(path, as_json, records, print_data, redact, options, storage)
         elif stem.endswith((".index", ".timeindex")):
             yield from _dump_index(path, as_json, options)
         elif stem.endswith(".txnindex"):
@@ -94,7 +97,8 @@ def _dump_chunks(
 
 
 def _dump_segment(
-    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None, options: DumpOptions
+    path: str, as_json: bool, records: bool, print_data: bool, redact: Redactor | None, options: DumpOptions,
+    storage: StorageContext | None,
 ) -> Iterator[str]:
     """One chunk per batch: its line (or JSON object), its problems, its records' lines. With
     ``records``, an internal topic's records are also decoded by their schema, as DumpLogSegments'
@@ -106,7 +110,7 @@ def _dump_segment(
         decoder = decoder_for_topic(options.decoder_topic) if options.decoder_topic else decoder_for(path)
     follower = OffsetFollower(path, options.summaries) if records else None
     valid_end, contiguous = 0, True
-    with FileRecords(path) as segment:
+    with FileRecords(path, storage=storage) as segment:
         for item in segment.batches():
             if options.max_bytes is not None and (item.position or 0) + (0 if isinstance(item, Problem) else item.size) > options.max_bytes:
                 break  # FileRecords.slice(0, maxBytes): the batches wholly within the first N bytes

@@ -88,6 +88,13 @@ class S3Server:
             skip_instance_cache=True,
         )
 
+    def storage(self):
+        """A storage context of :meth:`storage_options` (a test's request)."""
+        from kafka_audit.io.storage import StorageSettings
+        from kafka_audit.io.storage_context import StorageContext
+
+        return StorageContext(StorageSettings.of(self.storage_options()))
+
     def storage_options(self) -> dict:
         """The ``--storage-option`` settings that reach this server."""
         return {
