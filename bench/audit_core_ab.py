@@ -24,12 +24,17 @@ sys.path.insert(0, str(HERE))
 CHILD = """
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
-try:  # the tree by layer (issue 23)
+try:  # the local engine in engines/, apart from the plan (issue 33)
     from kafka_audit.log.log_dir import discover
-    from kafka_audit.audit.plan import ScanOptions, audit_in_process
-except ImportError:  # the flat tree before it (89e6e64)
-    from kafka_audit.formats.log_dir import discover
-    from kafka_audit.audit import ScanOptions, audit_in_process
+    from kafka_audit.audit.scan_options import ScanOptions
+    from kafka_audit.engines.local import audit_in_process
+except ImportError:
+    try:  # the tree by layer (issue 23)
+        from kafka_audit.log.log_dir import discover
+        from kafka_audit.audit.plan import ScanOptions, audit_in_process
+    except ImportError:  # the flat tree before it (89e6e64)
+        from kafka_audit.formats.log_dir import discover
+        from kafka_audit.audit import ScanOptions, audit_in_process
 discovery = discover([sys.argv[2]])
 wall, cpu = time.perf_counter(), time.process_time()
 result = audit_in_process(discovery, ScanOptions())

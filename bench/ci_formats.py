@@ -14,7 +14,7 @@ import json
 import time
 
 from kafka_audit import __version__
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.report.ci_formats import github, gitlab, junit, sarif
 from kafka_audit.rules.findings import assign_fingerprints, make_finding
 

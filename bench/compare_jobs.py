@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--rdd-commit", default=RDD_COMMIT)
     args = parser.parse_args()
 
-    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.audit.scan_options import ScanOptions
     from kafka_audit.engines import spark_job as pipeline
     from kafka_audit.engines.spark_session import spark_session
     from kafka_audit.log.log_dir import discover

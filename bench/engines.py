@@ -41,7 +41,8 @@ def load() -> str:
 
 
 def in_process(root: Path) -> dict:
-    from kafka_audit.audit.plan import ScanOptions, audit_in_process
+    from kafka_audit.audit.scan_options import ScanOptions
+    from kafka_audit.engines.local import audit_in_process
     from kafka_audit.log.log_dir import discover
 
     best = None

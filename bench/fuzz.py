@@ -2,7 +2,7 @@
 
 Each case copies one to three partition folders (from ``fixtures/`` and ``../shared/corpus/real/``)
 into a fresh temporary log dir, damages them with a few random mutations, and runs the whole audit
-core (:func:`kafka_audit.audit.plan.audit_in_process`, no Spark) on it in a forked child process with a
+core (:func:`kafka_audit.engines.local.audit_in_process`, no Spark) on it in a forked child process with a
 time limit. The originals are only ever read.
 
 Mutations: byte flips (raw, or with the batch CRC recomputed so the damage reaches the record
@@ -612,7 +612,8 @@ def tree_fingerprint(root: Path) -> dict[str, tuple]:
 def audit_case(root: str) -> tuple[list[str], dict[str, int]]:
     """Run the audit core; return contract violations and the findings per check (an exception
     propagates)."""
-    from kafka_audit.audit.plan import ScanOptions, audit_in_process
+    from kafka_audit.audit.scan_options import ScanOptions
+    from kafka_audit.engines.local import audit_in_process
     from kafka_audit.log.log_dir import discover
     from kafka_audit.record.batch_records import read_batch_records
     from kafka_audit.record.file_records import FileRecords
@@ -729,7 +730,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stats", action="store_true", help="print how many cases gave each check")
     args = parser.parse_args(argv)
 
-    import kafka_audit.audit.plan  # noqa: F401  (imported before any fork)
+    import kafka_audit.engines.local  # noqa: F401  (imported before any fork)
 
     sources = partition_sources()
     if not sources:

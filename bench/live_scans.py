@@ -27,7 +27,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process  # noqa: E402
+from kafka_audit.audit.scan_options import ScanOptions  # noqa: E402
+from kafka_audit.engines.local import audit_in_process  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 from tests.support.live_writer import FOLDER, LiveWriter, build_log_dir, copy_at, newest_segment  # noqa: E402
 

@@ -151,7 +151,8 @@ def walk(files: list[Path]):
 
 def audit(root: Path):
     """The whole audit in one process (audit_in_process): every check, every record."""
-    from kafka_audit.audit.plan import ScanOptions, audit_in_process
+    from kafka_audit.audit.scan_options import ScanOptions
+    from kafka_audit.engines.local import audit_in_process
     from kafka_audit.log.log_dir import discover
 
     def run():
@@ -205,7 +206,7 @@ def spark_probe(root: Path, master: str, repeat: int) -> dict:
 
     The first scan of a session also pays for its Python workers' start; the later ones show the
     steady rate a long audit runs at. Both are reported, with the start-up costs on their own."""
-    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.audit.scan_options import ScanOptions
     from kafka_audit.engines.spark_job import run_scan
     from kafka_audit.engines.spark_session import spark_session
     from kafka_audit.log.log_dir import discover
@@ -326,7 +327,7 @@ def startup_probe(root: Path, sharing: bool) -> dict:
     began = time.perf_counter()
     import pyspark.sql  # noqa: F401
 
-    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.audit.scan_options import ScanOptions
     from kafka_audit.engines import jvm_class_archive, spark_session
     from kafka_audit.engines.spark_job import run_scan
     from kafka_audit.log.log_dir import discover

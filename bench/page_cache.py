@@ -25,7 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process  # noqa: E402
+from kafka_audit.audit.scan_options import ScanOptions  # noqa: E402
+from kafka_audit.engines.local import audit_in_process  # noqa: E402
 from kafka_audit.io import page_cache  # noqa: E402
 from kafka_audit.io.storage import READ_RATE_OPTION, StorageSettings  # noqa: E402
 from kafka_audit.io.storage_context import StorageContext  # noqa: E402

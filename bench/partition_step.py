@@ -22,8 +22,10 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from kafka_audit.audit.log_dir_facts import with_inferred_compaction  # noqa: E402
 from kafka_audit.audit.partition_audit import audit_partition  # noqa: E402
-from kafka_audit.audit.plan import ScanOptions, log_order, partition_metas, plan_tasks, with_inferred_compaction  # noqa: E402
+from kafka_audit.audit.plan import log_order, partition_metas, plan_tasks  # noqa: E402
+from kafka_audit.audit.scan_options import ScanOptions  # noqa: E402
 from kafka_audit.audit.segment_audit import SegmentAuditor  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 from kafka_audit.rules.batch_summary import BatchSummary  # noqa: E402

@@ -36,7 +36,8 @@ sys.path.insert(0, str(HERE))
 import datagen  # noqa: E402
 import measure  # noqa: E402
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process  # noqa: E402
+from kafka_audit.audit.scan_options import ScanOptions  # noqa: E402
+from kafka_audit.engines.local import audit_in_process  # noqa: E402
 from kafka_audit.io.storage import StorageSettings  # noqa: E402
 from kafka_audit.io.storage_context import StorageContext  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402

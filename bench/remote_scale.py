@@ -46,7 +46,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, partition_metas, plan_tasks  # noqa: E402
+from kafka_audit.audit.plan import partition_metas, plan_tasks  # noqa: E402
+from kafka_audit.audit.scan_options import ScanOptions  # noqa: E402
+from kafka_audit.engines.local import audit_in_process  # noqa: E402
 from kafka_audit.io import s3_listing  # noqa: E402
 from kafka_audit.io.storage import StorageSettings  # noqa: E402
 from kafka_audit.io.storage_context import StorageContext  # noqa: E402

@@ -24,7 +24,8 @@ if str(REPO) not in sys.path:
 
 import datagen  # noqa: E402
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process  # noqa: E402
+from kafka_audit.audit.scan_options import ScanOptions  # noqa: E402
+from kafka_audit.engines.local import audit_in_process  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 
 DATA = REPO / "bench" / "data"

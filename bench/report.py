@@ -27,8 +27,8 @@ for path in (REPO, REPO / "bench"):
 
 import datagen  # noqa: E402
 
-from kafka_audit.audit.plan import audit_in_process  # noqa: E402
 from kafka_audit.audit.scan_options import scan_options  # noqa: E402
+from kafka_audit.engines.local import audit_in_process  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
 from kafka_audit.report.html import MAX_REPORT_BYTES, write_report  # noqa: E402
 from kafka_audit.report.html.evidence import segment_files  # noqa: E402

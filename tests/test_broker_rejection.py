@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.cli.app import main
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.io.broker_log import read_broker_logs
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.events import EventKind

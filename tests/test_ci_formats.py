@@ -206,7 +206,7 @@ def test_github_escapes_data_and_properties():
 
 def test_github_step_summary_stays_within_its_budget(capsys, tmp_path):
     code, out, _ = run(capsys, FAULTY, *FAULTY_ARGS, "--format", "json")
-    from kafka_audit.audit.plan import ScanResult
+    from kafka_audit.audit.results import ScanResult
     from kafka_audit.rules.findings import Finding
 
     report = json.loads(out)
@@ -277,7 +277,7 @@ def test_paths_are_the_files_as_the_job_folder_sees_them(capsys, tmp_path, monke
 def test_every_sarif_result_has_a_location_github_can_take():
     """GitHub code scanning takes no result without a location: a finding outside any partition
     and file points at the PATH scanned."""
-    from kafka_audit.audit.plan import ScanResult
+    from kafka_audit.audit.results import ScanResult
     from kafka_audit.rules.findings import assign_fingerprints
 
     findings = [make_finding("skipped_file", "not part of a Kafka log")]

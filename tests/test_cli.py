@@ -464,7 +464,7 @@ def test_scan_on_a_spark_connect_server_equals_the_in_process_audit(request, ser
     with Spark's default settings and one with ``spark.default.parallelism`` set) gives the
     findings of the in-process audit, and its executors write the Parquet datasets."""
     connect_url = request.getfixturevalue(server)
-    from kafka_audit.audit.plan import audit_in_process
+    from kafka_audit.engines.local import audit_in_process
     from kafka_audit.log.log_dir import discover
     from tests.test_pipeline import options_of
 

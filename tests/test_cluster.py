@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import kafka_audit
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES
 from tests.support.spark_cluster import StandaloneCluster, can_hide_folders

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.cli.app import app
 from kafka_audit.engines import spark_session as spark_session_module
 from kafka_audit.engines.run import Engine, run_audit

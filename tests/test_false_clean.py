@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.cli.app import main
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.report import scan_report as report
 from tests.support.writer import LogDirWriter, Producer, records

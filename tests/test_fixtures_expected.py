@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
-from kafka_audit.audit.scan_options import scan_options
+from kafka_audit.audit.scan_options import ScanOptions, scan_options
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.io.broker_log import read_broker_logs
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.catalogue import CHECKS, ERRORS

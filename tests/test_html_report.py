@@ -160,8 +160,8 @@ def _busy_log(root: Path) -> Path:
 
 
 def _render(root: Path, limits):
-    from kafka_audit.audit.plan import audit_in_process
     from kafka_audit.audit.scan_options import scan_options
+    from kafka_audit.engines.local import audit_in_process
     from kafka_audit.log.log_dir import discover
     from kafka_audit.report.html import render_report
     from kafka_audit.report.views import ReportFilter

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
+from kafka_audit.audit.results import ScanResult
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.io import local_file, page_cache
 from kafka_audit.log.log_dir import discover
 from tests.support.audit_run import corpus_dir, scan

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.validation.log_validator import ALWAYS_COMPACTED_TOPICS, DEFAULT_MAX_MESSAGE_BYTES, ValidationConfig

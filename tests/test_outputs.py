@@ -12,8 +12,8 @@ import pyarrow.dataset as ds
 import pytest
 
 import kafka_audit
-from kafka_audit.audit.plan import audit_in_process
 from kafka_audit.engines import schemas
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.findings import FIELD_NAMES
 from tests.conftest import FIXTURES

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from kafka_audit.audit import partition_audit
 from kafka_audit.audit.partition_audit import audit_partition
-from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.io.broker_log import read_broker_logs
 from kafka_audit.log import offset_index, time_index
 from kafka_audit.rules.batch_summary import BatchSummary

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks
-from kafka_audit.audit.scan_options import scan_options
+from kafka_audit.audit.plan import plan_tasks
+from kafka_audit.audit.scan_options import ScanOptions, scan_options
 from kafka_audit.audit.segment_task import SegmentTask
 from kafka_audit.audit.task_packing import batch_bytes_by_replica, pack_tasks
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.engines.spark_job import run_scan
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES
@@ -220,11 +221,12 @@ def test_keys_land_in_the_partition_spark_gives_them(spark):
 def test_the_partition_step_needs_no_sort_or_shuffle_of_its_own(any_spark):
     """The replicas' rows reach ``applyInArrow`` in the order the job sorted them (batches in log
     order): Spark plans no second exchange or sort between that sort and the grouped step."""
+    from kafka_audit.audit.plan import ScanPlan
     from kafka_audit.engines.spark_job import build_frames
 
     found = discover([str(FIXTURES / "faulty")])
     options = replace(options_of(FIXTURES / "faulty"), shuffle_partitions=3)  # a small input gets one
-    frames = build_frames(any_spark, found, options, plan_tasks(found, options.split_bytes))
+    frames = build_frames(any_spark, ScanPlan.build(found, options))
     plan = _physical_plan(frames.replica_rows)
     grouped = plan[plan.index("FlatMapGroupsInArrow"):]
     assert grouped.count("Sort [") == 1 and "segment_base_offset" in grouped.split("Sort [")[1].split("]")[0]
@@ -254,7 +256,7 @@ def test_progress_comes_from_spark_without_accumulators(any_spark):
 
 
 def test_progress_counts_the_segment_stage_and_the_stages_after_it():
-    from kafka_audit.audit.plan import Progress
+    from kafka_audit.audit.results import Progress
     from kafka_audit.engines.spark_progress import _count_done
 
     progress = Progress(segments_total=40, bytes_total=4000, partitions_total=6)
@@ -269,7 +271,7 @@ def test_default_parallelism_on_a_default_and_on_a_configured_connect_server(req
     """A Connect server started with Spark's defaults (``local[2]``, as managed endpoints run) has
     no ``spark.default.parallelism`` to read: the job counts a range's partitions, in a query that
     Spark 4's analyzer accepts; a configured server's setting (3) is read as given."""
-    from kafka_audit.engines.spark_job import default_parallelism
+    from kafka_audit.engines.spark_parallelism import default_parallelism
     from kafka_audit.engines.spark_session import create_connect_session
 
     session = create_connect_session(request.getfixturevalue(server))

@@ -25,9 +25,10 @@ import crc32c
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentTask
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
 from kafka_audit.log.log_dir import discover
 from kafka_audit.log.offset_index import parse_offset_index

@@ -18,7 +18,9 @@ import crc32c
 import pytest
 import zstandard
 
-from kafka_audit.audit.plan import ScanOptions, plan_tasks, with_inferred_compaction
+from kafka_audit.audit.log_dir_facts import with_inferred_compaction
+from kafka_audit.audit.plan import plan_tasks
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record import file_records, record_screen

@@ -8,7 +8,8 @@ from collections import Counter
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from tests.support.audit_run import corpus_dir
 from tests.test_cli import cli, shared_session  # noqa: F401  (the suite's shared Spark session)

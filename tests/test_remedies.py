@@ -13,7 +13,7 @@ import shlex
 
 import pytest
 
-from kafka_audit.audit.plan import audit_in_process
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.report.ci_formats.sarif import to_sarif
 from kafka_audit.rules.findings import make_finding

@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 
 import kafka_audit
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks, with_inferred_compaction
-from kafka_audit.audit.scan_options import reference_time_problem, scan_options
+from kafka_audit.audit.log_dir_facts import with_inferred_compaction
+from kafka_audit.audit.plan import plan_tasks
+from kafka_audit.audit.scan_options import ScanOptions, reference_time_problem, scan_options
 from kafka_audit.cli.app import main
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.io import storage
 from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext

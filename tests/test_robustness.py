@@ -1,7 +1,7 @@
 """Damaged input (issue 7): the audit reports what it is given and never crashes.
 
 Every test builds a log dir with one damaged partition (or file) beside healthy ones and runs the
-whole audit core in this process (:func:`kafka_audit.audit.plan.audit_in_process`, no Spark). Each
+whole audit core in this process (:func:`kafka_audit.engines.local.audit_in_process`, no Spark). Each
 checks (a) that nothing raises, (b) the finding (check id, position) or the one-line note the
 damage must give, and (c) that the healthy partitions come out exactly as when audited without
 the damage beside them: same findings, field for field, and the summary counts of the damaged
@@ -27,7 +27,9 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
+from kafka_audit.audit.results import ScanResult
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.io import local_file, storage
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record import batch_records
@@ -201,7 +203,8 @@ def _max_rss_kib_of_audit(path: Path) -> tuple[list, int]:
     """Audit ``path`` in a fresh interpreter; return its findings and peak resident set (KiB)."""
     code = (
         "import sys, json\n"
-        "from kafka_audit.audit.plan import audit_in_process, ScanOptions\n"
+        "from kafka_audit.audit.scan_options import ScanOptions\n"
+        "from kafka_audit.engines.local import audit_in_process\n"
         "from kafka_audit.log.log_dir import discover\n"
         "r = audit_in_process(discover([sys.argv[1]]), ScanOptions())\n"
         "print(json.dumps([[f.check, f.position, f.details] for f in r.findings]))\n"

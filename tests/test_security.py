@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.engines.spark_security import AUTHENTICATION, is_local_master, loopback_settings
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES, REPO

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from tests.support.writer import TS_BASE, BatchSpec, LogDirWriter, Producer, records, transaction_log_record
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.engines import spark_job as pipeline
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.report.views import event_order
 from tests.conftest import FIXTURES

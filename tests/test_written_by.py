@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import audit_in_process, with_log_dir_facts
+from kafka_audit.audit.log_dir_facts import with_log_dir_facts
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.report.dump import dump_file
 from tests.support.audit_run import corpus_dir, scan, scan_options

@@ -98,7 +98,7 @@ class SegmentStats:
 
     ``bytes_read`` holds the bytes read per segment (display path), ``unread`` why a segment
     could not be read in full: the driver sets them against the bytes discovery found, so a scan
-    never calls clean what it did not read (``audit.plan.finish_result``)."""
+    never calls clean what it did not read (``audit.file_accounting.file_findings``)."""
 
     segments: int = 0
     batches: int = 0

@@ -29,7 +29,10 @@ from kafka_audit.cli.options import (
 from kafka_audit.engines.run import Engine
 
 if TYPE_CHECKING:
-    from kafka_audit.audit.plan import ScanOptions, ScanResult
+    from kafka_audit.audit.results import ScanResult
+
+# When the command started: the summary's wall time covers the whole command (set by
+    from kafka_audit.audit.scan_options import ScanOptions
 
 # Where the command's start is kept in the click context's meta: the summary's wall time covers
 # the whole command (set by mark_command_started, which the app's callback calls before any
@@ -69,8 +72,8 @@ def audit_paths(
     segments (exit 2 with one line when there is none), audit them on ``engine`` with the
     progress display on a terminal (unless ``quiet``), and return the result, whose summary has
     the whole command's wall time and the ``engine`` that ran."""
-    from kafka_audit.audit.plan import set_wall_time
     from kafka_audit.audit.scan_options import reference_time_problem
+    from kafka_audit.audit.summary import set_wall_time
     from kafka_audit.engines.run import SparkFailure, run_audit
     from kafka_audit.io.storage import READ_RATE_OPTION, StorageSettings
     from kafka_audit.io.storage_context import StorageContext

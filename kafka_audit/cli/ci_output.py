@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from kafka_audit.cli.options import TEXT_ERRORS, OutputFormat, fail
 
 if TYPE_CHECKING:
-    from kafka_audit.audit.plan import ScanResult
+    from kafka_audit.audit.results import ScanResult
 
 
 def read_baseline(path: Path | None) -> frozenset[str]:

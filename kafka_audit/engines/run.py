@@ -2,10 +2,11 @@
 
 - ``spark`` (the default): the Spark job of :mod:`kafka_audit.engines.spark_job`, on a session started for
   the command (:mod:`kafka_audit.engines.spark_session`).
-- ``local``: :func:`kafka_audit.audit.plan.audit_in_process`, the same audit in this process with no
+- ``local``: :class:`kafka_audit.engines.local.LocalEngine`, the same audit in this process with no
   JVM. Nothing of pyspark is imported on this path (``tests/test_engines.py`` checks it).
 
-Both give identical findings; the summary says which engine ran (``engine``).
+Both are an ``engine.AuditEngine`` given the same plan (:func:`~kafka_audit.engines.engine.audit_with`)
+and give identical findings; the summary says which engine ran (``engine``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from kafka_audit.engines.spark_errors import SparkFailure, describe
 from kafka_audit.record import record_screen
 
 if TYPE_CHECKING:
-    from kafka_audit.audit.plan import Progress, ScanOptions, ScanResult
+    from kafka_audit.audit.results import Progress, ScanResult
+    from kafka_audit.audit.scan_options import ScanOptions
     from kafka_audit.log.discovery import Discovery
 
 
@@ -75,14 +77,15 @@ def _run_in_process(
     on_progress: Callable[[Progress], None] | None,
     output_parquet: str | None,
 ) -> ScanResult:
-    from kafka_audit.audit.plan import audit_in_process
+    from kafka_audit.engines.engine import audit_with
+    from kafka_audit.engines.local import LocalEngine
 
     if output_parquet is None:
-        return audit_in_process(discovery, options, on_progress)
+        return audit_with(LocalEngine(), discovery, options, on_progress)
     from kafka_audit.engines.parquet_output import LocalDatasets
 
     datasets = LocalDatasets(output_parquet)
-    result = audit_in_process(discovery, options, on_progress, on_batches=datasets.add_batches)
+    result = audit_with(LocalEngine(on_batches=datasets.add_batches), discovery, options, on_progress)
     datasets.finish([f.to_dict() for f in result.findings], result.producers)
     return result
 
@@ -97,9 +100,10 @@ def _run_on_spark(
     output_parquet: str | None,
     secret: str | None,
 ) -> ScanResult:
-    from kafka_audit.engines import spark_job as pipeline
     from kafka_audit.engines import spark_session
+    from kafka_audit.engines.engine import audit_with
     from kafka_audit.engines.preflight import check_executors
+    from kafka_audit.engines.spark_job import SparkEngine
 
     if display is not None:
         display.starting_spark(remote or master)
@@ -113,9 +117,8 @@ def _run_on_spark(
                 display.spark_started()
             for warning in check_executors(spark, paths_executors_read(discovery)).warnings:
                 print(f"kafka-audit: warning: {warning}", file=sys.stderr)
-            return pipeline.run_scan(
-                spark, discovery, options, on_progress=display.update if display else None, output_parquet=output_parquet
-            )
+            engine = SparkEngine(spark, output_parquet)
+            return audit_with(engine, discovery, options, display.update if display else None)
     except SparkFailure:
         raise
     except Exception as exc:  # Spark Connect: the client's error, reduced to its root cause

@@ -168,6 +168,18 @@ def authentication_problem(log_text: str, master: str, with_secret: bool) -> str
     return None
 
 
+def not_accepted(log_text: str, master: str, with_secret: bool) -> str:
+    """Why a master that gave no answer in time (:data:`MASTER_ANSWER_S`) did not take the
+    application, from the driver's log: its authentication refused, or the log's root cause."""
+    refused = authentication_problem(log_text, master, with_secret)
+    if refused:
+        return refused
+    cause = root_cause(log_text)
+    return f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s" + (
+        f" ({cause})" if cause else ""
+    )
+
+
 def check_master_reachable(master: str, timeout: float = 5.0) -> str | None:
     """For a standalone master (``spark://host:port[,host:port]``), why none of its addresses takes
     a TCP connection, or None when one does (or the master is of another kind). Spark itself

@@ -1,6 +1,8 @@
-"""The Spark job on the DataFrame API: one code path for a classic session and for Spark Connect.
+"""The Spark engine (:class:`SparkEngine`): the plan's steps in one job on the DataFrame API, one
+code path for a classic session and for Spark Connect; the driver hands what reaches it to
+``ScanPlan.finish``.
 
-1. The driver discovers the files and plans one task per segment (:func:`plan_tasks`); a segment
+1. The driver's plan (``audit.plan.ScanPlan``) has one task per segment; a segment
    much larger than the split size is cut into byte ranges at batch boundaries, so one huge file
    is not one straggler. Tasks are dealt into slots of about equal expected CPU (:func:`pack_tasks`:
    a replica small beside a slot's share goes whole to one slot) and travel as a small DataFrame
@@ -44,7 +46,6 @@ about 256 MiB: some 64 MB of summaries for 256 MiB of the smallest batches seen,
 from __future__ import annotations
 
 import pickle
-import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -55,155 +56,120 @@ from typing import Any
 import pyarrow as pa
 
 from kafka_audit.audit.partition_audit import PartitionTotals, audit_partition
-from kafka_audit.audit.plan import (
-    Progress,
-    ScanOptions,
-    ScanResult,
-    finish_result,
-    log_order,
-    partition_metas,
-    plan_tasks,
-    with_log_dir_facts,
-)
+from kafka_audit.audit.plan import ScanPlan, log_order
+from kafka_audit.audit.results import ScanResult
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_indexes import IndexCheck, check_indexes
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_ahead
 from kafka_audit.audit.task_packing import pack_tasks
 from kafka_audit.engines import schemas
+from kafka_audit.engines.engine import OnProgress, audit_with
 from kafka_audit.engines.job_plan import check_buckets, index_checks, task_table
-from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
+from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, rare_row, segment_row_batch, value_rows
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.replica_set_step import keyed_by_set, set_label, set_step_of
-from kafka_audit.engines.spark_progress import is_connect, watch
+from kafka_audit.engines.spark_frames import ScanFrames
+from kafka_audit.engines.spark_parallelism import default_parallelism, segment_slots, small_input_tasks
+from kafka_audit.engines.spark_progress import watch
 from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.findings import Finding
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 # The task columns that are names from the file system, sent as bytes.
 _NAME_COLUMNS = ("topic", "replica", "path", "segment")
-# Bytes of segments a Spark task audits (see :func:`segment_slots`), and on a small input.
-_TASK_BYTES = 256 << 20
-_SMALL_TASK_BYTES = 16 << 20
 # The order of a replica's rows at the partition step (see the module docstring).
 _REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
 
 
-@dataclass(slots=True)
-class ScanFrames:
-    """The job's two row sets, as DataFrames: the segment step's (``schemas.SEGMENT_ROWS``) and the
-    partition step's (``schemas.REPLICA_ROWS``). Persisted when kept for datasets."""
+@dataclass(frozen=True, slots=True)
+class SparkEngine:
+    """The audit on ``spark`` (a classic session or Spark Connect), an :class:`AuditEngine`: the
+    plan's steps in this module's DataFrame job; with ``output_parquet``, the datasets of SPEC
+    section 3 written there from the executors too."""
 
-    segment_rows: Any
-    replica_rows: Any
-    # Spark tasks of the segment step (how the progress display finds its stage).
-    segment_tasks: int = 0
+    spark: Any
+    output_parquet: str | None = None
 
-    def findings(self, spark, findings: list[dict[str, Any]]):
-        """The ``findings`` dataset (SPEC section 3) of the scan's findings. The driver holds them
-        complete (file accounting, the coordinator's transactional ids are added there), and they
-        are few (at most 1,000 per check and task), so they go back to the session from there."""
-        return spark.createDataFrame(schemas.findings_table(findings), schemas.spark_schema(schemas.FINDINGS))
+    def audit(self, plan: ScanPlan, on_progress: OnProgress | None = None) -> ScanResult:
+        result, frames = self.run(plan, on_progress, keep=self.output_parquet is not None)
+        if frames is not None and self.output_parquet is not None:
+            try:
+                frames.write_parquet(self.spark, result, self.output_parquet)
+            finally:
+                frames.unpersist()
+        return result
 
-    def batches(self):
-        """The ``batches`` dataset: one typed row per record batch."""
-        from pyspark.sql import functions as F
-
-        values = self.segment_rows.where(F.col("kind").isin(schemas.BATCH, schemas.KEPT_BATCH)).select("blob")
-        rows = values.mapInArrow(expand_batches, schemas.spark_schema(schemas.SUMMARIES))
-        source = {"codec": F.col("compression")}
-        return rows.select(*[source.get(name, F.col(name)).alias(name) for name in schemas.BATCHES.names])
-
-    def producers(self, spark, rows: list[dict[str, Any]]):
-        """The ``producers`` dataset of the scan's ``producers`` rows. The driver completes them
-        (transactional ids and finding counts need every partition's findings), so they go back
-        to the session from there; they are one row per producer and partition, not per batch."""
-        table = pa.Table.from_pylist(rows, schema=schemas.PRODUCERS)
-        return spark.createDataFrame(table, schemas.spark_schema(schemas.PRODUCERS))
-
-    def write_parquet(self, spark, result: ScanResult, target: str) -> None:
-        """Write the three datasets under ``target`` (a folder or URI), each replaced if present."""
-        base = target.rstrip("/")
-        datasets = {
-            "findings": self.findings(spark, [f.to_dict() for f in result.findings]),
-            "batches": self.batches(),
-            "producers": self.producers(spark, result.producers),
-        }
-        for name, frame in datasets.items():
-            frame.write.mode("overwrite").parquet(f"{base}/{name}")
-
-    def unpersist(self) -> None:
-        self.segment_rows.unpersist()
-        self.replica_rows.unpersist()
+    def run(
+        self, plan: ScanPlan, on_progress: OnProgress | None = None, keep: bool = False
+    ) -> tuple[ScanResult, ScanFrames | None]:
+        """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
+        Frames are None when there is nothing to audit."""
+        if not plan.tasks:
+            return plan.finish(SegmentStats(), PartitionTotals(), []), None
+        frames = build_frames(self.spark, plan, keep)
+        if keep:
+            frames = frames.persisted()
+        with watch(self.spark, plan.progress(), frames.segment_tasks, on_progress):
+            table = frames.replica_rows.select("kind", "blob").toArrow()
+        return plan.finish(*_driver_rows(table)), frames
 
 
 def run_scan(
     spark,
     discovery: Discovery,
     options: ScanOptions,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: OnProgress | None = None,
     output_parquet: str | None = None,
 ) -> ScanResult:
     """Run the audit of everything ``discovery`` found on ``spark`` (classic or Connect) and return
     the result; with ``output_parquet``, also write the datasets there from the executors."""
-    result, frames = run_job(spark, discovery, options, on_progress, keep=output_parquet is not None)
-    if frames is not None and output_parquet is not None:
-        try:
-            frames.write_parquet(spark, result, output_parquet)
-        finally:
-            frames.unpersist()
-    return result
+    return audit_with(SparkEngine(spark, output_parquet), discovery, options, on_progress)
 
 
 def run_job(
     spark,
     discovery: Discovery,
     options: ScanOptions,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: OnProgress | None = None,
     keep: bool = False,
 ) -> tuple[ScanResult, ScanFrames | None]:
-    """The job; with ``keep``, its row sets stay persisted (MEMORY_AND_DISK) for the datasets.
-    Frames are None when there is nothing to audit."""
-    started, sent = time.monotonic(), discovery.storage.requests_sent()
-    options = with_log_dir_facts(options, discovery)
-    tasks = plan_tasks(discovery, options.split_bytes)
-    progress = Progress(len(tasks), sum(t.byte_count for t in tasks), len(discovery.partitions))
+    """The job (:meth:`SparkEngine.run`) of auditing everything ``discovery`` found."""
+    return SparkEngine(spark).run(ScanPlan.build(discovery, options), on_progress, keep)
+
+
+def _driver_rows(table: pa.Table) -> tuple[SegmentStats, PartitionTotals, list[Finding]]:
+    """What the job's rows that reach the driver hold: the segment tasks' counts, the partition
+    and set steps' totals, and every step's findings."""
     stats, totals, findings = SegmentStats(), PartitionTotals(), []
-    frames = None
-    if tasks:
-        frames = build_frames(spark, discovery, options, tasks, keep)
-        if keep:
-            frames = ScanFrames(frames.segment_rows.persist(), frames.replica_rows.persist(), frames.segment_tasks)
-        with watch(spark, progress, frames.segment_tasks, on_progress):
-            table = frames.replica_rows.select("kind", "blob").toArrow()
-        for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
-            value = pickle.loads(blob)
-            if kind == schemas.FINDING:
-                findings.append(value)
-            elif kind == schemas.STATS:
-                stats.merge(value)
-            elif kind == schemas.TOTALS:
-                totals.merge(value)
-    elapsed = time.monotonic() - started
-    return finish_result(discovery, stats, totals, findings, elapsed, options, sent), frames
+    for kind, blob in zip(table.column("kind").to_pylist(), table.column("blob").to_pylist()):
+        value = pickle.loads(blob)
+        if kind == schemas.FINDING:
+            findings.append(value)
+        elif kind == schemas.STATS:
+            stats.merge(value)
+        elif kind == schemas.TOTALS:
+            totals.merge(value)
+    return stats, totals, findings
 
 
-def build_frames(
-    spark, discovery: Discovery, options: ScanOptions, tasks: list[SegmentTask], keep: bool = False
-) -> ScanFrames:
+def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     """The job's plan (nothing runs yet): tasks -> segment step -> replicas -> partition step. A
     replica audited whole in its slot (:mod:`~kafka_audit.audit.task_packing`) travels with its
     first task; the others' metadata joins their batch rows at the partition step. With ``keep``,
     whole replicas' batch values are kept for the ``batches`` dataset."""
+    tasks, options = plan.tasks, plan.options
     parallelism = default_parallelism(spark)
     total = sum(t.byte_count for t in tasks)
-    small = -(-total // min(_SMALL_TASK_BYTES, options.split_bytes))
+    small = small_input_tasks(total, options.split_bytes)
     packing = pack_tasks(tasks, min(segment_slots(total, parallelism), small))
     groups = packing.groups
-    metas = partition_metas(discovery, options)
+    metas = dict(plan.metas)
     count = max(1, min(len(metas), options.shuffle_partitions or min(parallelism * 2, small)))
     checks = index_checks(tasks, packing.whole, metas) if count > 1 else {}
     for key in {key for key, _ in checks}:
@@ -219,7 +185,7 @@ def build_frames(
         + [rare_row(schemas.META, places[unit], None, pickle.dumps(check)) for unit, check in checks.items()]
     )
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
-    segment_step = _segment_step_of(options, discovery.storage.settings, keep)
+    segment_step = _segment_step_of(options, plan.discovery.storage.settings, keep)
     segment_rows = (
         spark.createDataFrame(tasks_table)
         .repartition(len(groups), "slot")
@@ -241,44 +207,6 @@ def build_frames(
             .applyInArrow(set_step_of(options.validation.is_compacted), schemas.spark_schema(schemas.REPLICA_ROWS))
         )
     return ScanFrames(segment_rows, replica_rows, len(groups))
-
-
-def segment_slots(total: int, parallelism: int) -> int:
-    """Spark tasks for the segment step over ``total`` bytes: whole rounds of ``parallelism``
-    (with 17 tasks on 2 cores, one core idled through the last one) of about
-    :data:`_TASK_BYTES` each. A small input gets fewer (:func:`build_frames`): one task per
-    :data:`_SMALL_TASK_BYTES` (or per ``split_bytes`` if smaller), and as many partition-step
-    tasks.
-
-    A Spark task costs its Python worker and the JVM about 40 ms of CPU besides its audit
-    (1 GiB on ``local[2]``: 20 tasks of 54 MB took 3.3 s, 4-8 tasks 2.95 s), so tasks are large;
-    the plan's byte ranges (``split_bytes``) still let them be balanced (by expected CPU: :func:`pack_tasks`)."""
-    return max(1, -(-total // (parallelism * _TASK_BYTES))) * parallelism
-
-
-def default_parallelism(spark) -> int:
-    """The session's default parallelism: the SparkContext's on a classic session. On Spark Connect
-    (no SparkContext) ``spark.default.parallelism`` when the server lets it be read and it is set
-    (a managed endpoint may refuse to show a setting), else the number of partitions Spark gives a
-    range by default (``SparkContext.defaultParallelism`` via ``leafNodeDefaultParallelism``),
-    counted by a job of built-in functions only, which any Connect endpoint runs.
-
-    The partition id is projected before it is aggregated: Spark 4's analyzer refuses a
-    non-deterministic expression inside an aggregate function (``max(spark_partition_id())``,
-    AGGREGATE_FUNCTION_WITH_NONDETERMINISTIC_EXPRESSION), not a column a projection computed."""
-    if not is_connect(spark):
-        return spark.sparkContext.defaultParallelism
-    try:
-        configured = spark.conf.get("spark.default.parallelism", None)
-    except Exception:  # noqa: BLE001 - a managed endpoint may not expose the setting
-        configured = None
-    if configured:
-        return max(1, int(configured))
-    from pyspark.sql import functions as F
-
-    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("id"))
-    probe = ids.agg(F.max("id").alias("last")).collect()
-    return max(1, probe[0]["last"] + 1)
 
 
 def _segment_step_of(

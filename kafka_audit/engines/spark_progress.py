@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from kafka_audit.audit.plan import Progress
+from kafka_audit.audit.results import Progress
 
 
 def is_connect(spark) -> bool:

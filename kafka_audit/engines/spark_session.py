@@ -32,10 +32,9 @@ from kafka_audit.engines.spark_errors import (
     MASTER_CONNECTED_LOGGER,
     MASTER_FAILURE,
     SparkFailure,
-    authentication_problem,
     check_master_reachable,
     describe,
-    root_cause,
+    not_accepted,
 )
 from kafka_audit.engines.spark_processes import (
     Interrupts,
@@ -60,8 +59,6 @@ RECORDING_NOTE = (
 )
 
 
-# Over 60 lines: the session's start in order (log redirection, class archive, builder, fallback),
-# each step a few lines that read best in sequence.
 def create_spark_session(
     master: str = "local[*]",
     conf: dict[str, str] | None = None,
@@ -92,22 +89,7 @@ def create_spark_session(
 
     scratch = scratch or private_scratch()
     sharing = sharing if sharing is not None else class_data_sharing(conf, record=False)
-    java_options = (
-        f"-Dderby.system.home={scratch} -Djava.io.tmpdir={scratch} -XX:-UsePerfData -XX:TieredStopAtLevel=1 "
-        f"{_JVM_LOG} {sharing.java_options}"
-    )
-    settings = {
-        "spark.ui.showConsoleProgress": "false",
-        "spark.ui.enabled": "false",
-        "spark.local.dir": scratch,
-        "spark.sql.warehouse.dir": os.path.join(scratch, "warehouse"),
-        "spark.driver.extraJavaOptions": java_options.strip(),
-        "spark.python.worker.reuse": "true",
-        "spark.sql.catalogImplementation": "in-memory",
-        **loopback_settings(master),
-        **(AUTHENTICATION if secret is not None else {}),
-        **(conf or {}),
-    }
+    settings = _session_settings(master, conf, scratch, sharing, secret)
     builder = SparkSession.builder.master(master).appName(APP_NAME)
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -125,18 +107,33 @@ def create_spark_session(
             if gave_up.is_set():
                 with open(log, encoding="utf-8", errors="replace") as text:
                     content = text.read()
-                refused = authentication_problem(content, master, secret is not None)
-                if refused:
-                    raise SparkFailure(refused) from None
-                cause = root_cause(content)
-                raise SparkFailure(
-                    f"the Spark master {master} did not accept the application within {MASTER_ANSWER_S:.0f} s"
-                    + (f" ({cause})" if cause else "")
-                ) from None
+                raise SparkFailure(not_accepted(content, master, secret is not None)) from None
             raise
     spark.sparkContext.setLogLevel("ERROR")
     set_workers_python(spark, started=True)
     return spark
+
+
+def _session_settings(
+    master: str, conf: dict[str, str] | None, scratch: str, sharing: ClassDataSharing, secret: str | None
+) -> dict[str, str]:
+    """The session's settings (see :func:`create_spark_session`), ``conf`` applied last."""
+    java_options = (
+        f"-Dderby.system.home={scratch} -Djava.io.tmpdir={scratch} -XX:-UsePerfData -XX:TieredStopAtLevel=1 "
+        f"{_JVM_LOG} {sharing.java_options}"
+    )
+    return {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        "spark.local.dir": scratch,
+        "spark.sql.warehouse.dir": os.path.join(scratch, "warehouse"),
+        "spark.driver.extraJavaOptions": java_options.strip(),
+        "spark.python.worker.reuse": "true",
+        "spark.sql.catalogImplementation": "in-memory",
+        **loopback_settings(master),
+        **(AUTHENTICATION if secret is not None else {}),
+        **(conf or {}),
+    }
 
 
 def _start(builder, master: str, settings: dict[str, str], secret: str | None):

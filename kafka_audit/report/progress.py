@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from kafka_audit.audit.plan import Progress as AuditProgress
+from kafka_audit.audit.results import Progress as AuditProgress
 from kafka_audit.report.safe_text import escape_text
 
 STARTING_SPARK = "starting Spark"
@@ -23,7 +23,7 @@ REPLAYING = "replaying partitions"
 class PhaseDisplay:
     """A Rich display of the audit's phases; use as a context manager, then call
     :meth:`starting_spark`, :meth:`spark_started` and :meth:`update` (an ``on_progress`` hook of
-    :func:`kafka_audit.audit.plan.audit_in_process` and :func:`kafka_audit.engines.spark_job.run_scan`)."""
+    either engine, :mod:`kafka_audit.engines.local` or :mod:`kafka_audit.engines.spark_job`)."""
 
     def __init__(self, console: Console) -> None:
         self._bars = Progress(

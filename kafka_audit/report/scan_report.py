@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.report.story import Story, by_severity, tell
 from kafka_audit.report.wording import findings_line, plural, severity_counts, shorten_left, wall_time

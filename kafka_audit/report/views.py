@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any
 
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import Finding
 from kafka_audit.rules.replay.producer_activity import count_findings

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, audit_in_process
+from kafka_audit.audit.scan_options import ScanOptions
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.rules.catalogue import CHECKS, Group
 from kafka_audit.rules.validation.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.log.producer_snapshot import parse_producer_snapshot
 from kafka_audit.rules.replay.producer_state_entry import AppendOrigin
 from kafka_audit.rules.replay.producer_state_manager import ProducerStates

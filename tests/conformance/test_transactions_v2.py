@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.audit.scan_options import ScanOptions
 from tests.support.conformance import ABORT, COMMIT, Scenario
 
 PID = 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from kafka_audit.audit.plan import ScanOptions
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.rules.replay.producer_state_entry import AppendOrigin
 from kafka_audit.rules.replay.producer_state_manager import ProducerStates
 from kafka_audit.rules.validation.log_validator import ALWAYS_COMPACTED_TOPICS, ValidationConfig

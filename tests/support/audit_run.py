@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from kafka_audit.audit.plan import ScanOptions, ScanResult, audit_in_process
+from kafka_audit.audit.results import ScanResult
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.scan_options import scan_options as build_scan_options
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 
 _REPO = Path(__file__).resolve().parent.parent.parent

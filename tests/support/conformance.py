@@ -13,9 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_audit.audit.log_dir_facts import with_inferred_compaction
 from kafka_audit.audit.partition_audit import PartitionMeta
-from kafka_audit.audit.plan import ScanOptions, audit_in_process, plan_tasks, with_inferred_compaction
+from kafka_audit.audit.plan import plan_tasks
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
+from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.log_dir import discover
 from kafka_audit.log.producer_snapshot import read_producer_snapshot
 from kafka_audit.log.transaction_index import read_transaction_index

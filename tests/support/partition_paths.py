@@ -25,8 +25,10 @@ from typing import Any
 import pytest
 
 from kafka_audit.audit import partition_audit
+from kafka_audit.audit.log_dir_facts import with_inferred_compaction
 from kafka_audit.audit.partition_audit import PartitionMeta
-from kafka_audit.audit.plan import ScanOptions, log_order, partition_metas, plan_tasks, with_inferred_compaction
+from kafka_audit.audit.plan import log_order, partition_metas, plan_tasks
+from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.log import offset_index, time_index
 from kafka_audit.log.log_dir import discover

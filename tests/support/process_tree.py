@@ -103,7 +103,7 @@ def _probe(data: str, secret_file: str | None) -> dict:
     import os
     import tempfile
 
-    from kafka_audit.audit.plan import ScanOptions
+    from kafka_audit.audit.scan_options import ScanOptions
     from kafka_audit.engines.run import Engine, run_audit
     from kafka_audit.engines.spark_security import read_secret_file
     from kafka_audit.log.log_dir import discover

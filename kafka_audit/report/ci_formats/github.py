@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.report.ci_formats.locations import Locator, title
 from kafka_audit.report.safe_text import escape_controls
 from kafka_audit.rules.catalogue import SEVERITIES, Severity

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.report.ci_formats.locations import Locator, title
 from kafka_audit.report.safe_text import dumps
 from kafka_audit.rules.catalogue import ClientOutcome, Severity

@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 
 from junitparser import Failure, JUnitXml, TestCase, TestSuite
 
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.report.ci_formats.locations import Locator
 from kafka_audit.report.safe_text import escape_text, xml_text
 from kafka_audit.rules.findings import Finding, partition_label

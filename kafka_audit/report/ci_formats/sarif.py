@@ -26,7 +26,7 @@ from __future__ import annotations
 import gzip
 from typing import Any
 
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.check_ids import CheckId
 from kafka_audit.report.ci_formats.locations import Locator, Where
 from kafka_audit.report.safe_text import dumps, uri_path

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka_audit.audit.plan import ScanResult
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.report.html.charts import Charted, Limits, partition_charts
 from kafka_audit.report.html.evidence import culprit_records
 from kafka_audit.report.html.tables import findings_table, producers_table, story_section, summary_table
