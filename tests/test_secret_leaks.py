@@ -132,7 +132,7 @@ def run_in_process(canary: str, root: Path) -> None:
             args += ["--output-parquet", str(out / "parquet")] if "--output-parquet" in command.options else []
             args += ["--output", str(out / "report")] if "--output" in command.options and not fmt else []
             screen = Console(file=io.StringIO(), force_terminal=True, width=150)
-            with mock.patch("kafka_audit.cli.audit_paths._progress_console", return_value=screen):
+            with mock.patch("kafka_audit.api.runner._progress_console", return_value=screen):
                 done = runner.invoke(app, args, env={"GITHUB_STEP_SUMMARY": str(out / "step-summary"), "TMPDIR": str(out / "tmp")})
             if done.exit_code == 2 and command.name != "scan":  # a format only scan writes: refused in one line
                 assert len(done.stderr.splitlines()) == 1, (args, done.stderr)
