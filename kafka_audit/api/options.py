@@ -12,12 +12,12 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from kafka_audit.engines.run import Engine
 from kafka_audit.report.formats import formats
+from kafka_audit.rules.catalogue import Severity
 from kafka_audit.rules.replay.partition_replay import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
 from kafka_audit.rules.validation.log_validator import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
 
@@ -30,11 +30,9 @@ COMMANDS = (*VIEWS, "report")
 LIBRARY = ()
 
 
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
+def _fail_on_levels() -> list[str]:
+    """``--fail-on``: a severity of the catalogue, the least that makes the exit code 1, or never."""
+    return [*(severity.value for severity in Severity), "never"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +120,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("write_baseline", "--write-baseline", "Write the fingerprints of this scan's findings to FILE.",
            Path | None),
     Option("fail_on", "--fail-on", "Severity that makes the exit code 1: error, warning, info or never.",
-           FailOn, FailOn.error, metavar="SEVERITY"),
+           str, "error", metavar="SEVERITY", choices=_fail_on_levels),
     Option("engine", "--engine", "spark: the Spark job; local: the same audit in this process, no JVM "
            "(quick answers on small local inputs).", Engine, Engine.spark, str | None, metavar="ENGINE"),
     Option("master", "--master", "Spark master URL.", str, DEFAULT_MASTER, str | None),

@@ -79,7 +79,7 @@ def _audit(view: str, format: str, paths: list[str], values: dict[str, Any], *, 
     request = command_request(paths, values, timeline=timeline, started_at=started)
     result = _run(request).audit
     _write_baseline(values["write_baseline"], result)
-    fail_on = values["fail_on"].value
+    fail_on = values["fail_on"]
     gate = any(f.fails_gate(fail_on) for f in result.findings)
     rendering = Rendering(
         request.keep, fail_on, EXIT_FINDINGS if gate else EXIT_OK, values["baseline"] is not None,
