@@ -39,7 +39,7 @@ class ScanRequest:
     keep: ReportFilter = ReportFilter()
     engine: Engine = Engine.local
     master: str = "local[*]"
-    conf: Mapping[str, str] = field(default_factory=dict)
+    conf: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold a secret
     remote: str | None = None
     spark: Any = field(default=None, repr=False, compare=False)
     spark_warnings: bool = False
