@@ -21,9 +21,7 @@ import string
 import subprocess
 import sys
 import threading
-import typing
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from unittest import mock
 
@@ -53,8 +51,10 @@ class AuditCommand:
 
 
 def audit_commands() -> list[AuditCommand]:
-    """The app's commands that audit PATHs, each with the values of its ``--format`` enum."""
+    """The app's commands that audit PATHs, each with the values its ``--format`` takes."""
     import typer.main
+
+    from kafka_audit.api.options import command_options
 
     group = typer.main.get_command(app)
     found = []
@@ -62,9 +62,9 @@ def audit_commands() -> list[AuditCommand]:
         parameters = inspect.signature(info.callback, eval_str=True).parameters  # report's is scan's, less --format
         if "paths" not in parameters:
             continue
-        kind = typing.get_args(parameters["format"].annotation)[0] if "format" in parameters else None
-        formats = tuple(member.value for member in kind) if isinstance(kind, type) and issubclass(kind, Enum) else ()
         name = info.name or info.callback.__name__
+        taken = [option.choices() for option in command_options(name) if option.name == "format" and option.choices]
+        formats = tuple(taken[0]) if taken else ()
         options = frozenset(opt for param in group.commands[name].params for opt in getattr(param, "opts", ()))
         found.append(AuditCommand(name, formats, options))
     return found
@@ -132,7 +132,7 @@ def run_in_process(canary: str, root: Path) -> None:
             args += ["--output-parquet", str(out / "parquet")] if "--output-parquet" in command.options else []
             args += ["--output", str(out / "report")] if "--output" in command.options and not fmt else []
             screen = Console(file=io.StringIO(), force_terminal=True, width=150)
-            with mock.patch("kafka_audit.cli.audit_paths._progress_console", return_value=screen):
+            with mock.patch("kafka_audit.api.runner._progress_console", return_value=screen):
                 done = runner.invoke(app, args, env={"GITHUB_STEP_SUMMARY": str(out / "step-summary"), "TMPDIR": str(out / "tmp")})
             if done.exit_code == 2 and command.name != "scan":  # a format only scan writes: refused in one line
                 assert len(done.stderr.splitlines()) == 1, (args, done.stderr)

@@ -86,7 +86,7 @@ class PartitionMeta:
     checkpoints: dict[str, Any] | None = None
 
     @classmethod
-    def from_discovery(cls, found, options, storage_options: StorageSettings = StorageSettings()) -> PartitionMeta:
+    def from_discovery(cls, found, options, storage_options: StorageSettings | None = None) -> PartitionMeta:
         """Build from a discovered partition. The log start offset is the broker's
         ``log-start-offset-checkpoint`` entry when present (UnifiedLog.logStartOffset),
         else the first live segment's base offset: of the folder, not of the files given,
@@ -121,7 +121,7 @@ class PartitionMeta:
                 for s in live
             },
             snapshots=[(snap.path, snap.display_path) for snap in found.snapshots],
-            storage_options=storage_options,
+            storage_options=storage_options if storage_options is not None else StorageSettings(),
             broker_lines=options.broker_log.for_partition(found.topic, found.partition) if options.broker_log else (),
             unscanned_segments=list(found.unscanned_segments),
             remote_segments=frozenset(s.display_path for s in live if s.remote_id),

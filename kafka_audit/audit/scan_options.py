@@ -5,18 +5,14 @@ constants), and the check that refuses options a PATH cannot honour (:func:`refe
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from kafka_audit.io import storage
 from kafka_audit.io.broker_log import BrokerLog
 from kafka_audit.log.feature_levels import ClusterLevels
 from kafka_audit.rules.replay.partition_replay import DEFAULT_PRODUCER_ID_EXPIRATION_MS, DEFAULT_TRANSACTION_TIMEOUT_MS
-from kafka_audit.rules.validation.log_validator import (
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_SEGMENT_BYTES,
-    ValidationConfig,
-)
+from kafka_audit.rules.validation.log_validator import ValidationConfig
 
 # Segments above 1.5x this size are split into byte ranges of about this size.
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -63,39 +59,19 @@ class Validations:
         return self.by_replica.get(replica, self.default)
 
 
-def scan_options(
-    *,
-    compacted_topics: Iterable[str] = (),
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
-    segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-    timestamp_before_max_ms: int | None = None,
-    timestamp_after_max_ms: int | None = None,
-    reference_time: int | None = None,
-    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS,
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
-    timeline: bool = False,
-    broker_log: BrokerLog | None = None,
-    baseline: frozenset[str] = frozenset(),
-) -> ScanOptions:
-    """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by their names: the one
-    place the CLI and ``kafka_audit.scan()`` build them (the topics a broker always compacts need
-    no naming: ``ValidationConfig.is_compacted``); every default is the named constant of the rule
-    it sets."""
-    return ScanOptions(
-        validation=ValidationConfig(
-            compacted_topics=frozenset(compacted_topics),
-            max_message_bytes=max_message_bytes,
-            segment_bytes=segment_bytes,
-            timestamp_before_max_ms=timestamp_before_max_ms,
-            timestamp_after_max_ms=timestamp_after_max_ms,
-        ),
-        reference_time=reference_time,
-        transaction_timeout_ms=transaction_timeout_ms,
-        producer_id_expiration_ms=producer_id_expiration_ms,
-        timeline=timeline,
-        broker_log=broker_log,
-        baseline=baseline,
-    )
+_VALIDATION = frozenset(f.name for f in fields(ValidationConfig))
+# What :func:`scan_options` takes: the fields of ScanOptions and of its ValidationConfig.
+SETTINGS = _VALIDATION | frozenset(f.name for f in fields(ScanOptions) if f.name != "validation")
+
+
+def scan_options(**settings: Any) -> ScanOptions:
+    """The :class:`ScanOptions` of the ``scan`` options (SPEC section 1), by the names of its
+    fields and of its :class:`ValidationConfig`'s (:data:`SETTINGS`): the one place the CLI and
+    ``kafka_audit.scan()`` build them (the topics a broker always compacts need no naming:
+    ``ValidationConfig.is_compacted``); every default is the named constant of the rule it sets."""
+    validation = {name: settings.pop(name) for name in _VALIDATION if name in settings}
+    validation["compacted_topics"] = frozenset(validation.get("compacted_topics") or ())
+    return ScanOptions(validation=ValidationConfig(**validation), **settings)
 
 
 def reference_time_problem(paths: list[str], options: ScanOptions) -> str | None:

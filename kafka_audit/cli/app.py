@@ -1,10 +1,11 @@
 """The ``kafka-audit`` Typer app: its commands registered, ``--version``, and :func:`main`, the console
 entry point that turns every usage error into one line and exit code 2 (SPEC section 1).
 
-One module per command group: ``scan``/``producers``/``timeline`` in
-:mod:`kafka_audit.cli.audit_commands` (the audit behind them in :mod:`kafka_audit.cli.audit_paths`),
-``dump`` in :mod:`kafka_audit.cli.dump_command`, ``report`` in :mod:`kafka_audit.cli.report_command`; the options and exit codes they share in
-:mod:`kafka_audit.cli.options`. A new command is a function in its own module, registered below.
+One module per command group: ``scan``/``producers``/``timeline``/``report`` in
+:mod:`kafka_audit.cli.audit_commands` (their request built in :mod:`kafka_audit.cli.command_request`,
+run by :func:`kafka_audit.api.run`), ``dump`` in :mod:`kafka_audit.cli.dump_command`; the options and
+exit codes they share in :mod:`kafka_audit.cli.options`. A new command is a function in its own
+module, registered below.
 
 Start-up: ``kafka-audit --help`` imports typer and rich's console only; the audit's modules are
 imported inside the commands, pyspark only by the Spark engine.
@@ -19,8 +20,7 @@ from typing import Annotated
 
 import typer
 
-from kafka_audit.cli.audit_commands import VIEW_HELP, scan
-from kafka_audit.cli.audit_paths import mark_command_started
+from kafka_audit.cli.audit_commands import register as register_audit_commands
 from kafka_audit.cli.dump_command import dump
 from kafka_audit.cli.options import (
     EXIT_INTERRUPTED,
@@ -31,7 +31,6 @@ from kafka_audit.cli.options import (
     PipeGuard,
     exit_code_of,
 )
-from kafka_audit.cli.report_command import register as register_report
 
 app = typer.Typer(
     add_completion=False,
@@ -57,14 +56,11 @@ def _started(
     ] = False,
 ) -> None:
     """Forensic auditor for Apache Kafka's on-disk logs."""
-    mark_command_started(ctx)
 
 
-app.command("scan", help=VIEW_HELP["scan"])(scan)
-app.command("producers", help=VIEW_HELP["producers"])(scan)
-app.command("timeline", help=VIEW_HELP["timeline"])(scan)
+register_audit_commands(app, ("scan", "producers", "timeline"))
 app.command("dump")(dump)
-register_report(app)
+register_audit_commands(app, ("report",))
 
 
 def _terminated(signum: int, frame: object) -> None:

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kafka_audit.cli.options import (
-    DumpFormat,
-    RedactKeyOption,
-    RedactOption,
-    RsmKeyFileOption,
-    check_paths,
-    fail,
-    with_rsm_key,
-)
+from kafka_audit.cli.options import DumpFormat, fail, option_annotation
 from kafka_audit.log.log_names import (
     CLUSTER_METADATA,
     CONSUMER_OFFSETS,
@@ -24,6 +16,17 @@ from kafka_audit.log.log_names import (
     SHARE_GROUP_STATE,
     TRANSACTION_STATE,
 )
+
+if TYPE_CHECKING:  # what the option table gives Typer, as types
+    from kafka_audit.io.storage_context import StorageContext
+
+    RsmKeyFileOption = Path | None
+    RedactOption = bool
+    RedactKeyOption = str | None
+else:  # report's options, as the option table declares them
+    RsmKeyFileOption = option_annotation("rsm_key_file")
+    RedactOption = option_annotation("redact")
+    RedactKeyOption = option_annotation("redact_key")
 
 
 def _not_negative(value: int | None) -> int | None:
@@ -73,8 +76,6 @@ def dump(
     redact_key: RedactKeyOption = None,
 ) -> None:
     """Decode segments and sidecar files, like kafka-dump-log --deep-iteration."""
-    from kafka_audit.io.storage import StorageSettings
-    from kafka_audit.io.storage_context import StorageContext
     from kafka_audit.report.dump import dump_file
     from kafka_audit.report.dump_checks import DumpOptions
     from kafka_audit.report.redact import Redactor
@@ -101,8 +102,7 @@ def dump(
     print_data = print_data or bool(chosen)
     redactor = Redactor(redact_key) if redact else None
 
-    with StorageContext(StorageSettings.of(with_rsm_key({}, rsm_key_file))) as storage:  # the key, if given
-        check_paths(files, storage)
+    with _storage_and_paths(files, rsm_key_file) as storage:  # the key, if given
         for path in files:
             if path.is_dir():
                 raise fail(f"{path}: is a directory; dump takes files")
@@ -117,3 +117,24 @@ def dump(
     # What DumpLogSegments says after the last file: index mismatches, non-consecutive offsets.
     for line in options.summaries.lines():
         print(escape_text(line), file=sys.stderr)  # file names in them are data: shown escaped
+
+
+def _storage_and_paths(files: list[Path], rsm_key_file: Path | None) -> StorageContext:
+    """The command's storage context, holding the ``--rsm-key-file`` key, with the FILEs checked
+    under it (exit 2 naming the cause)."""
+    from kafka_audit.api.request import RequestError
+    from kafka_audit.api.runner import check_paths, read_rsm_key
+    from kafka_audit.io.storage import RSM_KEY_OPTION, StorageSettings
+    from kafka_audit.io.storage_context import StorageContext
+
+    try:
+        key = {RSM_KEY_OPTION: read_rsm_key(str(rsm_key_file))} if rsm_key_file else {}
+    except RequestError as exc:
+        raise fail(str(exc)) from None
+    storage = StorageContext(StorageSettings.of(key))
+    try:
+        check_paths([str(f) for f in files], storage)
+    except RequestError as exc:
+        storage.close()
+        raise fail(str(exc)) from None
+    return storage

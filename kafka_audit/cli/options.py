@@ -1,9 +1,7 @@
-"""The parts every ``kafka-audit`` command shares (SPEC section 1): exit codes, the output
-formats, the one-line usage error, the parsers of option values, the PATH check, and the options
-of every command that audits PATHs (``scan``, ``producers`` and ``timeline`` take the same PATH,
-filter and engine options) as annotated parameter types: :data:`PathsArgument`,
-:data:`TopicOption`, :data:`PartitionOption`, :data:`EngineOption`, :data:`MasterOption`,
-:data:`ConfOption`, :data:`QuietOption`, :data:`StorageOption`.
+"""The parts every ``kafka-audit`` command shares (SPEC section 1): exit codes, the one-line
+usage error, the parsers of option values, and the Typer signature of every command that audits
+PATHs (:func:`command_signature`: ``scan``, ``producers``, ``timeline`` and ``report`` take the
+same PATH, filter and engine options, declared once in :data:`kafka_audit.api.options.OPTIONS`).
 
 Exit codes: 0 no finding at or above ``--fail-on``; 1 at least one; 2 a usage error, no segment
 under the paths, or a path that does not exist or cannot be read (one line on stderr). A closed
@@ -12,14 +10,16 @@ output pipe ends the command quietly with exit 0 (:class:`PipeGuard`).
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -29,34 +29,12 @@ from kafka_audit.engines.run import Engine
 from kafka_audit.errors import EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, KafkaAuditError  # noqa: F401
 
 if TYPE_CHECKING:
-    from kafka_audit.io.storage_context import StorageContext
+    from kafka_audit.api.options import Option
 
 # Epoch milliseconds: ASCII digits, at most a long's 19 (str.isdigit would take "²").
 _EPOCH_MS = re.compile(r"-?[0-9]{1,19}")
 # File names that are not UTF-8 reach reports as surrogate escapes; print them escaped.
 TEXT_ERRORS = "backslashreplace"
-
-
-class OutputFormat(str, Enum):
-    table = "table"
-    json = "json"
-    ndjson = "ndjson"
-    csv = "csv"
-    sarif = "sarif"
-    junit = "junit"
-    github = "github"
-    gitlab = "gitlab"
-
-
-# The formats only ``scan`` writes (SPEC section 3): CI tools read findings, not producer rows.
-CI_FORMATS = frozenset({OutputFormat.sarif, OutputFormat.junit, OutputFormat.github, OutputFormat.gitlab})
-
-
-class FailOn(str, Enum):
-    error = "error"
-    warning = "warning"
-    info = "info"
-    never = "never"
 
 
 class DumpFormat(str, Enum):
@@ -161,27 +139,6 @@ def parse_conf(pairs: list[str]) -> dict[str, str]:
     return conf
 
 
-def with_rsm_key(storage_options: dict, key_file: Path | None) -> dict:
-    """``storage_options`` with the ``--rsm-key-file`` key added (it travels with the tasks as they
-    do); exit 2 with one line naming the file, never its content, when it cannot be used."""
-    if key_file is None:
-        return storage_options
-    from kafka_audit.io.rsm_objects import EncryptedSegment, RsmKey
-    from kafka_audit.io.storage import RSM_KEY_OPTION
-
-    try:
-        key = RsmKey(key_file.read_bytes())
-    except OSError as exc:
-        raise fail(f"--rsm-key-file {key_file}: cannot read it ({exc.strerror or type(exc).__name__})") from None
-    try:
-        key.check()
-    except EncryptedSegment:
-        pass  # no cryptography package: each encrypted segment says so
-    except ValueError as exc:
-        raise fail(f"--rsm-key-file {key_file}: {exc}") from None
-    return {**storage_options, RSM_KEY_OPTION: key}
-
-
 def parse_storage_options(pairs: list[str]) -> dict:
     """``--storage-option KEY=VALUE`` pairs; ``true``/``false`` and JSON values are typed."""
     from kafka_audit.io.storage import parse_option_value
@@ -216,32 +173,8 @@ def spark_secret(engine: Engine, remote: str | None, secret_file: Path | None) -
         raise fail(str(exc)) from None
 
 
-def check_paths(paths: list[str] | list[Path], storage: StorageContext) -> None:
-    """Exit 2 naming the first PATH that cannot be scanned (asked under the command's
-    ``storage``): a local path that does not exist or cannot be read, a URI of an unsupported
-    scheme, a missing library, an unreachable store."""
-    from kafka_audit.io.storage import is_remote, local_path
+# -- the parameters of every command that audits PATHs (scan, producers, timeline, report) --------
 
-    for given in paths:
-        text = str(given)
-        try:
-            storage.check_path(text)
-        except OSError as exc:
-            raise fail(f"{text}: {exc.strerror or exc}") from None
-        if is_remote(text):
-            continue
-        path = Path(local_path(text))
-        if not os.path.lexists(path):
-            raise fail(f"{path}: no such file or directory")
-        if not os.path.exists(path):
-            raise fail(f"{path}: broken symbolic link")
-        if not os.access(path, os.R_OK) or (path.is_dir() and not os.access(path, os.X_OK)):
-            raise fail(f"{path}: permission denied")
-
-
-# -- the options of every command that audits PATHs (scan, producers, timeline) ----------------
-
-DEFAULT_MASTER = "local[*]"
 PathsArgument = Annotated[
     list[str],
     typer.Argument(
@@ -250,95 +183,46 @@ PathsArgument = Annotated[
         "file://, s3://, s3a://, gs://, abfs://, abfss://, hdfs:// URIs.",
     ),
 ]
-TopicOption = Annotated[list[str] | None, typer.Option("--topic", metavar="TOPIC", help="Audit only this topic (repeatable).")]
-PartitionOption = Annotated[
-    list[int] | None, typer.Option("--partition", metavar="N", help="Audit only this partition number (repeatable).")
-]
-EngineOption = Annotated[
-    Engine,
-    typer.Option(
-        "--engine",
-        metavar="ENGINE",
-        help="spark: the Spark job; local: the same audit in this process, no JVM "
-        "(quick answers on small local inputs).",
-    ),
-]
-MasterOption = Annotated[str, typer.Option("--master", help="Spark master URL.")]
-ConfOption = Annotated[list[str] | None, typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting KEY=VALUE (repeatable).")]
-QuietOption = Annotated[bool, typer.Option("--quiet", help="No progress display.")]
-ProducerIdOption = Annotated[
-    list[int] | None,
-    typer.Option("--producer-id", metavar="ID", help="Report only findings, producers and events of this producer id (repeatable)."),
-]
-SinceOption = Annotated[
-    str | None, typer.Option("--since", help="Report only what happened at or after T (batch timestamps; epoch ms or ISO-8601).")
-]
-UntilOption = Annotated[
-    str | None, typer.Option("--until", help="Report only what happened at or before T (batch timestamps; epoch ms or ISO-8601).")
-]
-StorageOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--storage-option",
-        metavar="KEY=VALUE",
-        help="Option KEY=VALUE of the URI's filesystem library (s3fs, gcsfs, adlfs, HDFS), e.g. "
-        "endpoint_url=URL or anon=true (repeatable).",
-    ),
-]
-RsmKeyFileOption = Annotated[
-    Path | None,
-    typer.Option("--rsm-key-file", help="Private key (PEM) that unwraps the data keys of encrypted tiered-storage "
-                 "segments; never printed or logged."),
-]
-def _positive_rate(value: float | None) -> float | None:
-    """``--max-read-rate``: a rate above zero (checked here, not by ``min=``, whose range typer
-    would print beside the metavar and so cut option names at 80 columns)."""
-    if value is not None and value <= 0:
-        raise typer.BadParameter("must be above 0 (MB/s)")
-    return value
 
 
-MaxReadRateOption = Annotated[
-    float | None,
-    typer.Option(
-        "--max-read-rate",
-        callback=_positive_rate,
-        metavar="MB/S",
-        help="Read local files no faster than this many MB/s (per reading process), to spare a live "
-        "broker's disk. Local files are always read at idle I/O priority, and the pages a read brought "
-        "into the page cache are dropped after it. Default: no cap.",
-    ),
-]
-BaselineOption = Annotated[
-    Path | None,
-    typer.Option("--baseline", help="Findings whose fingerprint this baseline lists are known: shown, "
-                 "marked baseline, never failing the gate."),
-]
-WriteBaselineOption = Annotated[
-    Path | None,
-    typer.Option("--write-baseline", help="Write the fingerprints of this scan's findings to FILE."),
-]
-SparkSecretOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--spark-secret-file",
-        help="File holding the shared secret of a Spark cluster: turns on Spark authentication, RPC "
-        "encryption and encryption of spill files (else the _SPARK_AUTH_SECRET environment variable). "
-        "Never printed or logged.",
-    ),
-]
-BrokerLogOption = Annotated[
-    list[Path] | None,
-    typer.Option("--broker-log", metavar="FILE", help="Broker server.log file (plain, rotated or .gz; a folder: its server.log* "
-                 "files) whose produce errors are explained against the log (repeatable)."),
-]
-RedactOption = Annotated[
-    bool,
-    typer.Option("--redact", help="Replace record keys, values and header values by their length and a keyed "
-                 "hash (BLAKE2b), so the evidence can be shared without the data."),
-]
-RedactKeyOption = Annotated[
-    str | None,
-    typer.Option("--redact-key", help="Key of --redact's hash (equal payloads hash alike across runs with the "
-                 "same key); default: a random key per run."),
-]
+def command_signature(command: str) -> inspect.Signature:
+    """The Typer signature of ``command``: its PATHs, then its options as the option table
+    (:data:`kafka_audit.api.options.OPTIONS`) declares them, in ``--help``'s order."""
+    from kafka_audit.api.options import command_options
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    return inspect.Signature([
+        inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=PathsArgument),
+        *(inspect.Parameter(o.name, keyword, annotation=Annotated[o.cli, _typer_option(o)], default=o.default)
+          for o in command_options(command)),
+    ], return_annotation=None)
+
+
+def option_annotation(name: str) -> Any:
+    """The Typer annotation of the option table's ``name`` (``dump`` takes ``report``'s
+    ``--rsm-key-file``, ``--redact`` and ``--redact-key``)."""
+    from kafka_audit.api.options import command_options
+
+    option = next(o for o in command_options("report") if o.name == name)
+    return Annotated[option.cli, _typer_option(option)]
+
+
+def _typer_option(option: Option) -> Any:
+    return typer.Option(option.flag, metavar=option.metavar, min=option.minimum, help=option.help,
+                        callback=_checked(option) if option.check or option.choices else None)
+
+
+def _checked(option: Option) -> Callable[[object], object]:
+    """The option's checks as Typer's callback: its ``choices`` asked when the command line is
+    parsed (refused as Typer refuses a value of an enum), its ``check``'s message a bad parameter
+    (without ``min=``'s range in ``--help``)."""
+
+    def callback(value: object) -> object:
+        message = option.check(value) if option.check is not None else None
+        if option.choices is not None and value not in (choices := option.choices()):
+            message = f"Value error, {value!r} is not one of {', '.join(map(repr, choices))}."
+        if message:
+            raise typer.BadParameter(message)
+        return value
+
+    return callback

@@ -3,18 +3,22 @@
 into place when complete, where the target is a regular file or absent. A target that is
 something else (``/dev/stdout``, a FIFO, a device) is written in place, as it cannot be replaced.
 A write error (full disk, I/O error) is one exit-2 line naming the file, and the temporary file
-is removed."""
+is removed. :class:`OutputSink`: where the reports' writers put them."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import TextIO
+
+import typer
+from rich.console import Console
 
 from kafka_audit.cli.options import TEXT_ERRORS, fail
 
@@ -116,3 +120,36 @@ def write_text(path: Path, text: str, option: str = "--output") -> None:
     """``text`` written to ``path`` whole or not at all."""
     with output_text(path, option) as handle:
         handle.write(text)
+
+
+class OutputSink:
+    """Where a command's report goes (:class:`kafka_audit.report.formats.Sink`): stdout, or
+    ``output`` written whole or not at all."""
+
+    def __init__(self, output: Path | None) -> None:
+        self.output = output
+
+    def text(self, text: str) -> None:
+        if text and not text.endswith("\n"):
+            text += "\n"
+        if self.output:
+            write_text(self.output, text)
+        else:
+            sys.stdout.write(text)
+
+    @contextmanager
+    def console(self, force_terminal: bool | None = None) -> Iterator[Console]:
+        if not self.output:
+            yield Console()
+            return
+        with output_text(self.output) as handle:
+            yield Console(file=handle, width=160, force_terminal=force_terminal)
+
+    def file(self) -> AbstractContextManager[Path]:
+        assert self.output is not None  # a command that writes a file gives it its default
+        return atomic_path(self.output, "--output")
+
+    def wrote(self, details: str) -> None:
+        from kafka_audit.report.safe_text import escape_text
+
+        typer.echo(f"kafka-audit: wrote {escape_text(str(self.output))} {details}", err=True)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from rich import box
@@ -13,8 +15,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from kafka_audit.audit.results import ScanResult
 from kafka_audit.report.safe_text import csv_cell, dumps, escape_text
 from kafka_audit.report.scan_report import DEFAULT_TABLE_LIMIT, summary_panel
+from kafka_audit.report.views import ReportFilter, event_rows, timeline
 from kafka_audit.report.wording import plural
 from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.findings import iso_time
@@ -197,3 +201,31 @@ def _closing(console: Console, total: int, limit: int, noun: str) -> None:
 def _more(console: Console, total: int, limit: int, what: str) -> None:
     if total > limit:
         console.print(Text(f"... and {total - limit:,} more {what} not shown (use --format json)", style="dim"))
+
+
+def _producer_rows(result: ScanResult, keep: ReportFilter) -> list[dict[str, Any]]:
+    """One row per (topic, partition, producer id), already filtered by ``keep``."""
+    return result.producers
+
+
+def _event_rows(result: ScanResult, keep: ReportFilter) -> list[dict[str, Any]]:
+    """The events in time order, each with its producer's transactional id."""
+    names = {f.producer_id: f.transactional_id for f in result.findings if f.transactional_id}
+    names.update({row["producer_id"]: row["transactional_id"] for row in result.producers if row["transactional_id"]})
+    return event_rows(timeline(result, keep), names)
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A view of the scan: its rows, their key in JSON, their CSV columns, their table."""
+
+    rows: Callable[[ScanResult, ReportFilter], list[dict[str, Any]]]
+    key: str
+    fields: tuple[str, ...]
+    render: Callable[[dict[str, Any], list[dict[str, Any]], Console], None]
+
+
+VIEWS = {
+    "producers": View(_producer_rows, "producers", PRODUCER_FIELDS, render_producers),
+    "timeline": View(_event_rows, "events", EVENT_FIELDS, render_timeline),
+}

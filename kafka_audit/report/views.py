@@ -121,7 +121,7 @@ def timeline(result: ScanResult, keep: ReportFilter) -> list[Event]:
     return events
 
 
-def event_rows(events: list[Event], transactional_ids: dict[int, str]) -> list[dict[str, Any]]:
+def event_rows(events: list[Event], transactional_ids: dict[int | None, str]) -> list[dict[str, Any]]:
     """Events as dicts in the SPEC field order, each with its producer's transactional id."""
     rows = []
     for event in events:
