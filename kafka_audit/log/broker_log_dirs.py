@@ -22,6 +22,9 @@ from kafka_audit.log.discovery import BrokerReplica, Discovery, PartitionDir
 
 _LOG_DIR_FILES = (META_PROPERTIES, *OFFSET_CHECKPOINTS)
 
+# A checkpoint file's offsets by (topic, partition).
+Offsets = dict[tuple[str, int], int]
+
 
 def is_broker_log_dir(fs: Tree, folder: str) -> bool:
     """``folder`` holds ``meta.properties`` or a log dir's offset checkpoint file."""
@@ -30,7 +33,7 @@ def is_broker_log_dir(fs: Tree, folder: str) -> bool:
 
 def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
     """Set ``PartitionDir.broker`` on every local partition folder found (tiered copies have no broker)."""
-    log_dirs: dict[str, tuple[int | None, str, dict, dict]] = {}
+    log_dirs: dict[str, tuple[int | None, str, Offsets, Offsets]] = {}
     for partition in discovery.partitions:
         fs = trees.get(partition.path)
         if fs is None or partition.remote:
@@ -51,7 +54,7 @@ def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
         )
 
 
-def _read_log_dir(fs: Tree, log_dir: str) -> tuple[int | None, str, dict, dict]:
+def _read_log_dir(fs: Tree, log_dir: str) -> tuple[int | None, str, Offsets, Offsets]:
     """(node id, cluster id, high watermarks, cleaner offsets) of a log dir."""
     properties = {p.key: p.value for p in read_properties(fs.join(log_dir, META_PROPERTIES)).entries}
     node = properties.get("node.id", properties.get("broker.id", ""))
@@ -61,7 +64,7 @@ def _read_log_dir(fs: Tree, log_dir: str) -> tuple[int | None, str, dict, dict]:
     )
 
 
-def _offsets(fs: Tree, log_dir: str, name: str) -> dict[tuple[str, int], int]:
+def _offsets(fs: Tree, log_dir: str, name: str) -> Offsets:
     path = fs.join(log_dir, name)
     if not fs.isfile(path):
         return {}

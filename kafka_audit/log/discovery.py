@@ -6,6 +6,7 @@ segments that cannot be read, and the notes, gathered in one :class:`Discovery`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_audit.log.log_names import (
     LIVE,
@@ -147,7 +148,7 @@ class Discovery:
     filtered_segments: int = 0
     filtered_topics: set[str] = field(default_factory=set)
     # ``--storage-option`` settings of the URIs' filesystems; they travel with the tasks.
-    storage_options: dict = field(default_factory=dict, repr=False)
+    storage_options: dict[str, Any] = field(default_factory=dict, repr=False)
     # What ``__remote_log_metadata`` says of the remote segments, when it is among the paths.
     remote_log: RemoteLogState | None = None
     # (requests, bytes fetched) that listing an object store cost (SPEC section 3).

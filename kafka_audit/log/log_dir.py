@@ -28,9 +28,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
+from typing import Any
 
 from kafka_audit.io import rsm_objects, storage
-from kafka_audit.io.listing import LocalTree, Tree, tree
+from kafka_audit.io.listing import LocalTree, RemoteStat, Tree, tree
 from kafka_audit.log.broker_log_dirs import is_broker_log_dir, label_replicas
 from kafka_audit.log.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -71,7 +72,7 @@ def discover(
     paths: Iterable[str],
     topics: Iterable[str] | None = None,
     partitions: Iterable[int] | None = None,
-    storage_options: dict | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Discovery:
     """Find every partition folder and segment under ``paths`` (local paths or URIs), restricted
     to ``topics`` / ``partitions`` when given."""
@@ -428,5 +429,5 @@ class _Walker:
         return offsets
 
 
-def _mtime_ms(info) -> int | None:
+def _mtime_ms(info: os.stat_result | RemoteStat) -> int | None:
     return None if info.st_mtime_ns is None else info.st_mtime_ns // 1_000_000

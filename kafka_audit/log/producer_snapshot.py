@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import crc32c
 
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
+from kafka_audit.record.problem import Problem
 
 SNAPSHOT_VERSION = 1
 _HEADER = struct.Struct(">hI")
@@ -45,7 +46,7 @@ class ProducerSnapshot:
     path: str
     offset: int | None
     entries: list[ProducerSnapshotEntry]
-    problems: list
+    problems: list[Problem]
     valid: bool
 
 

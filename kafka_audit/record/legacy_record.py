@@ -14,6 +14,7 @@ import struct
 import zlib
 from dataclasses import dataclass, field, replace
 
+from kafka_audit.record.byte_stream import Buffer
 from kafka_audit.record.compression import DecompressionError, TooLarge, compress, decompress
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import (
@@ -60,7 +61,7 @@ class LegacyMessage:
     value_span: tuple[int, int] | None
 
 
-def parse_message(buf, pos: int, end: int) -> LegacyMessage | str:
+def parse_message(buf: Buffer, pos: int, end: int) -> LegacyMessage | str:
     """Parse the message starting at ``pos`` (its offset field) in ``buf[:end]``.
 
     Returns the message, or a sentence saying why its framing is unreadable. The caller has
@@ -92,7 +93,7 @@ def parse_message(buf, pos: int, end: int) -> LegacyMessage | str:
     return LegacyMessage(offset, size, crc, crc_valid, magic, attributes, timestamp, key_span, value_span)
 
 
-def _read_bytes(buf, cursor: int, limit: int) -> tuple[tuple[int, int] | None | str, int]:
+def _read_bytes(buf: Buffer, cursor: int, limit: int) -> tuple[tuple[int, int] | None | str, int]:
     """A length-prefixed (i32, -1 = null) byte field within ``limit``; a str says what is wrong."""
     if cursor + 4 > limit:
         return "length runs past the end of the message", cursor
@@ -140,7 +141,7 @@ class LegacyRecords:
 # Over 60 lines: AbstractLegacyRecordBatch's iterator cases (wrapper, inner set, v0/v1 offsets) in
 # the order Kafka checks them, each answering with its own problem.
 def decode_legacy_batch(
-    buf, batch: RecordBatch, with_data: bool, max_decompressed: int, bound: int | None = None
+    buf: Buffer, batch: RecordBatch, with_data: bool, max_decompressed: int, bound: int | None = None
 ) -> LegacyRecords:
     """Decode the records of a top-level v0/v1 message.
 
@@ -225,7 +226,7 @@ def decode_legacy_batch(
     return LegacyRecords(records, problems, replace(batch, base_offset=records[0].offset, record_count=len(records)))
 
 
-def _record(buf, message: LegacyMessage, index: int, offset: int, with_data: bool) -> Record:
+def _record(buf: Buffer, message: LegacyMessage, index: int, offset: int, with_data: bool) -> Record:
     key_size = -1 if message.key_span is None else message.key_span[1] - message.key_span[0]
     value_size = -1 if message.value_span is None else message.value_span[1] - message.value_span[0]
     key = value = None

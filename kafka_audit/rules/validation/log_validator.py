@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS
 from kafka_audit.record.record_batch import (
@@ -87,7 +88,7 @@ class Violation:
     message: str
     record_index: int | None = None
     offset: int | None = None
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     spec: Check | None = None
 
@@ -99,7 +100,7 @@ def validate_records(
     topic_partition: str,
     config: ValidationConfig,
     reference_time: int | None,
-    omitted: Counter | None = None,
+    omitted: Counter[str] | None = None,
     keep: int = 0,
 ) -> list[Violation]:
     """LogValidator's per-record rules: each record gets at most one violation, the first rule
@@ -131,7 +132,7 @@ def validate_records(
     create_time = batch.timestamp_type == TimestampType.CREATE_TIME
     offsets_spec = UNCOMPRESSED_OFFSET_DELTAS if batch.magic == MAGIC_VALUE_V2 and batch.codec == CompressionType.NONE else None
     previous_stored: int | None = None
-    listed: Counter = Counter()
+    listed: Counter[str] = Counter()
     for record in records:
         violation = _record_rule_violation(
             batch, record, topic_partition, config, reference_time,
