@@ -138,8 +138,6 @@ class LegacyRecords:
     batch: RecordBatch | None = None
 
 
-# Over 60 lines: AbstractLegacyRecordBatch's iterator cases (wrapper, inner set, v0/v1 offsets) in
-# the order Kafka checks them, each answering with its own problem.
 def decode_legacy_batch(
     buf: Buffer, batch: RecordBatch, with_data: bool, max_decompressed: int, bound: int | None = None
 ) -> LegacyRecords:
@@ -175,6 +173,18 @@ def decode_legacy_batch(
         problems.append(Problem("decompression_failed", position, str(exc), details={"codec": batch.compression}))
         return LegacyRecords([], problems, batch)
 
+    inner_messages = _inner_messages(inner, position, problems)
+    if not inner_messages:
+        if not problems:
+            problems.append(Problem("decompression_failed", position, "Compressed message set holds no message"))
+        return LegacyRecords([], problems, batch)
+    records = _inner_records(inner, inner_messages, message, batch, with_data, problems)
+    return LegacyRecords(records, problems, replace(batch, base_offset=records[0].offset, record_count=len(records)))
+
+
+def _inner_messages(inner: bytes, position: int, problems: list[Problem]) -> list[LegacyMessage]:
+    """A wrapper's inner message set (decompressed), read up to the first message whose framing
+    breaks (its problem added to ``problems``), as AbstractLegacyRecordBatch's iterator stops."""
     inner_messages: list[LegacyMessage] = []
     pos = 0
     end = len(inner)
@@ -195,14 +205,22 @@ def decode_legacy_batch(
             break
         inner_messages.append(parsed)
         pos += LOG_OVERHEAD + size
+    return inner_messages
 
-    if not inner_messages:
-        if not problems:
-            problems.append(Problem("decompression_failed", position, "Compressed message set holds no message"))
-        return LegacyRecords([], problems, batch)
 
+def _inner_records(
+    inner: bytes,
+    inner_messages: list[LegacyMessage],
+    wrapper: LegacyMessage,
+    batch: RecordBatch,
+    with_data: bool,
+    problems: list[Problem],
+) -> list[Record]:
+    """The records of a wrapper's inner messages at their absolute offsets (v1: ``wrapperOffset -
+    lastInnerRelativeOffset + innerOffset``, v0: as stored), a LOG_APPEND_TIME v1 wrapper's
+    timestamp on each; an inner message with a bad CRC adds its ``crc_mismatch`` to ``problems``."""
     if batch.magic == MAGIC_VALUE_V1:
-        absolute_base = message.offset - inner_messages[-1].offset
+        absolute_base = wrapper.offset - inner_messages[-1].offset
     else:
         absolute_base = 0
     log_append_time = batch.magic == MAGIC_VALUE_V1 and bool(batch.attributes & TIMESTAMP_TYPE_MASK)
@@ -211,19 +229,19 @@ def decode_legacy_batch(
         offset = absolute_base + inner_message.offset
         record = _record(inner, inner_message, index, offset, with_data)
         if log_append_time:
-            record.timestamp = message.timestamp
+            record.timestamp = wrapper.timestamp
         records.append(record)
         if not inner_message.crc_valid:
             problems.append(
                 Problem(
                     "crc_mismatch",
-                    position,
+                    batch.position,
                     f"Record is corrupt (stored crc = {inner_message.crc}) in inner message {index}",
                     record_index=index,
                     offset=offset,
                 )
             )
-    return LegacyRecords(records, problems, replace(batch, base_offset=records[0].offset, record_count=len(records)))
+    return records
 
 
 def _record(buf: Buffer, message: LegacyMessage, index: int, offset: int, with_data: bool) -> Record:
