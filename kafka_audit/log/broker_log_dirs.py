@@ -23,6 +23,9 @@ from kafka_audit.log.discovery import BrokerReplica, Discovery, PartitionDir
 
 _LOG_DIR_FILES = (META_PROPERTIES, *OFFSET_CHECKPOINTS)
 
+# A checkpoint file's offsets by (topic, partition).
+Offsets = dict[tuple[str, int], int]
+
 
 def is_broker_log_dir(fs: Tree, folder: str) -> bool:
     """``folder`` holds ``meta.properties`` or a log dir's offset checkpoint file."""
@@ -31,7 +34,7 @@ def is_broker_log_dir(fs: Tree, folder: str) -> bool:
 
 def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
     """Set ``PartitionDir.broker`` on every local partition folder found (tiered copies have no broker)."""
-    log_dirs: dict[str, tuple[int | None, str, dict, dict]] = {}
+    log_dirs: dict[str, tuple[int | None, str, Offsets, Offsets]] = {}
     for partition in discovery.partitions:
         fs = trees.get(partition.path)
         if fs is None or partition.remote:
@@ -56,7 +59,7 @@ def label_replicas(discovery: Discovery, trees: dict[str, Tree]) -> None:
 _MAX_INT_CHARS = 11
 
 
-def _read_log_dir(fs: Tree, log_dir: str, storage: StorageContext) -> tuple[int | None, str, dict, dict]:
+def _read_log_dir(fs: Tree, log_dir: str, storage: StorageContext) -> tuple[int | None, str, Offsets, Offsets]:
     """(node id, cluster id, high watermarks, cleaner offsets) of a log dir."""
     properties = {p.key: p.value for p in read_properties(fs.join(log_dir, META_PROPERTIES), storage).entries}
     node = properties.get("node.id", properties.get("broker.id", ""))
@@ -66,7 +69,7 @@ def _read_log_dir(fs: Tree, log_dir: str, storage: StorageContext) -> tuple[int 
     )
 
 
-def _offsets(fs: Tree, log_dir: str, name: str, storage: StorageContext) -> dict[tuple[str, int], int]:
+def _offsets(fs: Tree, log_dir: str, name: str, storage: StorageContext) -> Offsets:
     path = fs.join(log_dir, name)
     if not fs.isfile(path):
         return {}

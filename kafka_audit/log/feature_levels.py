@@ -13,10 +13,10 @@ nothing here: a log dir without metadata gets the 3.x rules either way.
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from kafka_audit.io.listing import tree
 from kafka_audit.io.storage import is_remote
@@ -140,7 +140,7 @@ def _names(folder: str, storage: StorageContext) -> list[str]:
         return []
 
 
-def _candidate_batches(buf, end: int) -> list[int]:
+def _candidate_batches(buf: bytes | bytearray | mmap.mmap, end: int) -> list[int]:
     """Positions of the batches that may hold a FeatureLevelRecord: those whose bytes hold a
     feature name read here (found by one byte search of the file) and the compressed ones (not
     searchable), reached by hopping from batch header to batch header (12 bytes each, as
@@ -161,7 +161,7 @@ def _candidate_batches(buf, end: int) -> list[int]:
     return positions
 
 
-def _find_all(buf, end: int, needle: bytes) -> list[int]:
+def _find_all(buf: bytes | bytearray | mmap.mmap, end: int, needle: bytes) -> list[int]:
     found, at = [], buf.find(needle, 0, end)
     while at >= 0:
         found.append(at)
@@ -196,7 +196,7 @@ def _apply(levels: dict[str, int], paths: Iterable[str], start: int, storage: St
 
 
 @contextmanager
-def _opened(path: str, storage: StorageContext) -> Iterator[Any]:
+def _opened(path: str, storage: StorageContext) -> Iterator[bytes | bytearray | mmap.mmap]:
     """A file's bytes: a local file read into a map (FileRecords), an object read whole."""
     if is_remote(path):
         yield storage.read_bytes(path, _MAX_FILE_BYTES)

@@ -30,7 +30,7 @@ import stat
 from collections.abc import Iterable
 
 from kafka_audit.io import rsm_objects
-from kafka_audit.io.listing import LocalTree, Tree, tree
+from kafka_audit.io.listing import LocalTree, RemoteStat, Tree, tree
 from kafka_audit.io.storage import check_scheme, is_remote, local_path
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.broker_log_dirs import is_broker_log_dir, label_replicas
@@ -268,31 +268,15 @@ class _Walker:
         snapshot = name.endswith(".snapshot")
         display = self._display(path, root)
         if state is None and not snapshot:
-            stem = rsm_objects.stem_of(path) if name.endswith(rsm_objects.MANIFEST) else None
-            if stem is not None and not self.fs.isfile(stem + rsm_objects.LOG):
-                # The plugin uploads the .log first and the manifest last: a manifest alone is
-                # a segment whose data is gone (never a silent skip).
-                self.cannot_read(display, "its .log object is missing (only its manifest was found)", folder,
-                                 parse_base_offset(name))
-            elif explicit:
-                kind = "sidecar file" if self._is_sidecar(name) else "file"
-                self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
-            elif self._in_partition_folder(folder) and not self._is_sidecar(name):
-                self.skip(display, "not a Kafka segment or sidecar file", folder)
-            elif parse_base_offset(name) is not None and parse_partition_dir(self.fs.basename(folder)):
-                # A segment's index: its folder is a partition even if no .log is left in it
-                # (found_partitions.orphan_sidecars: missing_segment, never silent).
-                self._partition(folder, root)
+            self._add_other_file(folder, name, path, root, explicit, display)
             return
         base_offset = parse_base_offset(name)
         if base_offset is None:
             # SPEC 1: a file that is not a segment is skipped; any ``*.log`` (a broker's own
             # server.log included) is reported wherever it lies. A segment named with 20 digits
             # above Long.MAX_VALUE is one a broker cannot load: it is not read, so not skipped.
-            if state is not None and overflows_long(name):
-                self.cannot_read(display, _OVERFLOW_REASON, folder)
-            elif state is not None:
-                self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
+            if state is not None:
+                self._unnamed_log(folder, name, display)
             return
         real = self.fs.realpath(path)
         if real in self.seen_files:
@@ -303,16 +287,8 @@ class _Walker:
                 self.filtered_segments += 1
             return
         self.seen_files.add(real)
-        if snapshot and is_tiered_name(name):
-            # RemoteLogManager copies the producer snapshot taken at the *next* segment's base
-            # offset (LogSegmentData.producerSnapshotIndex) under this segment's start offset.
-            self.note(
-                f"{display}: tiered-storage producer snapshot, named by its segment's start offset but "
-                f"holding the producer state at the segment's end: not compared with the replay"
-            )
-            return
         if snapshot:
-            partition.snapshots.append(SnapshotFile(path, display, base_offset))
+            self._add_snapshot(partition, name, path, display, base_offset)
             return
         if rsm_objects.is_segment_log(path):
             try:
@@ -342,6 +318,45 @@ class _Walker:
                 file_id=info.st_ino if isinstance(info.st_ino, int) and info.st_ino < 1 << 63 else 0,
             )
         )
+
+    def _add_snapshot(self, partition: PartitionDir, name: str, path: str, display: str, base_offset: int) -> None:
+        """A producer snapshot of the partition; a tiered one is only noted: RemoteLogManager
+        copies the snapshot taken at the *next* segment's base offset
+        (LogSegmentData.producerSnapshotIndex) under this segment's start offset."""
+        if is_tiered_name(name):
+            self.note(
+                f"{display}: tiered-storage producer snapshot, named by its segment's start offset but "
+                f"holding the producer state at the segment's end: not compared with the replay"
+            )
+        else:
+            partition.snapshots.append(SnapshotFile(path, display, base_offset))
+
+    def _add_other_file(self, folder: str, name: str, path: str, root: str, explicit: bool, display: str) -> None:
+        """A file that is neither a segment nor a snapshot: a tiered segment's lone manifest, a
+        file named on the command line, a stray file in a partition folder, or an index."""
+        stem = rsm_objects.stem_of(path) if name.endswith(rsm_objects.MANIFEST) else None
+        if stem is not None and not self.fs.isfile(stem + rsm_objects.LOG):
+            # The plugin uploads the .log first and the manifest last: a manifest alone is
+            # a segment whose data is gone (never a silent skip).
+            self.cannot_read(display, "its .log object is missing (only its manifest was found)", folder,
+                             parse_base_offset(name))
+        elif explicit:
+            kind = "sidecar file" if self._is_sidecar(name) else "file"
+            self.skip(display, f"a {kind}, not a Kafka segment (.log)", folder)
+        elif self._in_partition_folder(folder) and not self._is_sidecar(name):
+            self.skip(display, "not a Kafka segment or sidecar file", folder)
+        elif parse_base_offset(name) is not None and parse_partition_dir(self.fs.basename(folder)):
+            # A segment's index: its folder is a partition even if no .log is left in it
+            # (found_partitions.orphan_sidecars: missing_segment, never silent).
+            self._partition(folder, root)
+
+    def _unnamed_log(self, folder: str, name: str, display: str) -> None:
+        """A ``*.log`` whose name is not a segment's base offset: one above Long.MAX_VALUE cannot
+        be read (a broker cannot load it), any other is skipped."""
+        if overflows_long(name):
+            self.cannot_read(display, _OVERFLOW_REASON, folder)
+        else:
+            self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
 
     def _in_partition_folder(self, folder: str) -> bool:
         return parse_partition_dir(self.fs.basename(folder)) is not None and not self._is_log_dir(self.fs.realpath(folder))
@@ -432,5 +447,5 @@ class _Walker:
         return offsets
 
 
-def _mtime_ms(info) -> int | None:
+def _mtime_ms(info: os.stat_result | RemoteStat) -> int | None:
     return None if info.st_mtime_ns is None else info.st_mtime_ns // 1_000_000

@@ -19,6 +19,7 @@ import crc32c
 from kafka_audit.check_ids import CheckId
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
+from kafka_audit.record.problem import Problem
 
 SNAPSHOT_VERSION = 1
 _HEADER = struct.Struct(">hI")
@@ -47,7 +48,7 @@ class ProducerSnapshot:
     path: str
     offset: int | None
     entries: list[ProducerSnapshotEntry]
-    problems: list
+    problems: list[Problem]
     valid: bool
 
 

@@ -29,7 +29,7 @@ class SidecarEntries:
     preallocated_bytes: int = 0
     path: str | None = None
 
-    def add_problem(self, check: str, position: int | None, message: str, details: dict | None = None) -> None:
+    def add_problem(self, check: str, position: int | None, message: str, details: dict[str, Any] | None = None) -> None:
         """A problem at a byte ``position`` of the file; None (the file could not be read) is 0."""
         self.problems.append(Problem(check, position if position is not None else 0, message, details=details or {}))
 
@@ -45,7 +45,7 @@ def parse_index(
     name: str,
     max_entries: int | None,
     relative_offset_field: int,
-    make: Callable[[list[tuple]], list[Any]],
+    make: Callable[[list[tuple[int, ...]]], list[Any]],
 ) -> SidecarEntries:
     """The entries of an ``.index`` / ``.timeindex`` file (``AbstractIndex``): fixed-size
     ``entry`` records, read until the preallocated tail begins, and at most ``max_entries`` of

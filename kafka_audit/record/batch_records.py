@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafka_audit.check_ids import CheckId
-from kafka_audit.record.byte_stream import MAX_LISTED_RECORDS, STREAM_BOUND
+from kafka_audit.record.byte_stream import MAX_LISTED_RECORDS, STREAM_BOUND, Buffer, ReadRange
 from kafka_audit.record.compression import DecompressionError, TooLarge, decompress
-from kafka_audit.record.default_record import decode_records
+from kafka_audit.record.default_record import DecodedRecords, decode_records
 from kafka_audit.record.legacy_record import (
     decode_legacy_batch,
 )
@@ -26,7 +26,7 @@ from kafka_audit.record.record_batch import (
     Record,
     RecordBatch,
 )
-from kafka_audit.record.streamed_batch import ReadRange, streamed_legacy, streamed_v2
+from kafka_audit.record.streamed_batch import streamed_legacy, streamed_v2
 
 # Decompression-bomb cap: a batch may inflate to 64 times its size on disk, and always to 64 MiB.
 _MIN_DECOMPRESSED_CAP = 64 * 1024 * 1024
@@ -52,7 +52,7 @@ class BatchRecords:
     problems: list[Problem] = field(default_factory=list)
     batch: RecordBatch | None = None
     # Problems of a check met beyond those listed (a streamed batch lists a bounded number).
-    omitted: Counter = field(default_factory=Counter)
+    omitted: Counter[str] = field(default_factory=Counter)
 
     @property
     def count(self) -> int:
@@ -60,7 +60,7 @@ class BatchRecords:
         return len(self.records)
 
 
-def v2_records_data(buf, batch: RecordBatch):
+def v2_records_data(buf: Buffer, batch: RecordBatch) -> bytes | memoryview:
     """A v2 batch's records in one buffer, decompressed (in place when uncompressed); raises
     :class:`DecompressionError` as :func:`read_batch_records` reports it, and :class:`TooLarge`
     for a batch to be read as a stream (larger than :data:`STREAM_BOUND`, on disk or inflated)."""
@@ -80,7 +80,7 @@ def _streamed(batch: RecordBatch) -> bool:
 
 
 def read_batch_records(
-    buf, batch: RecordBatch, with_data: bool = True, read_range: ReadRange | None = None
+    buf: Buffer, batch: RecordBatch, with_data: bool = True, read_range: ReadRange | None = None
 ) -> BatchRecords:
     """Decode a batch's records on demand (DefaultRecordBatch / AbstractLegacyRecordBatch iterator).
 
@@ -111,40 +111,37 @@ def read_batch_records(
         streamed = streamed_v2(buf, batch, with_data, cap, _reader(buf, read_range))
         return BatchRecords(streamed.records, streamed.problems, None, streamed.omitted)
     except DecompressionError as exc:
-        return BatchRecords(
-            [],
-            [
-                Problem(
-                    CheckId.DECOMPRESSION_FAILED,
-                    batch.position,
-                    str(exc),
-                    offset=batch.base_offset,
-                    details={"codec": batch.compression},
-                )
-            ],
-        )
-    if not batch.codec:
-        data = bytes(data)
+        return BatchRecords([], [_decompression_failed(batch, exc)])
+    # The records in place are copied out of the buffer; decompressed, bytes() is the same object.
+    data = bytes(data)
     log_append_time = batch.max_timestamp if batch.attributes & TIMESTAMP_TYPE_MASK else None
     decoded = decode_records(
         data, batch.base_offset, batch.base_timestamp, batch.record_count or 0, log_append_time, with_data
     )
-    problems = []
-    if decoded.error is not None:
-        problems.append(
-            Problem(
-                CheckId.NON_MONOTONIC_OFFSETS,
-                batch.position,
-                decoded.error,
-                record_index=decoded.error_index,
-                offset=batch.base_offset + (decoded.error_index or 0),
-                details={"record_count": batch.record_count, "records_read": len(decoded.records)},
-            )
-        )
-    return BatchRecords(decoded.records, problems)
+    if decoded.error is None:
+        return BatchRecords(decoded.records, [])
+    return BatchRecords(decoded.records, [_undecodable(batch, decoded.error, decoded)])
 
 
-def _reader(buf, read_range: ReadRange | None) -> ReadRange:
+def _decompression_failed(batch: RecordBatch, exc: DecompressionError) -> Problem:
+    """An unknown codec, or a payload that does not decompress within its bound."""
+    return Problem(CheckId.DECOMPRESSION_FAILED, batch.position, str(exc), offset=batch.base_offset, details={"codec": batch.compression})
+
+
+def _undecodable(batch: RecordBatch, error: str, decoded: DecodedRecords) -> Problem:
+    """``non_monotonic_offsets``: a record that cannot be read, or a record count the records
+    present disagree with (DefaultRecord.readFrom, DefaultRecordBatch's iterator)."""
+    return Problem(
+        CheckId.NON_MONOTONIC_OFFSETS,
+        batch.position,
+        error,
+        record_index=decoded.error_index,
+        offset=batch.base_offset + (decoded.error_index or 0),
+        details={"record_count": batch.record_count, "records_read": len(decoded.records)},
+    )
+
+
+def _reader(buf: Buffer, read_range: ReadRange | None) -> ReadRange:
     """Ranged reads of the file (or of ``buf`` when the caller has no other way to its bytes)."""
     if read_range is not None:
         return read_range

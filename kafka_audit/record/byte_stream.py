@@ -10,9 +10,15 @@ disk, or whose payload inflates past it, is CRC-checked, inflated and walked in 
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable, Iterable, Iterator
 
 from kafka_audit.errors import KafkaAuditError
+
+# The buffers a batch is read from: a segment's map or bytes, a slice of them.
+Buffer = bytes | bytearray | memoryview | mmap.mmap
+# ``read_range(start, stop)``: ``[start, stop)`` of a file by one ranged read.
+ReadRange = Callable[[int, int], bytes]
 
 # A batch (on disk or inflated) up to this size is read in one buffer; beyond it, as a stream.
 STREAM_BOUND = 8 * 1024 * 1024
@@ -22,7 +28,7 @@ PIECE_BYTES = 1024 * 1024
 MAX_LISTED_RECORDS = 100_000
 
 
-def ranged_pieces(read_range: Callable[[int, int], bytes], start: int, stop: int) -> Iterator[bytes]:
+def ranged_pieces(read_range: ReadRange, start: int, stop: int) -> Iterator[bytes]:
     """``[start, stop)`` of a file by ranged reads of at most :data:`PIECE_BYTES`; a read that
     comes back short (the file shrank) ends the pieces early, and the reader meets the end."""
     at = start
@@ -34,7 +40,7 @@ def ranged_pieces(read_range: Callable[[int, int], bytes], start: int, stop: int
         at += len(piece)
 
 
-def buffer_pieces(buf, start: int, stop: int) -> Iterator[memoryview]:
+def buffer_pieces(buf: Buffer, start: int, stop: int) -> Iterator[memoryview]:
     """``buf[start:stop]`` of a buffer already in memory, as views of at most :data:`PIECE_BYTES`."""
     view = memoryview(buf)
     for at in range(start, stop, PIECE_BYTES):

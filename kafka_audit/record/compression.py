@@ -29,7 +29,7 @@ from collections.abc import Iterable, Iterator
 import cramjam
 import zstandard
 
-from kafka_audit.record.byte_stream import PIECE_BYTES, ByteStream, StreamEnded
+from kafka_audit.record.byte_stream import PIECE_BYTES, Buffer, ByteStream, StreamEnded
 from kafka_audit.record.codec_errors import DecompressionError, TooLarge, failed, too_large
 from kafka_audit.record.lz4_frame import compress_lz4, decompress_lz4, decompress_lz4_stream
 from kafka_audit.record.record_batch import MAGIC_VALUE_V0, MAGIC_VALUE_V2, CompressionType
@@ -49,7 +49,7 @@ _GZIP_LEVEL = 6
 _ZSTD_LEVEL = 3
 
 
-def decompress(codec: int, data, magic: int, max_size: int) -> bytes:
+def decompress(codec: int, data: Buffer, magic: int, max_size: int) -> bytes:
     """Decompress one batch payload (v2 records, or a v0/v1 wrapper's inner message set).
 
     Raises :class:`DecompressionError` with a sentence in Kafka's spirit

@@ -12,8 +12,8 @@ past the end of the file, bytes that end inside a header) the walk reports the p
 stops, as Kafka's log recovery truncates there. A batch whose framing holds but whose CRC or
 magic is wrong is reported and skipped by its size, so the batches after it are still audited.
 
-(Slightly over the house's 400 lines: the walk, its framing problems and the file they read
-stay together, as Kafka keeps ``FileRecords`` and ``FileLogInputStream`` side by side.)
+The problems the walk reports, and the zero tail of a preallocated segment, are in
+:mod:`kafka_audit.record.walk_problems`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from kafka_audit.io.local_file import LocalFile
 from kafka_audit.io.storage import is_remote, local_path
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
-from kafka_audit.record.byte_stream import STREAM_BOUND, stream_checksum
+from kafka_audit.record.byte_stream import STREAM_BOUND, Buffer, ReadRange, stream_checksum
 from kafka_audit.record.legacy_record import (
     LegacyMessage,
     batch_from_message,
@@ -51,6 +51,15 @@ from kafka_audit.record.record_batch import (
     RecordBatch,
 )
 from kafka_audit.record.stream_legacy import read_message_header
+from kafka_audit.record.walk_problems import (
+    already_loaded,
+    crc_message,
+    is_zero,
+    tail_problem,
+    too_small,
+    torn_by_zeros,
+    unread_problem,
+)
 
 _OFFSET_SIZE = struct.Struct(">qi")
 
@@ -63,7 +72,7 @@ _MAX_CONSECUTIVE_FRAMING_PROBLEMS = 2
 # Over 60 lines on purpose: the hot walk over batch headers (FileLogInputStream.nextBatch), its
 # framing cases inline; bench/run.py's batch-level walk measures it against the read+CRC limit.
 def iter_batches(
-    buf,
+    buf: Buffer,
     start: int = 0,
     stop: int | None = None,
     end: int | None = None,
@@ -92,14 +101,14 @@ def iter_batches(
             need(pos, pos + min(remaining, V2_RECORD_BATCH_OVERHEAD))
         if remaining < LOG_OVERHEAD + 5:
             # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
-            tail = _tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd, need=need)
+            tail = tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd, need=need)
             if tail is not None:
                 yield tail
             return
         base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
         magic = buf[pos + 16]
         if size < LEGACY_RECORD_OVERHEAD_V0:
-            tail = _tail_problem(
+            tail = tail_problem(
                 buf,
                 pos,
                 end,
@@ -114,7 +123,7 @@ def iter_batches(
                 yield tail
             return
         if size > remaining - LOG_OVERHEAD:
-            tail = _tail_problem(
+            tail = tail_problem(
                 buf,
                 pos,
                 end,
@@ -142,39 +151,39 @@ def iter_batches(
             )
             framing_problems += 1
             if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
-                yield _unread_problem(pos + entry_size, end)
+                yield unread_problem(pos + entry_size, end)
                 return
             pos += entry_size
             continue
         if magic == MAGIC_VALUE_V2:
             if size < V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
-                yield _too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
+                yield too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
                 return
             batch = _v2_batch(buf, pos, size) if not large else _large_batch(buf, pos, size, read_range)
         else:
             overhead = record_overhead(magic)
             if size < overhead:
-                yield _too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
+                yield too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
                 return
             message = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
             if isinstance(message, str):
                 yield Problem(CheckId.INVALID_BATCH_SIZE, pos, message, offset=base_offset, details={"size": size})
                 framing_problems += 1
                 if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
-                    yield _unread_problem(pos + entry_size, end)
+                    yield unread_problem(pos + entry_size, end)
                     return
                 pos += entry_size
                 continue
             batch = batch_from_message(message, pos)
         framing_problems = 0
         if not batch.crc_valid:
-            if pos + entry_size < end and _is_zero(buf, pos + entry_size, end, fd, need or _loaded):
-                yield _torn_by_zeros(batch, end)
+            if pos + entry_size < end and is_zero(buf, pos + entry_size, end, fd, need or already_loaded):
+                yield torn_by_zeros(batch, end)
                 return
             yield Problem(
                 CheckId.CRC_MISMATCH,
                 pos,
-                _crc_message(buf, batch, read_range if large else None),
+                crc_message(buf, batch, read_range if large else None),
                 offset=batch.base_offset,
                 details={"stored_crc": batch.stored_crc},
             )
@@ -182,9 +191,11 @@ def iter_batches(
         pos += entry_size
 
 
-def _large_batch(buf, pos: int, size: int, read_range) -> RecordBatch:
+def _large_batch(buf: Buffer, pos: int, size: int, read_range: ReadRange | None) -> RecordBatch:
     """:func:`_v2_batch` of a batch too large for one buffer: its header from ``buf``, its CRC
-    by ranged reads (``read_range``), never the whole batch in memory."""
+    by ranged reads (``read_range``: given, as the walk's ``large`` says), never the whole batch
+    in memory."""
+    assert read_range is not None
     header = bytes(memoryview(buf)[pos : pos + V2_RECORD_BATCH_OVERHEAD])
     batch = _v2_batch(header, 0, V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
     batch.position, batch.size = pos, LOG_OVERHEAD + size
@@ -193,9 +204,10 @@ def _large_batch(buf, pos: int, size: int, read_range) -> RecordBatch:
     return batch
 
 
-def _large_message(read_range, pos: int, entry_size: int) -> LegacyMessage | str:
-    """parse_message of a v0/v1 message too large for one buffer: its fields by ranged reads, its
-    CRC-32 (magic..end) as a stream."""
+def _large_message(read_range: ReadRange | None, pos: int, entry_size: int) -> LegacyMessage | str:
+    """parse_message of a v0/v1 message too large for one buffer: its fields by ranged reads
+    (``read_range``: given, as the walk's ``large`` says), its CRC-32 (magic..end) as a stream."""
+    assert read_range is not None
     message = read_message_header(read_range, pos, pos + entry_size)
     if not isinstance(message, str):
         crc = stream_checksum(read_range, pos + LOG_OVERHEAD + 4, pos + entry_size, zlib.crc32)
@@ -203,7 +215,7 @@ def _large_message(read_range, pos: int, entry_size: int) -> LegacyMessage | str
     return message
 
 
-def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
+def _v2_batch(buf: Buffer, pos: int, size: int) -> RecordBatch:
     (
         base_offset,
         _,
@@ -243,135 +255,11 @@ def _v2_batch(buf, pos: int, size: int) -> RecordBatch:
     )
 
 
-def _crc_message(buf, batch: RecordBatch, read_range=None) -> str:
-    """DefaultRecordBatch.ensureValid / LegacyRecord.ensureValid wording (a large batch's CRC
-    computed again by ranged reads)."""
-    start = batch.position + (V2_ATTRIBUTES_OFFSET if batch.magic == MAGIC_VALUE_V2 else LOG_OVERHEAD + 4)
-    update = crc32c.crc32c if batch.magic == MAGIC_VALUE_V2 else zlib.crc32
-    if read_range is not None:
-        computed = stream_checksum(read_range, start, batch.position + batch.size, update)
-    else:
-        computed = update(memoryview(buf)[start : batch.position + batch.size])
-    return f"Record is corrupt (stored crc = {batch.stored_crc}, computed crc = {computed})"
-
-
-def _too_small(pos: int, base_offset: int, size: int, overhead: int) -> Problem:
-    return Problem(
-        CheckId.INVALID_BATCH_SIZE,
-        pos,
-        f"Record batch is corrupt (the size {size + LOG_OVERHEAD} is smaller than the minimum "
-        f"allowed overhead {overhead})",
-        offset=base_offset,
-        details={"size": size},
-    )
-
-
-def _loaded(start: int, stop: int) -> None:
-    """The ``need`` of a buffer that holds the whole file (a memory map, bytes)."""
-
-
-def _is_zero(
-    buf, start: int, end: int, fd: int | None = None, need: Callable[[int, int], None] = _loaded
-) -> bool:
-    """Whether ``buf[start:end]`` is all zero bytes.
-
-    A preallocated segment (``preallocate=true``, or a sparse copy) can be a gigabyte of holes:
-    with ``fd`` the holes are skipped with ``lseek(SEEK_DATA/SEEK_HOLE)`` without being read,
-    and the data regions are compared a chunk at a time, each chunk's pages dropped from the
-    resident set once compared (as :meth:`FileRecords._release` does for walked batches).
-    """
-    view = memoryview(buf)
-    chunk = 1 << 20
-    zeros = bytes(min(chunk, max(0, end - start)))
-    releasable = isinstance(buf, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED")
-    at = start
-    while at < end:
-        region_end = end
-        if fd is not None and hasattr(os, "SEEK_DATA"):
-            try:
-                data = os.lseek(fd, at, os.SEEK_DATA)
-            except OSError:
-                return True  # ENXIO: no data at or after ``at``, a hole to the end of the file
-            if data >= end:
-                return True
-            at = data
-            try:
-                region_end = min(end, os.lseek(fd, at, os.SEEK_HOLE))
-            except OSError:
-                region_end = end
-            region_end = max(region_end, min(end, at + 1))
-        while at < region_end:
-            upto = min(at + chunk, region_end)
-            need(at, upto)
-            part = view[at:upto]
-            same = part == zeros[: len(part)]
-            if releasable and same:
-                # Only pages of zeros: in a RangeBuffer's anonymous map they read back as zeros.
-                _drop_pages(buf, at, upto)
-            if not same:
-                return False
-            at = upto
-    return True
-
-
-def _drop_pages(buf: mmap.mmap, start: int, stop: int) -> None:
-    """madvise(MADV_DONTNEED) the whole pages inside ``[start, stop)`` of a read-only map."""
-    page = mmap.PAGESIZE
-    first = -(-start // page) * page
-    length = (stop // page) * page - first
-    if length > 0:
-        buf.madvise(mmap.MADV_DONTNEED, first, length)
-
-
-def _tail_problem(
-    buf,
-    pos: int,
-    end: int,
-    message: str,
-    check: str = CheckId.TRUNCATED_BATCH,
-    details: dict | None = None,
-    offset: int | None = None,
-    fd: int | None = None,
-    need: Callable[[int, int], None] | None = None,
-) -> Problem | None:
-    """A problem that ends the walk; None for a tail of zeros: preallocated bytes after the last
-    batch are not data (FileRecords.open with preallocate, SPEC incomplete_tail)."""
-    details = dict(details or {})
-    if _is_zero(buf, pos, end, fd, need or _loaded):
-        return None
-    details["unread_bytes"] = end - pos
-    return Problem(check, pos, message, offset=offset, details=details, incomplete=check == CheckId.TRUNCATED_BATCH)
-
-
-def _torn_by_zeros(batch: RecordBatch, end: int) -> Problem:
-    """The last batch of a preallocated file, cut off mid-write: it fails its CRC and only zeros
-    follow it (SPEC incomplete_tail)."""
-    after = batch.position + batch.size
-    return Problem(
-        CheckId.TRUNCATED_BATCH,
-        batch.position,
-        f"The batch at offset {batch.base_offset} fails its CRC and only {end - after} zero bytes follow it "
-        f"(a write cut off in a preallocated segment)",
-        offset=batch.base_offset,
-        details={"size": batch.size - LOG_OVERHEAD, "stored_crc": batch.stored_crc, "unread_bytes": end - batch.position},
-        incomplete=True,
-    )
-
-
-def _unread_problem(pos: int, end: int) -> Problem:
-    return Problem(
-        CheckId.TRUNCATED_BATCH,
-        pos,
-        f"Stopped after repeated framing errors: {end - pos} bytes at the end of the file are not audited",
-        details={"unread_bytes": end - pos},
-    )
-
-
 def split_points(
-    buf,
+    buf: Buffer,
     end: int,
     every: int,
-    need: Callable[[int, int], None] = _loaded,
+    need: Callable[[int, int], None] = already_loaded,
     passed: Callable[[int], None] | None = None,
 ) -> list[int]:
     """Batch start positions about ``every`` bytes apart, for splitting one file into ranges.
@@ -449,10 +337,10 @@ class FileRecords:
             self._file.close()
 
     @property
-    def buffer(self):
+    def buffer(self) -> mmap.mmap | bytearray | bytes:
         return self._map
 
-    def loaded(self):
+    def loaded(self) -> mmap.mmap | bytearray | bytes:
         """The whole file in :attr:`buffer` (a reader that searches all of it)."""
         self._ranges.walk(0, None)
         self._ranges.need(0, self.size)

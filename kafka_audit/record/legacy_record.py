@@ -15,6 +15,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.check_ids import CheckId
+from kafka_audit.record.byte_stream import Buffer
 from kafka_audit.record.compression import DecompressionError, TooLarge, compress, decompress
 from kafka_audit.record.problem import Problem
 from kafka_audit.record.record_batch import (
@@ -61,7 +62,7 @@ class LegacyMessage:
     value_span: tuple[int, int] | None
 
 
-def parse_message(buf, pos: int, end: int) -> LegacyMessage | str:
+def parse_message(buf: Buffer, pos: int, end: int) -> LegacyMessage | str:
     """Parse the message starting at ``pos`` (its offset field) in ``buf[:end]``.
 
     Returns the message, or a sentence saying why its framing is unreadable. The caller has
@@ -93,7 +94,7 @@ def parse_message(buf, pos: int, end: int) -> LegacyMessage | str:
     return LegacyMessage(offset, size, crc, crc_valid, magic, attributes, timestamp, key_span, value_span)
 
 
-def _read_bytes(buf, cursor: int, limit: int) -> tuple[tuple[int, int] | None | str, int]:
+def _read_bytes(buf: Buffer, cursor: int, limit: int) -> tuple[tuple[int, int] | None | str, int]:
     """A length-prefixed (i32, -1 = null) byte field within ``limit``; a str says what is wrong."""
     if cursor + 4 > limit:
         return "length runs past the end of the message", cursor
@@ -138,10 +139,8 @@ class LegacyRecords:
     batch: RecordBatch | None = None
 
 
-# Over 60 lines: AbstractLegacyRecordBatch's iterator cases (wrapper, inner set, v0/v1 offsets) in
-# the order Kafka checks them, each answering with its own problem.
 def decode_legacy_batch(
-    buf, batch: RecordBatch, with_data: bool, max_decompressed: int, bound: int | None = None
+    buf: Buffer, batch: RecordBatch, with_data: bool, max_decompressed: int, bound: int | None = None
 ) -> LegacyRecords:
     """Decode the records of a top-level v0/v1 message.
 
@@ -175,6 +174,18 @@ def decode_legacy_batch(
         problems.append(Problem(CheckId.DECOMPRESSION_FAILED, position, str(exc), details={"codec": batch.compression}))
         return LegacyRecords([], problems, batch)
 
+    inner_messages = _inner_messages(inner, position, problems)
+    if not inner_messages:
+        if not problems:
+            problems.append(Problem(CheckId.DECOMPRESSION_FAILED, position, "Compressed message set holds no message"))
+        return LegacyRecords([], problems, batch)
+    records = _inner_records(inner, inner_messages, message, batch, with_data, problems)
+    return LegacyRecords(records, problems, replace(batch, base_offset=records[0].offset, record_count=len(records)))
+
+
+def _inner_messages(inner: bytes, position: int, problems: list[Problem]) -> list[LegacyMessage]:
+    """A wrapper's inner message set (decompressed), read up to the first message whose framing
+    breaks (its problem added to ``problems``), as AbstractLegacyRecordBatch's iterator stops."""
     inner_messages: list[LegacyMessage] = []
     pos = 0
     end = len(inner)
@@ -195,35 +206,43 @@ def decode_legacy_batch(
             break
         inner_messages.append(parsed)
         pos += LOG_OVERHEAD + size
+    return inner_messages
 
-    if not inner_messages:
-        if not problems:
-            problems.append(Problem(CheckId.DECOMPRESSION_FAILED, position, "Compressed message set holds no message"))
-        return LegacyRecords([], problems, batch)
 
-    absolute_base = message.offset - inner_messages[-1].offset if batch.magic == MAGIC_VALUE_V1 else 0
+def _inner_records(
+    inner: bytes,
+    inner_messages: list[LegacyMessage],
+    wrapper: LegacyMessage,
+    batch: RecordBatch,
+    with_data: bool,
+    problems: list[Problem],
+) -> list[Record]:
+    """The records of a wrapper's inner messages at their absolute offsets (v1: ``wrapperOffset -
+    lastInnerRelativeOffset + innerOffset``, v0: as stored), a LOG_APPEND_TIME v1 wrapper's
+    timestamp on each; an inner message with a bad CRC adds its ``crc_mismatch`` to ``problems``."""
+    absolute_base = wrapper.offset - inner_messages[-1].offset if batch.magic == MAGIC_VALUE_V1 else 0
     log_append_time = batch.magic == MAGIC_VALUE_V1 and bool(batch.attributes & TIMESTAMP_TYPE_MASK)
     records = []
     for index, inner_message in enumerate(inner_messages):
         offset = absolute_base + inner_message.offset
         record = _record(inner, inner_message, index, offset, with_data)
         if log_append_time:
-            record.timestamp = message.timestamp
+            record.timestamp = wrapper.timestamp
         records.append(record)
         if not inner_message.crc_valid:
             problems.append(
                 Problem(
                     CheckId.CRC_MISMATCH,
-                    position,
+                    batch.position,
                     f"Record is corrupt (stored crc = {inner_message.crc}) in inner message {index}",
                     record_index=index,
                     offset=offset,
                 )
             )
-    return LegacyRecords(records, problems, replace(batch, base_offset=records[0].offset, record_count=len(records)))
+    return records
 
 
-def _record(buf, message: LegacyMessage, index: int, offset: int, with_data: bool) -> Record:
+def _record(buf: Buffer, message: LegacyMessage, index: int, offset: int, with_data: bool) -> Record:
     key_size = -1 if message.key_span is None else message.key_span[1] - message.key_span[0]
     value_size = -1 if message.value_span is None else message.value_span[1] - message.value_span[0]
     key = value = None

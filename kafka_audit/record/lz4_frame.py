@@ -287,7 +287,7 @@ def _inflate_block(item: tuple[int, bytes, int | None], header: bytes, history: 
         raise failed(CompressionType.LZ4, exc) from None
 
 
-def _content_checksum(stream: ByteStream, content, check: bool) -> None:
+def _content_checksum(stream: ByteStream, content: xxhash.xxh32 | None, check: bool) -> None:
     """The frame's content checksum: present (always), and equal to the output's (``check``)."""
     if content is None:
         return

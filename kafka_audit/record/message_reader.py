@@ -36,9 +36,11 @@ class MessageReader:
         self.pos = pos
         self.flexible = flexible
 
-    def _fixed(self, layout: struct.Struct) -> Any:
+    def _fixed(self, layout: struct.Struct) -> int:
+        """An integer field (:meth:`float64` reads the one float layout)."""
         if self.pos + layout.size > len(self.data):
             raise MalformedMessage(f"ends at byte {len(self.data)} inside a {layout.size}-byte field at {self.pos}")
+        value: int
         (value,) = layout.unpack_from(self.data, self.pos)
         self.pos += layout.size
         return value
@@ -59,7 +61,12 @@ class MessageReader:
         return self._fixed(_I64)
 
     def float64(self) -> float:
-        return self._fixed(_F64)
+        if self.pos + _F64.size > len(self.data):
+            raise MalformedMessage(f"ends at byte {len(self.data)} inside a {_F64.size}-byte field at {self.pos}")
+        value: float
+        (value,) = _F64.unpack_from(self.data, self.pos)
+        self.pos += _F64.size
+        return value
 
     def boolean(self) -> bool:
         return self.int8() != 0

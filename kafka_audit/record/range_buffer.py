@@ -62,7 +62,7 @@ class RangeBuffer:
         private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
         self.buffer: mmap.mmap | bytearray = mmap.mmap(-1, self.size, flags=private) if self.size else bytearray()
         self._pool: ThreadPoolExecutor | None = None
-        self._queue: deque[tuple[int, int, Future]] = deque()
+        self._queue: deque[tuple[int, int, Future[None]]] = deque()
         self._low = self._high = 0  # [low, high) is loaded
         self._limit = self.size  # read ahead no further than this
 

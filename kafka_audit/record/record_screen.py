@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafka_audit.record.batch_records import max_decompressed_size, v2_records_data
-from kafka_audit.record.byte_stream import STREAM_BOUND
+from kafka_audit.record.byte_stream import STREAM_BOUND, Buffer
 from kafka_audit.record.compression import DecompressionError
 from kafka_audit.record.default_record import decode_records
 from kafka_audit.record.lz4_frame import LZ4_BLOCK_INTO
@@ -59,18 +59,21 @@ class RecordScreen:
     max_timestamp: int | None = None
 
 
-def screen_records(data, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
+def screen_records(data: bytes | memoryview, base_timestamp: int, record_count: int, screen: RecordScreen) -> bool:
     """True when the v2 records in ``data`` (decompressed) are well-formed and all pass
     ``screen``: ``record_count`` records read as ``decode_records`` reads them, no byte left
     over. False means "look closer", never "wrong" (always False without the compiled screen)."""
     if _compiled_records is None:
         return False
-    return _compiled_records(
+    passed: bool = _compiled_records(
         data, base_timestamp, record_count, screen.require_key, screen.min_timestamp, screen.max_timestamp
     )
+    return passed
 
 
-def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: bool | int = False):
+def screen_payload(
+    buf: Buffer, batch: RecordBatch, screen: RecordScreen, want_record: bool | int = False
+) -> bool | tuple[bytes | None, bytes | None]:
     """Whether a v2 batch's records, decompressed as :func:`v2_records_data` decompresses them,
     pass ``screen``: the segment step's quick path, one call per batch. With ``want_record``, a
     batch of one record that passes answers its ``(key, value)`` instead of True (a control
@@ -81,7 +84,7 @@ def screen_payload(buf, batch: RecordBatch, screen: RecordScreen, want_record: b
     batch in full."""
     if _compiled_payload is None or batch.size > STREAM_BOUND:
         return False
-    passed = _compiled_payload(
+    passed: bool | tuple[bytes | None, bytes | None] | None = _compiled_payload(
         buf, batch, screen, min(max_decompressed_size(batch), STREAM_BOUND), want_record, LZ4_BLOCK_INTO,
         ZSTD_DECOMPRESSOR,
     )

@@ -59,7 +59,7 @@ class InnerSet:
     first_offset: int = 0
     last_offset: int = 0
     problems: list[Problem] = field(default_factory=list)
-    omitted: Counter = field(default_factory=Counter)
+    omitted: Counter[str] = field(default_factory=Counter)
     bad_crcs: list[tuple[int, int, int]] = field(default_factory=list)  # (index, stored offset, stored crc)
 
     def crc_problems(self, position: int, absolute_base: int) -> list[Problem]:

@@ -9,11 +9,11 @@ sentences) are those of :func:`kafka_audit.record.batch_records.read_batch_recor
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from kafka_audit.check_ids import CheckId
-from kafka_audit.record.byte_stream import STREAM_BOUND, ranged_pieces
+from kafka_audit.record.byte_stream import STREAM_BOUND, Buffer, ReadRange, ranged_pieces
 from kafka_audit.record.compression import DecompressionError, decompress_stream
 from kafka_audit.record.legacy_record import LegacyMessage, parse_message
 from kafka_audit.record.problem import Problem
@@ -29,8 +29,6 @@ from kafka_audit.record.record_batch import (
 from kafka_audit.record.stream_legacy import StreamedLegacy, read_message_header, scan_inner_set
 from kafka_audit.record.stream_records import DATA_PREFIX, StreamedRecords
 
-ReadRange = Callable[[int, int], bytes]
-
 
 @dataclass(slots=True)
 class Streamed:
@@ -39,7 +37,7 @@ class Streamed:
     records: Sequence[Record]
     problems: list[Problem] = field(default_factory=list)
     batch: RecordBatch | None = None
-    omitted: Counter = field(default_factory=Counter)
+    omitted: Counter[str] = field(default_factory=Counter)
 
 
 def _failed(batch: RecordBatch, exc: DecompressionError, with_offset: bool) -> Streamed:
@@ -49,7 +47,7 @@ def _failed(batch: RecordBatch, exc: DecompressionError, with_offset: bool) -> S
     )], batch if not with_offset else None)
 
 
-def streamed_v2(buf, batch: RecordBatch, with_data: bool, cap: int, read: ReadRange) -> Streamed:
+def streamed_v2(buf: Buffer, batch: RecordBatch, with_data: bool, cap: int, read: ReadRange) -> Streamed:
     """A v2 batch's records from a stream of its payload, inflated up to ``cap`` bytes."""
     start, stop = batch.position + V2_RECORD_BATCH_OVERHEAD, batch.position + batch.size
 
@@ -78,7 +76,7 @@ def streamed_v2(buf, batch: RecordBatch, with_data: bool, cap: int, read: ReadRa
     return Streamed(records, problems)
 
 
-def message_of(buf, batch: RecordBatch, read: ReadRange, large: bool) -> LegacyMessage | str:
+def message_of(buf: Buffer, batch: RecordBatch, read: ReadRange, large: bool) -> LegacyMessage | str:
     """The top-level v0/v1 message of ``batch``: parsed in place, or from ranged reads when large."""
     end = batch.position + batch.size
     if large:
@@ -86,7 +84,7 @@ def message_of(buf, batch: RecordBatch, read: ReadRange, large: bool) -> LegacyM
     return parse_message(buf, batch.position, end)
 
 
-def streamed_legacy(buf, batch: RecordBatch, with_data: bool, cap: int, read: ReadRange) -> Streamed:
+def streamed_legacy(buf: Buffer, batch: RecordBatch, with_data: bool, cap: int, read: ReadRange) -> Streamed:
     """A v0/v1 message's records from a stream: a lone message's key and value as prefixes, a
     wrapper's inner set inflated in pieces up to ``cap`` bytes and walked twice (count, records)."""
     message = message_of(buf, batch, read, batch.size > STREAM_BOUND)

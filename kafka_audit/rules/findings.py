@@ -8,10 +8,36 @@ from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import datetime, timezone
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
-from kafka_audit.record.record_batch import MAGIC_VALUE_V2, NO_TIMESTAMP, RecordBatch
+from kafka_audit.record.record_batch import MAGIC_VALUE_V2, NO_TIMESTAMP
 from kafka_audit.rules.catalogue import CHECKS, ERRORS, Check, Severity
+
+
+class BatchFields(Protocol):
+    """What a finding reads of its batch (:func:`make_finding`): a decoded
+    :class:`~kafka_audit.record.record_batch.RecordBatch`, a
+    :class:`~kafka_audit.rules.batch_summary.BatchSummary`, or the replay's
+    :class:`~kafka_audit.rules.replay.transactions.Anchor` for a state read from a snapshot."""
+
+    @property
+    def position(self) -> int | None: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def magic(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int | None: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def size(self) -> int | None: ...
 
 
 @dataclass(slots=True)
@@ -51,7 +77,7 @@ class Finding:
         return data
 
     @property
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[str, int, int, str, str, int, int]:
         """SPEC section 3: findings are ordered by topic, partition, offset, check."""
         return (
             self.topic or "",
@@ -86,7 +112,7 @@ def make_finding(
     segment: str | None = None,
     position: int | None = None,
     offset: int | None = None,
-    batch: RecordBatch | None = None,
+    batch: BatchFields | None = None,
     record_index: int | None = None,
     details: dict[str, Any] | None = None,
     timestamp: int | None = None,

@@ -23,8 +23,11 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Any
 
 from kafka_audit.check_ids import CheckId
+from kafka_audit.log.offset_index import OffsetPosition
+from kafka_audit.log.time_index import TimestampOffset
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding
 
@@ -38,13 +41,13 @@ class _IndexFindings:
     """The ``index_mismatch`` findings of one index file: the first :data:`MAX_FINDINGS_PER_INDEX`
     listed, the rest counted in one last finding."""
 
-    def __init__(self, where: dict, index_path: str) -> None:
+    def __init__(self, where: dict[str, Any], index_path: str) -> None:
         self.where = where
         self.index_path = index_path
         self.found: list[Finding] = []
         self.more = 0
 
-    def add(self, message: str, details: dict, **fields) -> None:
+    def add(self, message: str, details: dict[str, int], **fields: Any) -> None:
         if len(self.found) >= MAX_FINDINGS_PER_INDEX:
             self.more += 1
             return
@@ -98,7 +101,7 @@ class SegmentBatches:
 
 
 def verify_offset_index(
-    entries: list, log: SegmentBatches, where: dict, index_path: str
+    entries: list[OffsetPosition], log: SegmentBatches, where: dict[str, Any], index_path: str
 ) -> list[Finding]:
     """``entries`` have ``offset`` (absolute) and ``position``; ``where`` names topic/partition/segment."""
     found = _IndexFindings(where, index_path)
@@ -137,7 +140,7 @@ def verify_offset_index(
     return found.close()
 
 
-def verify_time_index(entries: list, log: SegmentBatches, where: dict, index_path: str) -> list[Finding]:
+def verify_time_index(entries: list[TimestampOffset], log: SegmentBatches, where: dict[str, Any], index_path: str) -> list[Finding]:
     """``entries`` have ``timestamp`` and ``offset`` (absolute)."""
     found = _IndexFindings(where, index_path)
     previous = None

@@ -12,6 +12,8 @@ show): then the finding is info.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kafka_audit.log.checkpoints import LOG_START_OFFSET_CHECKPOINT as LOG_START
 from kafka_audit.log.checkpoints import RECOVERY_POINT_CHECKPOINT as RECOVERY_POINT
 from kafka_audit.rules.catalogue import MISSING_SEGMENT_LIVE, CheckId
@@ -65,7 +67,7 @@ def checkpoint_findings(
 
 
 def _checkpoint_finding(
-    topic: str, partition: int, checkpoint: str, offset: int, live: bool, what: str, extra: dict
+    topic: str, partition: int, checkpoint: str, offset: int, live: bool, what: str, extra: dict[str, Any]
 ) -> Finding:
     copy = " (the checkpoint was written after the newest segment: a copy of a running broker)" if live else ""
     return make_finding(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from kafka_audit.log.remote_log_metadata import COPY_FINISHED, COPY_STARTED, DELETE_STARTED, RemoteSegmentState
 from kafka_audit.rules.catalogue import CheckId
@@ -35,7 +36,7 @@ class RemoteObject:
     has_txn_index: bool | None
 
 
-def _finding(check: CheckId, state: RemoteSegmentState, message: str, segment: str | None = None, **details) -> Finding:
+def _finding(check: CheckId, state: RemoteSegmentState, message: str, segment: str | None = None, **details: Any) -> Finding:
     return make_finding(
         check,
         message,

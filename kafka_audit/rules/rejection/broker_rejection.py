@@ -114,14 +114,20 @@ class BrokerRejections:
             result.append((line, self._state(line, batches, markers, partition_last)))
         return result
 
-    def _state(self, line, batches, markers, partition_last) -> StateAtTime:
+    def _state(
+        self,
+        line: BrokerLogLine,
+        batches: dict[int, ProducerAppend],
+        markers: dict[int, ProducerAppend],
+        partition_last: ProducerAppend | None,
+    ) -> StateAtTime:
         producer_id, source, candidates = line.producer_id, "log line" if line.producer_id is not None else None, []
         if producer_id is None:
             candidates = _candidates(line, batches, markers)
             if len(candidates) == 1:
                 producer_id, source = candidates[0], "only candidate"
         batch = batches.get(producer_id) if producer_id is not None else None
-        epoch_start = self._epoch_starts.get((producer_id, batch.epoch)) if batch else None
+        epoch_start = self._epoch_starts.get((producer_id, batch.epoch)) if batch and producer_id is not None else None
         return StateAtTime(
             time=line.time,
             producer_id=producer_id,
@@ -203,7 +209,7 @@ def _merge(into: dict[int, ProducerAppend], bucket: dict[int, ProducerAppend]) -
             into[producer_id] = append
 
 
-def _candidates(line: BrokerLogLine, batches: dict, markers: dict) -> list[int]:
+def _candidates(line: BrokerLogLine, batches: dict[int, ProducerAppend], markers: dict[int, ProducerAppend]) -> list[int]:
     """Producers a message without a producer id may be about, most recent first. A new-epoch
     sequence error (ProducerAppendInfo.checkSequence) comes from a producer whose epoch was below
     the request's; a fencing error (checkProducerEpoch) from one whose epoch was the broker's."""

@@ -7,9 +7,10 @@ Read by the rejection matcher (:mod:`.broker_rejection`) and its explanation (:m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 from kafka_audit.io.broker_log_lines import BrokerLogLine
+from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import iso_time
 
@@ -38,7 +39,7 @@ class ProducerAppend:
         )
 
     @classmethod
-    def of_snapshot_entry(cls, entry) -> ProducerAppend:
+    def of_snapshot_entry(cls, entry: ProducerSnapshotEntry) -> ProducerAppend:
         """A snapshot entry with last offset -1 holds only an epoch (a producer known from a
         marker): it stands as a marker."""
         base_sequence = entry.last_sequence - entry.offset_delta if entry.last_sequence >= 0 else entry.last_sequence
@@ -48,7 +49,7 @@ class ProducerAppend:
             entry.current_txn_first_offset >= 0, marker=entry.last_offset < 0, from_snapshot=True,
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "producer_epoch": self.epoch,
             "base_sequence": self.base_sequence,
@@ -134,7 +135,7 @@ class StateAtTime:
             return False, None, None
         return self.retention.deleted(self.last_batch.last_offset)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         deleted, deleted_time, removed_by = self.deleted()
         return {
             "producer_id": self.producer_id,

@@ -46,6 +46,7 @@ from typing import Any, NamedTuple
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.record.record_batch import ControlRecordType
+from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.replay.replay_output import ReplayOutput
 from kafka_audit.rules.replay.transaction_version import RULE_4X, TV_2, TransactionVersions
@@ -60,7 +61,7 @@ _LAST_EPOCH = 32767  # Short.MAX_VALUE: the epoch of the end marker that exhaust
 class _Held(NamedTuple):
     """An ABORT marker's bump waiting for the producer's next batch."""
 
-    batch: Any
+    batch: BatchSummary
     previous: int
     aborted: OpenTxn | None
     tv2: bool
@@ -79,7 +80,7 @@ class EpochBumps:
         # the re-initialisation that follows.
         self._timed_out: set[int] = set()
 
-    def data_bump(self, batch: Any, previous: int) -> None:
+    def data_bump(self, batch: BatchSummary, previous: int) -> None:
         pid = batch.producer_id
         held = self._pending.pop(pid, None)
         if held is not None and held.tv2:
@@ -102,7 +103,7 @@ class EpochBumps:
             return
         self._report(batch, previous, None, FENCED if batch.is_transactional else IDEMPOTENT_BUMP)
 
-    def _new_instance(self, batch: Any) -> bool | None:
+    def _new_instance(self, batch: BatchSummary) -> bool | None:
         """Whether a TV2 producer's data at a higher epoch is a new instance's (InitProducerId:
         ``__transaction_state`` holds an Empty record at that epoch), or only the epoch its
         transactions in other partitions ended at (every end bumps it; the markers go only to
@@ -112,7 +113,7 @@ class EpochBumps:
             return None
         return batch.producer_epoch in facts.init_epochs
 
-    def marker_bump(self, batch: Any, previous: int, txn: OpenTxn | None) -> None:
+    def marker_bump(self, batch: BatchSummary, previous: int, txn: OpenTxn | None) -> None:
         self.next_batch(batch)
         pid = batch.producer_id
         abort = batch.control_type == ControlRecordType.ABORT
@@ -131,7 +132,7 @@ class EpochBumps:
         else:
             self._report(batch, previous, None, TRANSACTION_END)
 
-    def next_batch(self, batch: Any) -> None:
+    def next_batch(self, batch: BatchSummary) -> None:
         """A batch of the producer that keeps its epoch: an ABORT's bump was a transaction end."""
         if not self._pending:
             return
@@ -159,7 +160,7 @@ class EpochBumps:
         else:
             self._report(held.batch, held.previous, held.aborted, TRANSACTION_END)
 
-    def _end_reason(self, batch: Any) -> str:
+    def _end_reason(self, batch: BatchSummary) -> str:
         """A TV2 transaction end; at the last epoch (Short.MAX_VALUE) the transactional id goes on
         under ``NextProducerId`` at epoch 0 (``TransactionMetadata.prepareAbortOrCommit`` /
         ``prepareComplete``; ``TransactionMetadataTest.testEpochBumpOnEndTxnOverflow``)."""
@@ -171,7 +172,7 @@ class EpochBumps:
             f"{facts.next_producer_id} at epoch 0"
         )
 
-    def _timeout(self, batch: Any, txn: OpenTxn) -> dict[str, Any] | None:
+    def _timeout(self, batch: BatchSummary, txn: OpenTxn) -> dict[str, Any] | None:
         """The timing of a TV2 ABORT when its transaction had outlived the transaction timeout:
         from ``__transaction_state``'s PrepareAbort record at the marker's epoch when scanned (the
         transaction's start in every partition, the time the coordinator decided), else from the
@@ -190,7 +191,7 @@ class EpochBumps:
             "timing_from": "__transaction_state" if timing is not None else "log",
         }
 
-    def _message(self, batch: Any, previous: int, aborted: OpenTxn | None, reason: str) -> str:
+    def _message(self, batch: BatchSummary, previous: int, aborted: OpenTxn | None, reason: str) -> str:
         message = (
             f"Epoch of producer {batch.producer_id} rose from {previous} to {batch.producer_epoch} at offset "
             f"{batch.base_offset} in partition {self._out.tp}"
@@ -201,12 +202,12 @@ class EpochBumps:
             message += f", aborting its open transaction that started at offset {aborted.first_offset}"
         return message + f" ({reason.replace('_', ' ', 1)})"
 
-    def _event(self, batch: Any, previous: int, aborted: OpenTxn | None, reason: str) -> None:
+    def _event(self, batch: BatchSummary, previous: int, aborted: OpenTxn | None, reason: str) -> None:
         """A TV2 epoch bump that is normal operation: a timeline event only."""
         if self._out.timeline:
             self._out.event(EventKind.EPOCH_BUMP, batch, self._message(batch, previous, aborted, reason))
 
-    def _report(self, batch: Any, previous: int, aborted: OpenTxn | None, reason: str, extra: dict | None = None) -> None:
+    def _report(self, batch: BatchSummary, previous: int, aborted: OpenTxn | None, reason: str, extra: dict[str, Any] | None = None) -> None:
         message = self._message(batch, previous, aborted, reason)
         details: dict[str, Any] = {"previous_epoch": previous, "open_transaction_aborted": aborted is not None, "reason": reason}
         if self._versions.is_tv2(batch.producer_id):

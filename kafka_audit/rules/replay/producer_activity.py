@@ -119,7 +119,7 @@ class ProducerActivityLog:
 def count_findings(rows: list[dict[str, Any]], findings: list[Finding]) -> None:
     """Set each row's ``findings`` to the count by severity of the findings of its producer id in
     its partition (in place)."""
-    counts: dict[tuple, Counter] = {}
+    counts: dict[tuple[str | None, int | None, int], Counter[str]] = {}
     for finding in findings:
         if finding.producer_id is not None and finding.producer_id >= 0:
             counts.setdefault((finding.topic, finding.partition, finding.producer_id), Counter())[finding.severity] += 1

@@ -20,9 +20,8 @@ the same state error. The checks keep no state between batches: the entry is the
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka_audit.check_ids import CheckId
+from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.replay.producer_state_entry import (
     NO_PRODUCER_EPOCH,
     AppendOrigin,
@@ -41,7 +40,7 @@ class ProducerAppendInfo:
     def __init__(self, topic_partition: str) -> None:
         self.tp = topic_partition
 
-    def validate_data(self, batch: Any, current: ProducerStateEntry, origin: AppendOrigin) -> Rejection | None:
+    def validate_data(self, batch: BatchSummary, current: ProducerStateEntry, origin: AppendOrigin) -> Rejection | None:
         """The duplicate check (CLIENT), checkProducerEpoch, then checkSequence (CLIENT)."""
         if origin is AppendOrigin.CLIENT:
             duplicate = current.find_duplicate_batch(batch.producer_epoch, batch.base_sequence, batch.last_sequence)
@@ -52,7 +51,7 @@ class ProducerAppendInfo:
             rejection = self._check_sequence(batch, current)
         return rejection
 
-    def validate_marker(self, batch: Any, current: ProducerStateEntry, transaction_version: int = 0) -> Rejection | None:
+    def validate_marker(self, batch: BatchSummary, current: ProducerStateEntry, transaction_version: int = 0) -> Rejection | None:
         """appendEndTxnMarker's checks: checkProducerEpoch for the marker's transaction version,
         then checkCoordinatorEpoch."""
         rejection = self.check_marker_epoch(batch, current, transaction_version)
@@ -65,7 +64,7 @@ class ProducerAppendInfo:
             )
         return rejection
 
-    def check_marker_epoch(self, batch: Any, current: ProducerStateEntry, transaction_version: int) -> Rejection | None:
+    def check_marker_epoch(self, batch: BatchSummary, current: ProducerStateEntry, transaction_version: int) -> Rejection | None:
         """checkProducerEpoch of a marker (Kafka 4.x ``ProducerAppendInfo``): TV0/1 markers carry
         the data's epoch, so ``epoch < current`` is fenced (as Kafka 3.x); a TV2 coordinator bumps
         the epoch before every marker, so ``epoch <= current`` is fenced, except a marker rewritten
@@ -88,7 +87,7 @@ class ProducerAppendInfo:
             },
         )
 
-    def check_txn_state(self, batch: Any, txn_first_offset: int, txn_epoch: int) -> Rejection | None:
+    def check_txn_state(self, batch: BatchSummary, txn_first_offset: int, txn_epoch: int) -> Rejection | None:
         """appendDataBatch with a transaction open since ``txn_first_offset`` under ``txn_epoch``:
         a non-transactional write is ``InvalidTxnStateException``; a transactional one under
         another epoch breaks the same state."""
@@ -110,7 +109,7 @@ class ProducerAppendInfo:
             {"first_offset": txn_first_offset, "transaction_epoch": txn_epoch},
         )
 
-    def _duplicate(self, batch: Any, original: BatchMetadata) -> Rejection:
+    def _duplicate(self, batch: BatchSummary, original: BatchMetadata) -> Rejection:
         # UnifiedLog.analyzeAndValidateProducerState: the broker answers NONE with the original
         # batch's offsets and appends nothing, so a copy in the log is data no broker writes.
         return Rejection(
@@ -125,7 +124,7 @@ class ProducerAppendInfo:
             },
         )
 
-    def check_epoch(self, batch: Any, current: ProducerStateEntry) -> Rejection | None:
+    def check_epoch(self, batch: BatchSummary, current: ProducerStateEntry) -> Rejection | None:
         """checkProducerEpoch (InvalidProducerEpochException)."""
         if batch.producer_epoch >= current.producer_epoch:
             return None
@@ -136,7 +135,7 @@ class ProducerAppendInfo:
             {"last_seen_epoch": current.producer_epoch},
         )
 
-    def _check_sequence(self, batch: Any, current: ProducerStateEntry) -> Rejection | None:
+    def _check_sequence(self, batch: BatchSummary, current: ProducerStateEntry) -> Rejection | None:
         """checkSequence against the entry before this batch (an empty updatedEntry)."""
         epoch, seq, pid = batch.producer_epoch, batch.base_sequence, batch.producer_id
         if epoch != current.producer_epoch:

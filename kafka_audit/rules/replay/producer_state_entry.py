@@ -81,7 +81,7 @@ class ProducerStateEntry:
 
     producer_id: int
     producer_epoch: int = NO_PRODUCER_EPOCH
-    batch_metadata: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    batch_metadata: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int = -1

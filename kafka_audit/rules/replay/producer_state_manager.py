@@ -19,9 +19,8 @@ Kafka 3.6) for the replay: the producer map, expiry and snapshot loading.
 
 from __future__ import annotations
 
-from typing import Any
-
 from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry
+from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.replay.producer_append_info import ProducerAppendInfo
 from kafka_audit.rules.replay.producer_state_entry import AppendOrigin, BatchMetadata, ProducerStateEntry, Rejection, in_sequence
 
@@ -70,10 +69,10 @@ class ProducerStates:
             return None
         return self.entries.pop(producer_id)
 
-    def append_data(self, batch: Any, origin: AppendOrigin | None = None) -> Rejection | None:
+    def append_data(self, batch: BatchSummary, origin: AppendOrigin | None = None) -> Rejection | None:
         """A data batch (``appendDataBatch``, after the duplicate check for ``CLIENT``).
 
-        ``batch`` has the fields of a BatchSummary. ``origin`` overrides this map's origin for
+        ``origin`` overrides this map's origin for
         one batch (the replay records a batch the log holds after a client check failed)."""
         origin = origin or self.origin
         pid = batch.producer_id
@@ -99,7 +98,7 @@ class ProducerStates:
             entry.current_txn_first_offset = batch.base_offset  # began a new transaction (TxnMetadata)
         return None
 
-    def append_marker(self, batch: Any, origin: AppendOrigin | None = None, transaction_version: int = 0) -> Rejection | None:
+    def append_marker(self, batch: BatchSummary, origin: AppendOrigin | None = None, transaction_version: int = 0) -> Rejection | None:
         """An end marker (``appendEndTxnMarker``): epoch and coordinator epoch checks (for the
         producer's ``transaction_version``), then the transaction ends. Whether it completed a
         transaction is read from the entry before."""
@@ -128,7 +127,7 @@ class ProducerStateManager:
         self.invalid_after: int | None = None
         self._expired: set[int] = set()
         # Each producer's last batch in the log, where a snapshot finding points.
-        self._last_batches: dict[int, Any] = {}
+        self._last_batches: dict[int, BatchSummary] = {}
 
     # -- the maps ---------------------------------------------------------------------------------
 
@@ -160,7 +159,7 @@ class ProducerStateManager:
             self._written = self.client.copy(_REPLICATION)
         return self._written
 
-    def written_holds(self, batch: Any) -> None:
+    def written_holds(self, batch: BatchSummary) -> None:
         """The client rejected ``batch``, which the log holds: a written state still shared with
         the client forks here (the client's state before the batch) and appends it (a forked one
         did already, in :meth:`replicate`)."""
@@ -171,7 +170,7 @@ class ProducerStateManager:
             else:
                 written.append_data(batch)
 
-    def replicate(self, batch: Any) -> None:
+    def replicate(self, batch: BatchSummary) -> None:
         """A forked written map records the batch as written, before the client judges it."""
         written = self._written
         if written is not None:
@@ -184,7 +183,7 @@ class ProducerStateManager:
         for states in self.states():
             states.touch(pid)
 
-    def end_as_written(self, batch: Any) -> None:
+    def end_as_written(self, batch: BatchSummary) -> None:
         """A fenced coordinator's marker still ends the transaction the log shows; its lower
         coordinator epoch is not taken over, so each of its markers is reported."""
         entry = self.client.entries[batch.producer_id]
@@ -192,7 +191,7 @@ class ProducerStateManager:
 
     # -- expiry, snapshots, re-synchronisation -----------------------------------------------------
 
-    def expire(self, batch: Any) -> ProducerStateEntry | None:
+    def expire(self, batch: BatchSummary) -> ProducerStateEntry | None:
         """producer.id.expiration.ms: the client's entry removed as ``batch`` comes (None: kept)."""
         pid, timestamp = batch.producer_id, batch.max_timestamp
         removed = self.client.expire(pid, timestamp, self.expiration_ms)
@@ -237,8 +236,8 @@ class ProducerStateManager:
         """Whether the producer's next batch re-synchronises it (never before an invalid batch)."""
         return self.invalid_after is not None and (pid in self._resync or self.client.get(pid) is None)
 
-    def note_batch(self, batch: Any) -> None:
+    def note_batch(self, batch: BatchSummary) -> None:
         self._last_batches[batch.producer_id] = batch
 
-    def last_batch(self, pid: int) -> Any:
+    def last_batch(self, pid: int) -> BatchSummary | None:
         return self._last_batches.get(pid)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_audit.rules.events import Event, EventKind
-from kafka_audit.rules.findings import Finding, make_finding, partition_label
+from kafka_audit.rules.findings import BatchFields, Finding, make_finding, partition_label
 
 
-def _timestamp(batch: Any) -> int | None:
+def _timestamp(batch: BatchFields | None) -> int | None:
     ts = getattr(batch, "max_timestamp", None)
     return ts if ts is not None and ts >= 0 else None
 
@@ -29,7 +29,7 @@ class ReplayOutput:
         self.events: list[Event] = []
 
     def finding(
-        self, check: str, message: str, batch: Any, details: dict | None = None, offset: int | None = None, **kw: Any
+        self, check: str, message: str, batch: BatchFields | None, details: dict[str, Any] | None = None, offset: int | None = None, **kw: Any
     ) -> Finding:
         found = make_finding(
             check,
@@ -45,7 +45,7 @@ class ReplayOutput:
         self.findings.append(found)
         return found
 
-    def event(self, kind: EventKind, batch: Any, message: str, offset: int | None = None, timestamp: int | None = None) -> None:
+    def event(self, kind: EventKind, batch: BatchFields | None, message: str, offset: int | None = None, timestamp: int | None = None) -> None:
         if not self.timeline:
             return
         self.events.append(

@@ -11,11 +11,11 @@ and the transactions whose end may have been an untrusted batch (not judged).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.record.record_batch import ControlRecordType
+from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import EventKind
 from kafka_audit.rules.findings import Finding
 from kafka_audit.rules.replay.producer_append_info import ProducerAppendInfo
@@ -62,7 +62,7 @@ class TransactionTracker:
         """The aborted transactions seen so far, in log order (a copy)."""
         return list(self._aborted)
 
-    def on_data(self, batch: Any, resyncing: bool) -> None:
+    def on_data(self, batch: BatchSummary, resyncing: bool) -> None:
         """After a data batch (``ProducerAppendInfo.appendDataBatch`` starting a ``TxnMetadata``):
         a transactional batch opens a transaction; a batch of a producer with one open is checked
         (``InvalidTxnStateException``: ``transaction_state_violation``, except while the producer
@@ -87,7 +87,7 @@ class TransactionTracker:
         if batch.is_transactional:
             txn.epoch = batch.producer_epoch
 
-    def _begin(self, batch: Any) -> None:
+    def _begin(self, batch: BatchSummary) -> None:
         pid = batch.producer_id
         self._open[pid] = OpenTxn(pid, batch.base_offset, batch.max_timestamp, batch.producer_epoch, batch, batch.max_timestamp)
         self._uncertain.discard(pid)
@@ -105,7 +105,7 @@ class TransactionTracker:
         self._uncertain.discard(pid)
         return self._open.pop(pid, None), uncertain
 
-    def end(self, batch: Any, txn: OpenTxn | None, judged: bool) -> None:
+    def end(self, batch: BatchSummary, txn: OpenTxn | None, judged: bool) -> None:
         """The marker ``batch`` ended ``txn`` (``CompletedTxn``), or none: ``orphan_marker`` when ``judged``."""
         pid = batch.producer_id
         out = self._out

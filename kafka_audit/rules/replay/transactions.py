@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.log.transaction_index import AbortedTxn
+from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
 
 # How many aborted transactions a per-segment finding lists in its details.
@@ -60,7 +61,7 @@ class OpenTxn:
     first_offset: int
     first_timestamp: int
     epoch: int
-    batch: Any
+    batch: BatchSummary | Anchor
     last_timestamp: int = -1
 
 
@@ -75,7 +76,7 @@ class DerivedAbortedTxn(NamedTuple):
     first_offset: int
     last_offset: int
     segment: str
-    marker: Any
+    marker: BatchSummary
 
 
 def aborted_txn_key(entry: AbortedTxn) -> tuple[int, int, int]:

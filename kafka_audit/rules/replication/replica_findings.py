@@ -39,7 +39,7 @@ def _replica_row(replica: ReplicaDigest) -> dict[str, Any]:
     }
 
 
-def _divergence(where: dict, common: dict, comparison: Comparison, offset: int) -> Finding:
+def _divergence(where: dict[str, Any], common: dict[str, Any], comparison: Comparison, offset: int) -> Finding:
     kept = comparison.kept
     epochs = []
     for replica in comparison.replicas:
@@ -70,7 +70,7 @@ def _divergence(where: dict, common: dict, comparison: Comparison, offset: int) 
     )
 
 
-def _truncation(where: dict, common: dict, comparison: Comparison, truncation: Truncation) -> Finding:
+def _truncation(where: dict[str, Any], common: dict[str, Any], comparison: Comparison, truncation: Truncation) -> Finding:
     replica, batches = truncation.replica, truncation.batches
     first, last = truncation.truncate_to, batches[-1].last_offset
     records = sum(b.record_count for b in batches)
@@ -107,7 +107,7 @@ def _truncation(where: dict, common: dict, comparison: Comparison, truncation: T
     )
 
 
-def _truncation_remedy(where: dict, comparison: Comparison, truncation: Truncation, records: int,
+def _truncation_remedy(where: dict[str, Any], comparison: Comparison, truncation: Truncation, records: int,
                        producers: list[int]) -> dict[str, Any]:
     first, last = truncation.truncate_to, truncation.batches[-1].last_offset
     stamps = [b.max_timestamp for b in truncation.batches if b.max_timestamp >= 0]
@@ -137,7 +137,7 @@ def _truncation_remedy(where: dict, comparison: Comparison, truncation: Truncati
     }
 
 
-def _lag(where: dict, common: dict, comparison: Comparison, replica: ReplicaDigest) -> Finding:
+def _lag(where: dict[str, Any], common: dict[str, Any], comparison: Comparison, replica: ReplicaDigest) -> Finding:
     behind = comparison.kept.log_end_offset - replica.log_end_offset
     remedy = {
         "summary": f"Broker {replica.name} is {behind} offset(s) behind; it catches up by fetching from the leader, nothing is lost.",

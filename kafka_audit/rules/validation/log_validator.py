@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.log.log_names import ALWAYS_COMPACTED_TOPICS
@@ -88,7 +89,7 @@ class Violation:
     message: str
     record_index: int | None = None
     offset: int | None = None
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     spec: Check | None = None
 
@@ -100,7 +101,7 @@ def validate_records(
     topic_partition: str,
     config: ValidationConfig,
     reference_time: int | None,
-    omitted: Counter | None = None,
+    omitted: Counter[str] | None = None,
     keep: int = 0,
 ) -> list[Violation]:
     """LogValidator's per-record rules: each record gets at most one violation, the first rule
@@ -132,7 +133,7 @@ def validate_records(
     create_time = batch.timestamp_type == TimestampType.CREATE_TIME
     offsets_spec = UNCOMPRESSED_OFFSET_DELTAS if batch.magic == MAGIC_VALUE_V2 and batch.codec == CompressionType.NONE else None
     previous_stored: int | None = None
-    listed: Counter = Counter()
+    listed: Counter[str] = Counter()
     for record in records:
         violation = _record_rule_violation(
             batch, record, topic_partition, config, reference_time,
@@ -155,8 +156,8 @@ def validate_records(
     return _process_record_errors(found)
 
 
-# Over 60 lines: LogValidator's record rules in Kafka's order, one return per rule, so that the
-# first rule a record breaks is the one reported (validateRecord stops there too).
+# LogValidator's record rules in Kafka's order, one return per rule, so that the first rule a
+# record breaks is the one reported (validateRecord stops there too).
 def _record_rule_violation(
     batch: RecordBatch,
     record: Record,
@@ -172,25 +173,9 @@ def _record_rule_violation(
     """The first of LogValidator's record rules that ``record`` breaks, in Kafka's order."""
     index = record.index
     if compressed_legacy:
-        # LogValidator.validateRecordCompression (AbstractLegacyRecordBatch: an inner message
-        # with a codec of its own is nested compression, which Kafka never reads).
-        if record.attributes & COMPRESSION_CODEC_MASK:
-            return Violation(
-                CheckId.NESTED_COMPRESSION,
-                "Compressed outer record should not have an inner record with a compression attribute set",
-                index,
-                record.offset,
-                {"inner_codec": record.attributes & COMPRESSION_CODEC_MASK},
-            )
-        if record.magic != batch.magic:
-            return Violation(
-                CheckId.INNER_MAGIC_MISMATCH,
-                f"Record at offset {record.offset}'s magic {record.magic} does not match outer magic "
-                f"{batch.magic} in topic partition {topic_partition}",
-                index,
-                record.offset,
-                {"inner_magic": record.magic, "outer_magic": batch.magic},
-            )
+        inner = _inner_message_violation(batch, record, topic_partition)
+        if inner is not None:
+            return inner
     if compacted and record.key_size < 0:  # LogValidator.validateKey
         return Violation(
             CheckId.MISSING_KEY_COMPACTED,
@@ -217,19 +202,49 @@ def _record_rule_violation(
         before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
         diff = reference_time - record.timestamp
         if (before is not None and diff > before) or (after is not None and -diff > after):
-            # Kafka prints now -/+ the bound as Java longs: an unset bound (Long.MAX_VALUE) wraps.
-            low = _java_long(reference_time - (_LONG_MAX if before is None else before))
-            high = _java_long(reference_time + (_LONG_MAX if after is None else after))
-            return Violation(
-                CheckId.TIMESTAMP_OUT_OF_RANGE,
-                f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. "
-                f"The timestamp should be within [{low}, {high}]",
-                index,
-                record.offset,
-                {"timestamp": record.timestamp, "reference_time": reference_time}
-                | ({"rule": config.timestamp_rule} if config.timestamp_rule else {}),
-            )
+            return _timestamp_out_of_range(record, config, reference_time)
     return None
+
+
+def _inner_message_violation(batch: RecordBatch, record: Record, topic_partition: str) -> Violation | None:
+    """LogValidator.validateRecordCompression of an inner message of a compressed v0/v1 wrapper
+    (AbstractLegacyRecordBatch: an inner message with a codec of its own is nested compression,
+    which Kafka never reads), and the inner magic that must match the wrapper's."""
+    if record.attributes & COMPRESSION_CODEC_MASK:
+        return Violation(
+            CheckId.NESTED_COMPRESSION,
+            "Compressed outer record should not have an inner record with a compression attribute set",
+            record.index,
+            record.offset,
+            {"inner_codec": record.attributes & COMPRESSION_CODEC_MASK},
+        )
+    if record.magic != batch.magic:
+        return Violation(
+            CheckId.INNER_MAGIC_MISMATCH,
+            f"Record at offset {record.offset}'s magic {record.magic} does not match outer magic "
+            f"{batch.magic} in topic partition {topic_partition}",
+            record.index,
+            record.offset,
+            {"inner_magic": record.magic, "outer_magic": batch.magic},
+        )
+    return None
+
+
+def _timestamp_out_of_range(record: Record, config: ValidationConfig, reference_time: int) -> Violation:
+    """LogValidator.validateTimestamp's error: the record's timestamp is outside ``[now - before,
+    now + after]``; Kafka prints the bounds as Java longs (an unset one, Long.MAX_VALUE, wraps)."""
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    low = _java_long(reference_time - (_LONG_MAX if before is None else before))
+    high = _java_long(reference_time + (_LONG_MAX if after is None else after))
+    return Violation(
+        CheckId.TIMESTAMP_OUT_OF_RANGE,
+        f"Timestamp {record.timestamp} of message with offset {record.offset} is out of range. "
+        f"The timestamp should be within [{low}, {high}]",
+        record.index,
+        record.offset,
+        {"timestamp": record.timestamp, "reference_time": reference_time}
+        | ({"rule": config.timestamp_rule} if config.timestamp_rule else {}),
+    )
 
 
 def _process_record_errors(found: list[Violation]) -> list[Violation]:
