@@ -19,6 +19,7 @@ from typing import Protocol
 from rich.console import Console
 
 from kafka_audit.audit.results import ScanResult
+from kafka_audit.errors import KafkaAuditError
 from kafka_audit.report.redact import Redactor
 from kafka_audit.report.views import ReportFilter
 
@@ -26,7 +27,7 @@ from kafka_audit.report.views import ReportFilter
 TEXT_ERRORS = "backslashreplace"
 
 
-class ReportError(Exception):
+class ReportError(KafkaAuditError):
     """A report that cannot be written as asked: one exit-2 line (SPEC section 1)."""
 
 
