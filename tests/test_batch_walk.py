@@ -61,7 +61,12 @@ def _run(task: SegmentTask, options: ScanOptions, compiled: bool, monkeypatch) -
         patch.setattr(SegmentAuditor, "_fold_run", counted)
         auditor = SegmentAuditor(task, options.validation, options.reference_time)
         items = list(auditor.run())
-    return items, auditor.stats, taken[0]
+        # The same task read as columns: its runs give the same summaries, in place.
+        as_columns = SegmentAuditor(task, options.validation, options.reference_time)
+        flat = [s for item in as_columns.run(True) for s in (item if isinstance(item, SummaryColumns) else (item,))]
+        assert flat == items
+        assert as_columns.stats == auditor.stats
+    return items, auditor.stats, taken[0] // 2
 
 
 def _assert_same_audit(root: Path, options: ScanOptions, split: int, monkeypatch) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import Literal, overload
 
 from kafka_audit.audit.segment_task import SegmentStats, SegmentTask
 from kafka_audit.io import storage
@@ -105,11 +106,19 @@ class SegmentAuditor:
         # whose records are also counted by type).
         self._compiled = self._compiled_walk() if WALK_COMPILED and self._internal is None else None
 
-    def run(self) -> Iterator[Finding | BatchSummary]:
+    @overload
+    def run(self) -> Iterator[Finding | BatchSummary]: ...
+
+    @overload
+    def run(self, columns: Literal[True]) -> Iterator[Finding | BatchSummary | SummaryColumns]: ...
+
+    def run(self, columns: bool = False) -> Iterator[Finding | BatchSummary | SummaryColumns]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
-        that counts the rest) and its batch summaries, in file order."""
+        that counts the rest) and its batch summaries, in file order. With ``columns``, the runs
+        of batches the compiled walk took come as :class:`SummaryColumns` (no object per batch);
+        iterating one gives its summaries."""
         self._counts = Counter()
-        yield from self._walk()
+        yield from self._walk(columns)
         for check, count in sorted(self._counts.items()):
             if count > MAX_FINDINGS_PER_CHECK:
                 more = count - MAX_FINDINGS_PER_CHECK
@@ -130,7 +139,7 @@ class SegmentAuditor:
 
     # Over 60 lines on purpose: the segment step's loop over batches, with its problem, oversize and
     # read-failure branches inline (one generator level per batch; bench/run.py measures it).
-    def _walk(self) -> Iterator[Finding | BatchSummary]:
+    def _walk(self, columns: bool) -> Iterator[Finding | BatchSummary | SummaryColumns]:
         task = self.task
         try:
             segment = FileRecords(task.path, task.size or None, task.file_id)
@@ -167,7 +176,11 @@ class SegmentAuditor:
                     if isinstance(item, BatchColumns):
                         first = False
                         walked, next_offset = self._fold_run(item)
-                        yield from SummaryColumns(task.topic, task.partition, task.segment, task.base_offset, item)
+                        run = SummaryColumns(task.topic, task.partition, task.segment, task.base_offset, item)
+                        if columns:
+                            yield run
+                        else:
+                            yield from run
                         continue
                     if first and task.start == 0 and isinstance(item, Problem) and self._not_a_segment(item):
                         yield from self._capped((self._finding(
