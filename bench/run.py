@@ -188,9 +188,12 @@ def summarise(results: dict[str, measure.Measurement], rss: dict) -> dict:
     }
     figures["walk_vs_limit"] = ratio(figures["walk_mb_s"], figures["limit_mb_s"])
     figures["audit_vs_inflate_limit"] = ratio(figures["audit_mb_s"], figures["inflate_limit_mb_s"])
-    audit = results.get("audit")
+    audit, inflate = results.get("audit"), results.get("inflate_limit")
     if audit is not None and not math.isnan(audit.cpu_s):
         figures["audit_cpu_s_per_gb"] = round(audit.cpu_s / (audit.bytes / 1e9), 2)
+        if inflate is not None and not math.isnan(inflate.cpu_s):
+            # The same ratio in CPU seconds: the steadier one on a shared machine.
+            figures["audit_vs_inflate_limit_cpu"] = round(inflate.cpu_s / audit.cpu_s, 2)
     figures["audit_vs_kafka_python"] = ratio(figures["audit_records_s"], figures["kafka_python_records_s"])
     figures["spark2_vs_spark1"] = ratio(figures["spark2_mb_s"], figures["spark1_mb_s"])
     # Beyond the required keys: the same ratio for a session's first scan (Python workers' start).
