@@ -18,6 +18,7 @@ import crc32c
 import pytest
 import zstandard
 
+from kafka_audit.audit import segment_audit
 from kafka_audit.audit.log_dir_facts import with_inferred_compaction
 from kafka_audit.audit.plan import plan_tasks
 from kafka_audit.audit.scan_options import ScanOptions
@@ -57,6 +58,7 @@ def _audit(root: Path, quick: bool, options: ScanOptions, monkeypatch) -> list:
     with monkeypatch.context() as patch:
         if not quick:
             patch.setattr(SegmentAuditor, "_quick_summary", lambda self, buf, batch: None)
+            patch.setattr(segment_audit, "WALK_COMPILED", False)  # the compiled walk is a quick path too
         out = []
         for task in plan_tasks(discovery, 4096):  # small ranges: tasks that start mid-segment too
             auditor = SegmentAuditor(task, options.validation, options.reference_time)
