@@ -126,9 +126,13 @@ def _values(name: str, column: pa.Array, length: int) -> Iterator[Any] | list[An
 
 
 def _python(name: str, column: pa.Array) -> list[Any]:
-    values = column.to_pylist()
     if pa.types.is_string(column.type) and pa.types.is_integer(_TYPES[name]):
-        return [None if value is None else int(value) for value in values]
+        return [None if value is None else int(value) for value in column.to_pylist()]
+    if pa.types.is_string(column.type) and not column.null_count:
+        # A few words (the codecs) over many rows: each word made once, the rows pointing at it.
+        encoded = column.dictionary_encode()
+        return list(map(encoded.dictionary.to_pylist().__getitem__, encoded.indices.to_pylist()))
+    values = column.to_pylist()
     if name in schemas.NAME_COLUMNS:
         return [None if value is None else value.decode("utf-8", "surrogateescape") for value in values]
     return values
