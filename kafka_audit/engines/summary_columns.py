@@ -28,21 +28,40 @@ from kafka_audit.rules.batch_summary import BatchSummary
 
 _NAMES = tuple(schemas.SUMMARY_COLUMNS.names)
 _TYPES = {f.name: f.type for f in schemas.SUMMARY_COLUMNS}
+# The summary columns with names as text: a task's tuples converted by Arrow at once.
+_AS_TEXT = pa.struct([pa.field(f.name, pa.string()) if f.name in schemas.NAME_COLUMNS else f for f in schemas.SUMMARY_COLUMNS])
 # tuple.__new__ with BatchSummary: a summary made without a Python call per batch.
 _new = tuple.__new__
 
 
 def summary_columns(summaries: Sequence[BatchSummary]) -> pa.RecordBatch:
-    """A segment task's summaries, as the segment step yields them (a tuple each), as columns."""
-    columns: Mapping[str, Any] = dict(zip(_NAMES, zip(*summaries))) if summaries else dict.fromkeys(_NAMES, ())
-    return columns_batch(columns, len(summaries))
+    """A segment task's summaries, as the segment step yields them (a tuple each), as columns:
+    converted by Arrow a row at a time (no Python call per summary), then a column the task
+    holds constant made one run. A name that is not UTF-8 or an integer past int64 has no place
+    in that conversion: such a task's columns are made one at a time (:func:`columns_batch`)."""
+    try:
+        rows = pa.array(summaries, _AS_TEXT)
+    except (OverflowError, UnicodeError, pa.ArrowInvalid):
+        columns: Mapping[str, Any] = dict(zip(_NAMES, zip(*summaries))) if summaries else dict.fromkeys(_NAMES, ())
+        return columns_batch(columns, len(summaries))
+    return columns_batch({name: _settled(name, rows.field(name), summaries) for name in _NAMES}, len(summaries))
+
+
+def _settled(name: str, column: pa.Array, summaries: Sequence[BatchSummary]) -> Any:
+    """A column of the row-wise conversion as it travels: the task's constant, or a name as bytes."""
+    if name in schemas.RUN_END_COLUMNS and len(column) and pc.count_distinct(column, mode="all").as_py() == 1:
+        return summaries[0][_NAMES.index(name)]
+    return column.cast(pa.binary()) if name in schemas.NAME_COLUMNS else column
 
 
 def columns_batch(columns: Mapping[str, Any], length: int) -> pa.RecordBatch:
     """``length`` summaries as a record batch of ``schemas.SUMMARY_COLUMNS``'s fields, each given
     as an Arrow array, a constant (str, int or bool: one run), a list or tuple of values, or a
     buffer of the field's width (a byte per bool), wrapped without a copy (bools are packed)."""
-    return pa.RecordBatch.from_arrays([_column(name, columns[name], length) for name in _NAMES], names=list(_NAMES))
+    arrays = [_column(name, columns[name], length) for name in _NAMES]
+    # Text that changes from row to row (the codec of mixed batches) travels as a dictionary.
+    arrays = [array.dictionary_encode() if array.type == pa.string() else array for array in arrays]
+    return pa.RecordBatch.from_arrays(arrays, names=list(_NAMES))
 
 
 def _column(name: str, values: Any, length: int) -> pa.Array:
@@ -128,10 +147,9 @@ def _values(name: str, column: pa.Array, length: int) -> Iterator[Any] | list[An
 def _python(name: str, column: pa.Array) -> list[Any]:
     if pa.types.is_string(column.type) and pa.types.is_integer(_TYPES[name]):
         return [None if value is None else int(value) for value in column.to_pylist()]
-    if pa.types.is_string(column.type) and not column.null_count:
+    if pa.types.is_dictionary(column.type) and not column.null_count:
         # A few words (the codecs) over many rows: each word made once, the rows pointing at it.
-        encoded = column.dictionary_encode()
-        return list(map(encoded.dictionary.to_pylist().__getitem__, encoded.indices.to_pylist()))
+        return list(map(_python(name, column.dictionary).__getitem__, column.indices.to_pylist()))
     values = column.to_pylist()
     if name in schemas.NAME_COLUMNS:
         return [None if value is None else value.decode("utf-8", "surrogateescape") for value in values]
