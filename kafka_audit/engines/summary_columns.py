@@ -60,7 +60,9 @@ def columns_batch(columns: Mapping[str, Any], length: int) -> pa.RecordBatch:
     buffer of the field's width (a byte per bool), wrapped without a copy (bools are packed)."""
     arrays = [_column(name, columns[name], length) for name in _NAMES]
     # Text that changes from row to row (the codec of mixed batches) travels as a dictionary.
-    arrays = [array.dictionary_encode() if array.type == pa.string() else array for array in arrays]
+    arrays = [
+        array.dictionary_encode() if array.type == _TYPES[name] == pa.string() else array for name, array in zip(_NAMES, arrays)
+    ]
     return pa.RecordBatch.from_arrays(arrays, names=list(_NAMES))
 
 
