@@ -5,8 +5,9 @@ on summaries the segment step made once; and the two ways to make Python values 
 
     python bench/summary_transport.py [DIR] [--tasks 8] [--repeat 5]
 
-Encode: a segment task's summaries to values of 4,096 (pickled tuples, or Arrow IPC streams of
-the summary columns). Decode: the values back to ``BatchSummary`` objects, as the partition step
+Encode: segment tasks' summaries to values of up to 4,096 (pickled tuples of each task, or Arrow
+IPC streams of the summary columns, made for about 10,000 summaries at once as the segment step
+does, each task's values slices of them). Decode: the values back to ``BatchSummary`` objects, as the partition step
 reads them. Prints one JSON line: bytes and CPU ns per summary of each, best of ``--repeat``.
 """
 
@@ -25,15 +26,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from kafka_audit.engines.summary_columns import (  # noqa: E402
-    _NAMES,
-    _new,
-    _values,
-    read_value,
-    run_values,
-    summaries_of,
-    summary_columns,
-)
+from kafka_audit.engines.job_rows import ROWS_PER_BATCH, PendingValues  # noqa: E402
+from kafka_audit.engines.summary_columns import _NAMES, _new, _values, read_value, summaries_of  # noqa: E402
 from kafka_audit.rules.batch_summary import BatchSummary  # noqa: E402
 from tests.support.fixture_summaries import segment_summaries  # noqa: E402
 
@@ -60,7 +54,13 @@ def pickled(tasks: list[list[BatchSummary]]) -> list[bytes]:
 
 
 def arrow(tasks: list[list[BatchSummary]]) -> list[bytes]:
-    return [value for task in tasks for _, value in run_values(summary_columns(task), PER_VALUE)]
+    """As the segment step sends them: tasks made columns together, about 10,000 summaries at once."""
+    values, pending = [], PendingValues()
+    for task in tasks:
+        pending.add([0], task)
+        if len(pending) >= ROWS_PER_BATCH or task is tasks[-1]:
+            values.extend(row[-1] for row in pending.rows())
+    return values
 
 
 def numpy_summaries(values: list[bytes]) -> list[BatchSummary]:

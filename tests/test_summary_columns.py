@@ -96,3 +96,36 @@ def test_columns_given_as_buffers_are_wrapped_without_a_copy():
     assert _exactly(list(batch_summaries(iter([segment_row_batch(rows)])))) == _exactly(summaries)
     with pytest.raises(ValueError, match="needs"):
         columns_batch({**columns, "size": array("i", [1])}, len(summaries))
+
+
+def test_tasks_sent_together_come_back_each_to_its_places():
+    """Several tasks' summaries made columns at once (PendingValues): each task's own rows, keyed
+    by its first summary, to each place it goes to, in its kind."""
+    from kafka_audit.engines.job_rows import PendingValues
+
+    found = segment_summaries(FIXTURES / "producer-errors") + segment_summaries(FIXTURES / "faulty")
+    tasks = [summaries for summaries in found if summaries][:4]
+    assert len(tasks) == 4
+    pending = PendingValues()
+    pending.add([1], tasks[0])
+    pending.add([2, 9], tasks[1])
+    pending.add([3], [])
+    pending.add([4], tasks[2], kind=schemas.KEPT_BATCH)
+    pending.add([5], tasks[3])
+    assert len(pending) == sum(map(len, tasks))
+    rows = pending.rows()
+    assert len(pending) == 0 and pending.rows() == []
+    by_place: dict[int, list[tuple]] = {}
+    for row in rows:
+        by_place.setdefault(row[1], []).append(row)
+    expected = {1: tasks[0], 2: tasks[1], 9: tasks[1], 4: tasks[2], 5: tasks[3]}
+    assert set(by_place) == set(expected)
+    for place, summaries in expected.items():
+        first = summaries[0]
+        kind, _, base, segment, position, _, _ = by_place[place][0]
+        assert (kind, base, segment, position) == (
+            schemas.KEPT_BATCH if place == 4 else schemas.BATCH, first.segment_base_offset,
+            schemas.name_bytes(first.segment), first.position,
+        )
+        back = list(batch_summaries(iter([segment_row_batch(by_place[place])])))
+        assert _exactly(back) == _exactly(summaries)

@@ -1,6 +1,7 @@
-"""The Spark job's rows as Arrow batches, both ways: a segment task's summary columns
-(:mod:`~kafka_audit.engines.summary_columns`) cut into batch rows of up to
-:data:`SUMMARIES_PER_VALUE` summaries, each an Arrow record batch in ``blob`` (:func:`value_rows`),
+"""The Spark job's rows as Arrow batches, both ways: segment tasks' summaries made columns together
+(:class:`PendingValues`, :mod:`~kafka_audit.engines.summary_columns`) and each task's cut into batch
+rows of up to :data:`SUMMARIES_PER_VALUE` summaries, each an Arrow record batch in ``blob``
+(:func:`value_rows`),
 the other segment rows (:func:`rare_row`, :func:`segment_row_batch`), and back: summaries streamed
 out of batch rows (:func:`batch_summaries`) or their typed rows for the ``batches`` dataset
 (:func:`expand_batches`).
@@ -8,12 +9,12 @@ out of batch rows (:func:`batch_summaries`) or their typed rows for the ``batche
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
 from kafka_audit.engines import schemas
-from kafka_audit.engines.summary_columns import dataset_rows, read_value, run_values, summaries_of
+from kafka_audit.engines.summary_columns import dataset_rows, read_value, run_values, summaries_of, summary_columns
 from kafka_audit.rules.batch_summary import BatchSummary
 
 # Batch summaries per Arrow batch that the segment step sends, and per batch row's value.
@@ -31,6 +32,34 @@ def value_rows(
     bases, segments, positions = (columns.column(name) for name in ("segment_base_offset", "segment", "position"))
     for start, value in run_values(columns, per_value):
         yield (kind, place, bases[start].as_py(), segments[start].as_py(), positions[start].as_py(), None, value)
+
+
+class PendingValues:
+    """Segment tasks' summaries waiting to leave as batch rows, converted to columns together
+    when sent (:meth:`rows`): one conversion per Arrow batch the segment step sends, not one per
+    segment task (a conversion costs as much as a few hundred summaries, and a 1 MiB segment has
+    about a hundred); each task's run is then a slice of those columns."""
+
+    def __init__(self) -> None:
+        self.summaries: list[BatchSummary] = []
+        self.runs: list[tuple[int, int, int, int]] = []  # place, kind, first summary, count
+
+    def __len__(self) -> int:
+        return len(self.summaries)
+
+    def add(self, places: Iterable[int], summaries: list[BatchSummary], kind: int = schemas.BATCH) -> None:
+        """One task's summaries (in log order), to be sent to each of ``places``."""
+        start = len(self.summaries)
+        self.summaries.extend(summaries)
+        self.runs.extend((place, kind, start, len(summaries)) for place in places)
+
+    def rows(self) -> list[tuple]:
+        """The batch rows of every task added since the last call (:func:`value_rows`)."""
+        columns = summary_columns(self.summaries)
+        rows = [row for place, kind, start, count in self.runs
+                for row in value_rows(place, columns.slice(start, count), kind=kind)]
+        self.summaries, self.runs = [], []
+        return rows
 
 
 def rare_row(kind: int, place: int, payload: str | None, blob: bytes) -> tuple:

@@ -172,9 +172,9 @@ SUMMARY_NAMES = [f.name for f in SUMMARY_FIELDS]
 # Every ``BatchSummary`` field, in its order: the columns a run of summaries travels in (the
 # replica comparison also reads the batch's partition leader epoch and stored CRC).
 SUMMARY_COLUMNS = pa.schema([*SUMMARY_FIELDS, pa.field("partition_leader_epoch", pa.int32()), pa.field("crc", pa.int64())])
-# The columns a segment task holds constant (and the codec, nearly so): run-end encoded when they
-# travel, a run costing a few bytes whatever its length.
-RUN_END_COLUMNS = frozenset({"topic", "partition", "segment", "segment_base_offset", "compression"})
+# The columns a segment task holds constant: run-end encoded when they travel, a run costing a
+# few bytes whatever its length (text that changes from row to row, the codec, as a dictionary).
+RUN_END_COLUMNS = frozenset({"topic", "partition", "segment", "segment_base_offset"})
 # Names from the file system, as bytes in the columns.
 NAME_COLUMNS = frozenset({"topic", "segment"})
 

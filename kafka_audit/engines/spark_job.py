@@ -74,11 +74,17 @@ from kafka_audit.audit.segment_task import SegmentStats, SegmentTask, with_read_
 from kafka_audit.audit.task_packing import pack_tasks
 from kafka_audit.engines import schemas
 from kafka_audit.engines.job_plan import check_buckets, index_checks, task_table
-from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, expand_batches, rare_row, segment_row_batch, value_rows
+from kafka_audit.engines.job_rows import (
+    ROWS_PER_BATCH,
+    PendingValues,
+    batch_summaries,
+    expand_batches,
+    rare_row,
+    segment_row_batch,
+)
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.replica_set_step import keyed_by_set, set_label, set_step_of
 from kafka_audit.engines.spark_progress import is_connect, watch
-from kafka_audit.engines.summary_columns import summary_columns
 from kafka_audit.io import storage
 from kafka_audit.log.discovery import Discovery
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -291,8 +297,8 @@ def _segment_step_of(
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
-        batch summaries leave as its summary columns (:func:`summary_columns`, the one seam
-        between the segment step and the transport) in values of up to
+        batch summaries leave as summary columns (``PendingValues``: ``summary_columns`` is the
+        one seam between the segment step and the transport) in values of up to
         :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`), except a whole replica's: its tasks run
         together in log order and its partition step runs here, on the summaries kept in memory.
         Rows are sent in Arrow batches holding about :data:`ROWS_PER_BATCH` summaries."""
@@ -300,7 +306,7 @@ def _segment_step_of(
         left = Counter(task.replica_key for task in tasks if task.replica_key in metas)
         held: dict[tuple, list[BatchSummary]] = {key: [] for key in left}
         rows: list[tuple] = []
-        pending = 0
+        pending = PendingValues()
         sent = storage.requests_sent()  # a store's requests, counted with each task's stats
         for task in with_read_ahead(tasks):
             place, key = places.pop(task), task.replica_key
@@ -315,25 +321,21 @@ def _segment_step_of(
             auditor.stats.requests, auditor.stats.bytes_fetched = storage.fetched_since(sent)
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
             if key not in metas:
-                columns = summary_columns(summaries)
-                rows.extend(value_rows(place, columns))
-                if task in checks:
-                    rows.extend(value_rows(checks.pop(task), columns))
+                pending.add([place] if task not in checks else [place, checks.pop(task)], summaries)
             else:
                 held[key].extend(summaries)
                 if keep:
-                    rows.extend(value_rows(place, summary_columns(summaries), kind=schemas.KEPT_BATCH))
+                    pending.add([place], summaries, kind=schemas.KEPT_BATCH)
                 left[key] -= 1
                 if not left[key]:
                     rows.extend(rare_row(kind, place, payload, blob) for kind, payload, blob in
                                 _partition_rows(metas.pop(key), held.pop(key)))
             sent = storage.requests_sent()
-            pending += len(summaries)
-            if pending >= ROWS_PER_BATCH:
-                yield segment_row_batch(rows)
-                rows, pending = [], 0
-        if rows:
-            yield segment_row_batch(rows)
+            if len(pending) >= ROWS_PER_BATCH:
+                yield segment_row_batch(rows + pending.rows())
+                rows = []
+        if rows or pending:
+            yield segment_row_batch(rows + pending.rows())
 
     return segment_step
 

@@ -36,22 +36,23 @@ _new = tuple.__new__
 
 def summary_columns(summaries: Sequence[BatchSummary]) -> pa.RecordBatch:
     """A segment task's summaries, as the segment step yields them (a tuple each), as columns:
-    converted by Arrow a row at a time (no Python call per summary), then a column the task
-    holds constant made one run. A name that is not UTF-8 or an integer past int64 has no place
+    converted by Arrow a row at a time (no Python call per summary), then the columns a task
+    holds constant made runs. A name that is not UTF-8 or an integer past int64 has no place
     in that conversion: such a task's columns are made one at a time (:func:`columns_batch`)."""
     try:
         rows = pa.array(summaries, _AS_TEXT)
     except (OverflowError, UnicodeError, pa.ArrowInvalid):
         columns: Mapping[str, Any] = dict(zip(_NAMES, zip(*summaries))) if summaries else dict.fromkeys(_NAMES, ())
         return columns_batch(columns, len(summaries))
-    return columns_batch({name: _settled(name, rows.field(name), summaries) for name in _NAMES}, len(summaries))
+    return columns_batch({name: _settled(name, rows.field(name)) for name in _NAMES}, len(summaries))
 
 
-def _settled(name: str, column: pa.Array, summaries: Sequence[BatchSummary]) -> Any:
-    """A column of the row-wise conversion as it travels: the task's constant, or a name as bytes."""
-    if name in schemas.RUN_END_COLUMNS and len(column) and pc.count_distinct(column, mode="all").as_py() == 1:
-        return summaries[0][_NAMES.index(name)]
-    return column.cast(pa.binary()) if name in schemas.NAME_COLUMNS else column
+def _settled(name: str, column: pa.Array) -> pa.Array:
+    """A column of the row-wise conversion as it travels: names as bytes, a column a task holds
+    constant as its runs (one per task)."""
+    if name in schemas.NAME_COLUMNS:
+        column = column.cast(pa.binary())
+    return pc.run_end_encode(column, run_end_type=pa.int32()) if name in schemas.RUN_END_COLUMNS else column
 
 
 def columns_batch(columns: Mapping[str, Any], length: int) -> pa.RecordBatch:
@@ -73,8 +74,7 @@ def _column(name: str, values: Any, length: int) -> pa.Array:
         return _constant(name, values, length)
     if not isinstance(values, list | tuple):
         return _wrapped(values, _TYPES[name], length)
-    # A column the task holds constant is one run (tuple.count: no Python call per value); a codec
-    # that changes from batch to batch stays a plain column (runs of one cost more than values).
+    # A column the task holds constant is one run (tuple.count: no Python call per value).
     if name in schemas.RUN_END_COLUMNS and values and values.count(values[0]) == length:
         return _constant(name, values[0], length)
     if name in schemas.NAME_COLUMNS:
