@@ -5,10 +5,11 @@ One Arrow schema per table; the Spark side derives its ``StructType`` from it
 files written by Spark or by pyarrow all have the same columns and types.
 
 The job's rows (``engines/spark_job.py``) carry a ``kind`` column. Batch rows carry a run of a segment
-task's batch summaries as one pickled value (``blob``) under its sort keys; the ``batches``
-dataset expands them into typed rows (``SUMMARIES``). Rare rows (findings, counts, a replica's
-metadata) carry a JSON ``payload`` for readers and a pickled ``blob`` for the driver. A new kind
-of rare row needs no new column.
+task's batch summaries under its sort keys, as one Arrow record batch of typed columns
+(``SUMMARY_COLUMNS``, in an Arrow IPC stream: ``engines/summary_columns.py``) in ``blob``; the
+``batches`` dataset selects its typed rows (``SUMMARIES``) from them. Rare rows (findings, counts,
+a replica's metadata) carry a JSON ``payload`` for readers and a pickled ``blob`` for the driver. A
+new kind of rare row needs no new column.
 """
 
 from __future__ import annotations
@@ -168,6 +169,15 @@ SUMMARY_FIELDS = [
 ]
 SUMMARY_NAMES = [f.name for f in SUMMARY_FIELDS]
 
+# Every ``BatchSummary`` field, in its order: the columns a run of summaries travels in (the
+# replica comparison also reads the batch's partition leader epoch and stored CRC).
+SUMMARY_COLUMNS = pa.schema([*SUMMARY_FIELDS, pa.field("partition_leader_epoch", pa.int32()), pa.field("crc", pa.int64())])
+# The columns a segment task holds constant: run-end encoded when they travel, a run costing a
+# few bytes whatever its length (text that changes from row to row, the codec, as a dictionary).
+RUN_END_COLUMNS = frozenset({"topic", "partition", "segment", "segment_base_offset"})
+# Names from the file system, as bytes in the columns.
+NAME_COLUMNS = frozenset({"topic", "segment"})
+
 # A batch summary as a typed row (the ``batches`` dataset's source), its names made text on the
 # executor (:func:`name_text`: Spark's ``decode`` refuses bytes that are not UTF-8).
 SUMMARIES = pa.schema([pa.field(f.name, pa.string()) if f.name in ("topic", "segment") else f
@@ -175,7 +185,8 @@ SUMMARIES = pa.schema([pa.field(f.name, pa.string()) if f.name in ("topic", "seg
 
 # What the segment step emits and the partition step reads: the kind, the replica's ``place``,
 # the sort keys of batch rows (the segment and the position of their first batch) and a value.
-# A batch row's ``blob`` holds a run of a segment task's batch summaries, in log order.
+# A batch row's ``blob`` holds a run of a segment task's batch summaries, in log order, as an
+# Arrow IPC stream of one record batch of ``SUMMARY_COLUMNS``.
 SEGMENT_ROWS = pa.schema(
     [
         ("kind", pa.int8()),

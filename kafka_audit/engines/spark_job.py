@@ -11,17 +11,20 @@ code path for a classic session and for Spark Connect; the driver hands what rea
 2. ``mapInArrow`` (:func:`_segment_step_of`): each Spark task audits its segments and emits Arrow
    batches of ``schemas.SEGMENT_ROWS``: a row per finding and one with each task's counts; a
    whole replica's partition step runs right there, on the summaries it holds, and only its
-   findings and totals leave. The other tasks' batch summaries leave as a few values (pickled runs
-   of up to 4,096 summaries, about 70 bytes each) under their sort keys: Spark moves and sorts a
-   few rows per segment task and never looks inside a value (a typed row per record batch cost
-   its JVM more CPU than the audit).
+   findings and totals leave. The other tasks' batch summaries leave as a few values under their
+   sort keys, each a run of up to 4,096 summaries as one Arrow record batch of typed columns
+   (``summary_columns``: a column per ``BatchSummary`` field, the task's constants run-end
+   encoded, about 100 bytes a summary): Spark moves and sorts a few rows per segment task and
+   never looks inside a value (a typed Spark row per record batch cost its JVM more CPU than the
+   audit).
 3. Those rows and one metadata row per replica not audited whole (topic, partition, folder) are
    repartitioned by ``place``, a key per replica chosen so that replicas are dealt out over the
    partitions by bytes (:func:`place_replicas`), and sorted within partitions by (place, kind,
    segment base offset, segment, position): a replica's rows arrive together at one task,
    metadata first, then the segment step's findings and counts, then its batch values in log order.
 4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
-   summaries, a value at a time, into the partition step (offsets, indexes, producer-state
+   summaries, a value at a time (its columns made Python values a column at a time), into the
+   partition step (offsets, indexes, producer-state
    replay); a whole replica's rows are passed on. A segment cut into several tasks also sends
    its values to a group of its own that checks its indexes (``job_plan.index_checks``) beside
    the replay instead of inside it. The grouping needs no shuffle or sort of its own: the plan's
@@ -66,7 +69,13 @@ from kafka_audit.audit.task_packing import pack_tasks
 from kafka_audit.engines import schemas
 from kafka_audit.engines.engine import OnProgress, audit_with
 from kafka_audit.engines.job_plan import check_buckets, index_checks, task_table
-from kafka_audit.engines.job_rows import ROWS_PER_BATCH, batch_summaries, rare_row, segment_row_batch, value_rows
+from kafka_audit.engines.job_rows import (
+    ROWS_PER_BATCH,
+    PendingValues,
+    batch_summaries,
+    rare_row,
+    segment_row_batch,
+)
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.replica_set_step import keyed_by_set, set_label, set_step_of
 from kafka_audit.engines.spark_frames import ScanFrames
@@ -216,10 +225,12 @@ def _segment_step_of(
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
-        batch summaries leave as values of up to :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`),
-        except a whole replica's: its tasks run together in log order and its partition step runs
-        here, on the summaries kept in memory. Rows are sent in Arrow batches holding about
-        :data:`ROWS_PER_BATCH` summaries. Its reads share one storage context of the settings."""
+        batch summaries leave as summary columns (``PendingValues``: ``summary_columns`` is the
+        one seam between the segment step and the transport) in values of up to
+        :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`), except a whole replica's: its tasks run
+        together in log order and its partition step runs here, on the summaries kept in memory.
+        Rows are sent in Arrow batches holding about :data:`ROWS_PER_BATCH` summaries. Its reads
+        share one storage context of the settings."""
         with StorageContext(settings) as storage:
             yield from _segment_rows(batches, storage)
 
@@ -228,7 +239,7 @@ def _segment_step_of(
         left = Counter(task.replica_key for task in tasks if task.replica_key in metas)
         held: dict[tuple, list[BatchSummary]] = {key: [] for key in left}
         rows: list[tuple] = []
-        pending = 0
+        pending = PendingValues()
         sent = storage.requests_sent()  # a store's requests, counted with each task's stats
         for task in with_read_ahead(tasks, storage):
             place, key = places.pop(task), task.replica_key
@@ -243,24 +254,21 @@ def _segment_step_of(
             auditor.stats.requests, auditor.stats.bytes_fetched = storage.fetched_since(sent)
             rows.append(rare_row(schemas.STATS, place, None, pickle.dumps(auditor.stats)))
             if key not in metas:
-                rows.extend(value_rows(place, summaries))
-                if task in checks:
-                    rows.extend(value_rows(checks.pop(task), summaries))
+                pending.add([place] if task not in checks else [place, checks.pop(task)], summaries)
             else:
                 held[key].extend(summaries)
                 if keep:
-                    rows.extend(value_rows(place, summaries, kind=schemas.KEPT_BATCH))
+                    pending.add([place], summaries, kind=schemas.KEPT_BATCH)
                 left[key] -= 1
                 if not left[key]:
                     rows.extend(rare_row(kind, place, payload, blob) for kind, payload, blob in
                                 _partition_rows(metas.pop(key), held.pop(key), storage))
             sent = storage.requests_sent()
-            pending += len(summaries)
-            if pending >= ROWS_PER_BATCH:
-                yield segment_row_batch(rows)
-                rows, pending = [], 0
-        if rows:
-            yield segment_row_batch(rows)
+            if len(pending) >= ROWS_PER_BATCH:
+                yield segment_row_batch(rows + pending.rows())
+                rows = []
+        if rows or pending:
+            yield segment_row_batch(rows + pending.rows())
 
     return segment_step
 
