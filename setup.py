@@ -20,6 +20,7 @@ from setuptools.command.build_ext import build_ext
 
 _GRAMMAR = Path(__file__).resolve().parent / "kafka_audit" / "record" / "default_record.py"
 _GRAMMAR_H = "kafka_audit/record/_record_grammar.h"  # read_varint and skip_bytes, for both C files
+_SCREEN_H = "kafka_audit/record/_screen_records.h"  # the record screen, for _record_screen.c and _batch_walk.c
 _SHARED = ("MAX_VARINT_BYTES", "MAX_VARLONG_BYTES", "MIN_HEADER_BYTES")
 
 
@@ -44,6 +45,7 @@ _LIMITED_API = (3, 11) if sys.version_info >= (3, 11) else None
 _WITHOUT = {
     "kafka_audit.record._record_screen": "the audit will validate every batch in full (slower, the same findings)",
     "kafka_audit.record._record_text": "dump will format records in Python (slower, the same lines)",
+    "kafka_audit.record._batch_walk": "the audit will walk batches in Python (slower, the same findings)",
 }
 
 
@@ -73,7 +75,9 @@ setup(
     cmdclass={"build_ext": _BuildExt},
     ext_modules=[
         _extension("kafka_audit.record._record_screen", "kafka_audit/record/_record_screen.c",
-                   [_GRAMMAR_H, "kafka_audit/record/_payload_inflate.h"]),
+                   [_GRAMMAR_H, _SCREEN_H, "kafka_audit/record/_payload_inflate.h"]),
+        _extension("kafka_audit.record._batch_walk", "kafka_audit/record/_batch_walk.c",
+                   [_GRAMMAR_H, _SCREEN_H, "kafka_audit/record/_payload_inflate.h"]),
         _extension("kafka_audit.record._record_text", "kafka_audit/record/_record_text.c", [_GRAMMAR_H]),
     ],
     # One abi3 wheel for Python 3.11 and later (bdist_wheel's tag); none asked for on 3.10.

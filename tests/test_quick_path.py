@@ -18,6 +18,7 @@ import crc32c
 import pytest
 import zstandard
 
+from kafka_audit.audit import segment_audit
 from kafka_audit.audit.plan import ScanOptions, plan_tasks, with_inferred_compaction
 from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.log.log_dir import discover
@@ -55,6 +56,7 @@ def _audit(root: Path, quick: bool, options: ScanOptions, monkeypatch) -> list:
     with monkeypatch.context() as patch:
         if not quick:
             patch.setattr(SegmentAuditor, "_quick_summary", lambda self, buf, batch: None)
+            patch.setattr(segment_audit, "WALK_COMPILED", False)  # the compiled walk is a quick path too
         out = []
         for task in plan_tasks(discovery, 4096):  # small ranges: tasks that start mid-segment too
             auditor = SegmentAuditor(task, options.validation, options.reference_time)

@@ -17,6 +17,8 @@ from kafka_audit.io.local_file import FileChanged
 from kafka_audit.io.rsm_objects import EncryptedSegment
 from kafka_audit.log.internal_topics import count_unread, unread_test_for_topic
 from kafka_audit.record.batch_records import BatchRecords
+from kafka_audit.record.batch_walk import COMPILED as WALK_COMPILED
+from kafka_audit.record.batch_walk import BatchColumns, CompiledWalk
 from kafka_audit.record.control_record import ControlRecord, parse_control_key_value
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
@@ -29,7 +31,7 @@ from kafka_audit.record.record_batch import (
     codec_label,
 )
 from kafka_audit.record.record_screen import RecordScreen, screen_payload
-from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
 from kafka_audit.rules.catalogue import INCOMPLETE_TAIL_LIVE, Check, CheckId
 from kafka_audit.rules.findings import Finding, make_finding, partition_label
 from kafka_audit.rules.validation.batch_validation import validate_appended_size, validate_batch_header, validate_batch_size
@@ -99,6 +101,9 @@ class SegmentAuditor:
         # An internal topic's test for records its decoder cannot read (unknown type or version, or
         # not decodable by its schema), which are counted.
         self._internal = unread_test_for_topic(task.topic)
+        # The compiled walk over runs of batches with nothing to report (not for an internal topic,
+        # whose records are also counted by type).
+        self._compiled = self._compiled_walk() if WALK_COMPILED and self._internal is None else None
 
     def run(self) -> Iterator[Finding | BatchSummary]:
         """The task's findings (at most :data:`MAX_FINDINGS_PER_CHECK` of each check, then one
@@ -154,7 +159,16 @@ class SegmentAuditor:
             walked = task.start
             first = True
             try:
-                for item in segment.batches(task.start, task.stop):
+                items = (
+                    segment.batches(task.start, task.stop) if self._compiled is None
+                    else segment.runs_and_batches(self._compiled, task.start, task.stop)
+                )
+                for item in items:
+                    if isinstance(item, BatchColumns):
+                        first = False
+                        walked, next_offset = self._fold_run(item)
+                        yield from SummaryColumns(task.topic, task.partition, task.segment, task.base_offset, item)
+                        continue
                     if first and task.start == 0 and isinstance(item, Problem) and self._not_a_segment(item):
                         yield from self._capped((self._finding(
                             item.check,
@@ -305,6 +319,32 @@ class SegmentAuditor:
         self._quick_codecs[attributes & COMPRESSION_CODEC_MASK] += 1
         self._quick_records += batch.record_count or 0
         return BatchSummary.of(task.topic, task.partition, task.segment, task.base_offset, batch, True, control)
+
+    def _compiled_walk(self) -> CompiledWalk:
+        """The compiled walk with this task's settings: the record screens of a v2 data batch of
+        each timestamp type (``log_validator.record_screen``, built from a header alone)."""
+        config, topic = self.config, self.task.topic
+        screens = []
+        for attributes in (0, TIMESTAMP_TYPE_MASK):
+            header = RecordBatch(0, 0, 0, MAGIC_VALUE_V2, 0, 0, True, attributes, 1, 0, 0, 0, 0, -1, -1, -1)
+            screen = record_screen(header, topic, config, self.reference_time)
+            assert screen is not None  # every v2 data batch has its screen
+            screens.append(screen)
+        return CompiledWalk(min(config.max_message_bytes, config.segment_bytes), *screens)
+
+    def _fold_run(self, run: BatchColumns) -> tuple[int, int]:
+        """Count a run of batches the compiled walk took (as :meth:`_quick_summary` counts one);
+        the walk's position and next offset after it."""
+        count = run.count
+        codecs = run.column("compression").tobytes()
+        for codec in set(codecs):
+            self._quick_codecs[codec] += codecs.count(codec)
+        self._quick_records += sum(run.column("record_count"))
+        for timestamp in reversed(run.column("max_timestamp")):
+            if timestamp >= 0:
+                self._last_timestamp = timestamp
+                break
+        return run.column("position")[count - 1], run.column("last_offset")[count - 1] + 1
 
     def _fold_quick_counts(self) -> None:
         """Add the quick path's counts to ``stats`` (the full path counts as it goes)."""

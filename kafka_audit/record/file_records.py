@@ -23,12 +23,14 @@ import os
 import struct
 import zlib
 from collections.abc import Callable, Iterator
+from typing import TypeVar, overload
 
 import crc32c
 
 from kafka_audit.io import rsm_objects, storage
 from kafka_audit.io.local_file import LocalFile
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
+from kafka_audit.record.batch_walk import BatchColumns, CompiledWalk
 from kafka_audit.record.byte_stream import STREAM_BOUND, stream_checksum
 from kafka_audit.record.legacy_record import (
     LegacyMessage,
@@ -51,10 +53,40 @@ from kafka_audit.record.stream_legacy import read_message_header
 
 _OFFSET_SIZE = struct.Struct(">qi")
 
+# What a walk yields: batches, problems, runs of batches the compiled walk took.
+_Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
+
 # Drop walked pages from the resident set this often (bytes).
 _RELEASE_EVERY = 64 * 1024 * 1024
 # A walk that meets this many framing problems in a row stops: the rest is not a log.
 _MAX_CONSECUTIVE_FRAMING_PROBLEMS = 2
+
+
+@overload
+def iter_batches(
+    buf,
+    start: int = 0,
+    stop: int | None = None,
+    end: int | None = None,
+    fd: int | None = None,
+    need: Callable[[int, int], None] | None = None,
+    read_range: Callable[[int, int], bytes] | None = None,
+    compiled: None = None,
+) -> Iterator[RecordBatch | Problem]: ...
+
+
+@overload
+def iter_batches(
+    buf,
+    start: int = 0,
+    stop: int | None = None,
+    end: int | None = None,
+    fd: int | None = None,
+    need: Callable[[int, int], None] | None = None,
+    read_range: Callable[[int, int], bytes] | None = None,
+    *,
+    compiled: Callable[[int], Iterator[BatchColumns]],
+) -> Iterator[RecordBatch | Problem | BatchColumns]: ...
 
 
 # Over 60 lines on purpose: the hot walk over batch headers (FileLogInputStream.nextBatch), its
@@ -67,7 +99,8 @@ def iter_batches(
     fd: int | None = None,
     need: Callable[[int, int], None] | None = None,
     read_range: Callable[[int, int], bytes] | None = None,
-) -> Iterator[RecordBatch | Problem]:
+    compiled: Callable[[int], Iterator[BatchColumns]] | None = None,
+) -> Iterator[RecordBatch | Problem | BatchColumns]:
     """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
 
     ``buf`` is any buffer (mmap, bytes). Batches may extend past ``stop`` (a byte-range split
@@ -77,13 +110,23 @@ def iter_batches(
     (``SEEK_DATA``) instead of by reading it. ``need(a, b)``, when given, is called before
     ``buf[a:b]`` is read (a :class:`RangeBuffer` fetches the bytes then). ``read_range(a, b)``,
     when given, reads a batch larger than :data:`STREAM_BOUND` by ranged reads instead of
-    through ``buf``: its header and CRC, as a stream (:func:`_large_batch`).
+    through ``buf``: its header and CRC, as a stream (:func:`_large_batch`). ``compiled(pos)``,
+    when given, yields the runs of batches from ``pos`` with nothing to report, walked in C
+    (:meth:`BatchColumns`, :mod:`.batch_walk`); the batch where it stops is read here.
     """
     end = len(buf) if end is None else end
     stop = end if stop is None else min(stop, end)
     pos = start
     framing_problems = 0
+    refused = -1  # where the compiled walk last stopped: the batch there is read here
     while pos < stop:
+        if compiled is not None and pos != refused:
+            for run in compiled(pos):
+                yield run
+                pos, framing_problems = run.position, 0
+            if pos >= stop:
+                return
+            refused = pos
         remaining = end - pos
         if need is not None:
             need(pos, pos + min(remaining, V2_RECORD_BATCH_OVERHEAD))
@@ -468,10 +511,31 @@ class FileRecords:
 
     def batches(self, start: int = 0, stop: int | None = None) -> Iterator[RecordBatch | Problem]:
         """The batches starting in ``[start, stop)`` and the problems met, in file order."""
+        need, read_range = self._ranges.need, self.read_range
+        return self._released(start, stop, lambda fd: iter_batches(self._map, start, stop, self.size, fd, need, read_range))
+
+    def runs_and_batches(
+        self, compiled: CompiledWalk, start: int = 0, stop: int | None = None
+    ) -> Iterator[RecordBatch | Problem | BatchColumns]:
+        """:meth:`batches`, with the runs of batches the compiled walk takes (nothing to report)
+        as :class:`BatchColumns` in their place."""
+        ranges, read_range, size = self._ranges, self.read_range, self.size
+        last = size if stop is None else min(stop, size)
+
+        def runs(pos: int) -> Iterator[BatchColumns]:
+            return compiled.runs(self._map, pos, last, size, ranges.need, ranges.loaded_to)
+
+        return self._released(
+            start, stop, lambda fd: iter_batches(self._map, start, stop, size, fd, ranges.need, read_range, compiled=runs)
+        )
+
+    def _released(self, start: int, stop: int | None, walk: Callable[[int | None], Iterator[_Item]]) -> Iterator[_Item]:
+        """The walk of ``[start, stop)`` (given the file's descriptor), its pages released from
+        the resident set as it goes."""
         released = start
         fd = self._file.fileno() if self.size and self._file is not None else None
         self._ranges.walk(start, stop)
-        for item in iter_batches(self._map, start, stop, self.size, fd, self._ranges.need, self.read_range):
+        for item in walk(fd):
             yield item
             if isinstance(item, RecordBatch) and item.size > STREAM_BOUND:
                 self._ranges.skip(item.position + item.size)  # read by ranges, not into the buffer

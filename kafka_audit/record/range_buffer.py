@@ -91,6 +91,10 @@ class RangeBuffer:
             self._high = end
         self._read_ahead()
 
+    def loaded_to(self, start: int) -> int:
+        """How far ``buffer`` holds the object's bytes from ``start`` on (``start``: none)."""
+        return self._high if self._low <= start < self._high else start
+
     def skip(self, upto: int) -> None:
         """The walk passed over ``[high, upto)`` without the buffer (a batch read by ranges): read
         on from ``upto``, not the bytes before it."""

@@ -1,15 +1,20 @@
 """The compact per-batch summary that the producer-state replay consumes.
 
 The segment audit emits one summary per batch; Spark shuffles them by (topic, partition) and
-sorts them by offset, and the replay walks them in that order. A NamedTuple pickles small.
+sorts them by offset, and the replay walks them in that order. A NamedTuple pickles small. A run
+of batches the compiled walk took comes as :class:`SummaryColumns`, the same summaries as columns.
 """
 
 from __future__ import annotations
 
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
+from kafka_audit.record.batch_walk import COLUMNS, BatchColumns
 from kafka_audit.record.control_record import ControlRecord
-from kafka_audit.record.record_batch import ControlRecordType, RecordBatch
+from kafka_audit.record.record_batch import COMPRESSION_CODEC_MASK, ControlRecordType, RecordBatch, codec_label
 
 NO_CONTROL_TYPE = -1
 
@@ -99,3 +104,55 @@ class BatchSummary(NamedTuple):
 
 
 _new = tuple.__new__
+
+
+# The codec ids a ``compression`` column holds, by their BatchSummary label (and back).
+_CODEC_IDS = {codec_label(codec): codec for codec in range(COMPRESSION_CODEC_MASK + 1)}
+_CODEC_LABELS = tuple(codec_label(codec) for codec in range(COMPRESSION_CODEC_MASK + 1))
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryColumns:
+    """The summaries of a run of one task's batches, as columns (:class:`BatchColumns`: the
+    compiled walk's, or built here from summaries where it is not built): iterating gives the
+    :class:`BatchSummary` tuples, equal to those the Python walk gives for the same batches."""
+
+    topic: str
+    partition: int
+    segment: str
+    segment_base_offset: int
+    batches: BatchColumns
+
+    def __len__(self) -> int:
+        return self.batches.count
+
+    def __iter__(self) -> Iterator[BatchSummary]:
+        head = (self.topic, self.partition, self.segment, self.segment_base_offset)
+        labels = _CODEC_LABELS
+        for (
+            position, base_offset, last_offset, producer_id, max_timestamp, crc, size, base_sequence, last_sequence,
+            record_count, coordinator_epoch, partition_leader_epoch, producer_epoch, control_type, magic, valid,
+            is_transactional, is_control, crc_valid, compression,
+        ) in zip(*self.batches.columns()):
+            yield _new(BatchSummary, (
+                *head, position, base_offset, last_offset, magic, valid == 1, producer_id, producer_epoch,
+                base_sequence, last_sequence, is_transactional == 1, is_control == 1, control_type,
+                coordinator_epoch, max_timestamp, record_count, size, labels[compression], crc_valid == 1,
+                partition_leader_epoch, crc,
+            ))
+
+    @classmethod
+    def of_summaries(cls, summaries: Sequence[BatchSummary]) -> SummaryColumns:
+        """The columns of one task's summaries, in Python (the same bytes the compiled walk
+        writes for the batches it takes); ``summaries`` is not empty."""
+        first = summaries[0]
+        arrays = []
+        for name, code in COLUMNS:
+            if name == "compression":
+                values = array(code, [_CODEC_IDS[s.compression] for s in summaries])
+            else:
+                values = array(code, [int(getattr(s, name)) for s in summaries])
+            arrays.append(values.tobytes())
+        end = summaries[-1].position + summaries[-1].size
+        columns = BatchColumns(b"".join(arrays), len(summaries), end)
+        return cls(first.topic, first.partition, first.segment, first.segment_base_offset, columns)
