@@ -14,6 +14,9 @@ Each input's first byte picks a target; the rest is its bytes:
               screen_payload_py
   4 text      dump's compiled record lines (_record_text.record_text) held to its Python loop
               (decode_records, then record_lines): the same text, or None where Python reports an error
+  5 walk      the compiled batch walk (_batch_walk.walk, issue 34) on the bytes as a segment, its
+              batches' CRCs made right first: its answer must hold together (make_walk_target); the
+              differential test of the two walks is tests/test_batch_walk.py
 
 An exception other than our own DecompressionError (which the decoders turn into Problem values)
 is a crash; so is a disagreement between the two sides of a target (an AssertionError). Seeds:
@@ -34,6 +37,7 @@ re-runs this script with the sanitizer runtime preloaded (the interpreter is not
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import subprocess
@@ -65,6 +69,10 @@ def _seeds(corpus: Path, max_len: int, limit: int) -> int:
         if not path.is_file() or path.is_symlink():
             continue
         buf = path.read_bytes()
+        whole = [b for b in itertools.islice(iter_batches(buf), SEEDS_PER_SEGMENT) if isinstance(b, RecordBatch)]
+        ends = [b.position + b.size for b in whole if b.position + b.size <= max_len - 5]
+        if ends:  # the walk target: the segment's first batches, whole
+            (corpus / f"w{count}_5").write_bytes(bytes((5, 0, 0, 0, 0)) + buf[: max(ends)])
         for number, item in enumerate(iter_batches(buf)):
             if number >= SEEDS_PER_SEGMENT:
                 break
@@ -94,6 +102,54 @@ def _text_seed(buf: bytes, batch) -> bytes:
     fields = (batch.base_offset.to_bytes(8, "big", signed=True) + batch.base_timestamp.to_bytes(8, "big", signed=True)
               + (batch.base_sequence & 0xFFFFFFFF).to_bytes(4, "big") + ((batch.record_count or 0) & 0xFFFF).to_bytes(2, "big"))
     return bytes((4,)) + fields + bytes((1 | (2 if batch.timestamp_type == 1 else 0),)) + data
+
+
+def make_walk_target() -> Callable[[bytes], None] | None:
+    """Target 5, in both modes: the compiled batch walk (_batch_walk.walk) over the bytes as a
+    segment, from a start, to a stop and a limit the input picks (also past the buffer's end), the
+    CRC-32C of every batch it frames recomputed first (unless the input says not to: the walk would
+    otherwise stop at the first mutated batch). Its answer must hold together: as many rows as it
+    says, a position within [start, limit]. None where the walk is not built."""
+    import crc32c
+
+    try:
+        from kafka_audit.record import _batch_walk  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    from kafka_audit.record.batch_walk import ROW_BYTES
+    from kafka_audit.record.byte_stream import STREAM_BOUND
+    from kafka_audit.record.lz4_frame import LZ4_BLOCK_INTO
+    from kafka_audit.record.record_screen import RecordScreen
+    from kafka_audit.record.zstd_frame import ZSTD_DECOMPRESSOR
+
+    def with_crcs(buf: bytearray, start: int) -> None:
+        position = start
+        while 0 <= position and position + 61 <= len(buf):
+            end = position + 12 + int.from_bytes(buf[position + 8 : position + 12], "big", signed=True)
+            if end < position + 61 or end > len(buf):
+                return
+            buf[position + 17 : position + 21] = crc32c.crc32c(bytes(buf[position + 21 : end])).to_bytes(4, "big")
+            position = end
+
+    def walk(data: bytes) -> None:
+        if len(data) < 4:
+            return
+        flags, shift, cut, at = data[0], data[1] % 16, data[2], data[3]
+        buf = bytearray(data[4:])
+        start = at - 2 if flags & 8 else 0
+        if not flags & 1:
+            with_crcs(buf, start)
+        limit = len(buf) - cut + 16 if flags & 16 else len(buf)
+        stop = len(buf) - cut if flags & 32 else len(buf)
+        create = RecordScreen(bool(flags & 2), 0 if flags & 4 else None, 1 << 42 if flags & 4 else None)
+        append = RecordScreen(bool(flags & 64), None, 1 << 41 if flags & 128 else None)
+        columns, count, position, want = _batch_walk.walk(
+            bytes(buf), start, stop, limit, STREAM_BOUND >> shift, STREAM_BOUND >> (data[1] >> 4), create, append,
+            LZ4_BLOCK_INTO, ZSTD_DECOMPRESSOR)
+        assert len(columns) == count * ROW_BYTES, (len(columns), count)
+        assert count == 0 or start <= position <= min(limit, len(buf)), (start, position, limit)
+
+    return walk
 
 
 def make_target() -> Callable[[bytes], None]:
@@ -189,11 +245,12 @@ def make_target() -> Callable[[bytes], None]:
             python = record_lines(batch, decoded.records, print_data)
             assert compiled == (python + "\n" if python else ""), "compiled record lines differ"
 
-    targets = (segment, codec, records, payload, text)
+    targets = (segment, codec, records, payload, text, make_walk_target())
 
     def test_one_input(data: bytes) -> None:
-        if data:
-            targets[data[0] % len(targets)](data[1:])
+        target = targets[data[0] % len(targets)] if data else None
+        if target is not None:
+            target(data[1:])
 
     return test_one_input
 
@@ -211,9 +268,9 @@ def _sanitized_child(argv: list[str]) -> int:
 
 def _check_sanitized(record_dir: str) -> None:
     """Both extensions were loaded from the sanitized build (a stale or in-place .so is not fuzzed)."""
-    from kafka_audit.record import _record_screen, _record_text  # type: ignore[attr-defined]
+    from kafka_audit.record import _batch_walk, _record_screen, _record_text  # type: ignore[attr-defined]
 
-    for module in (_record_screen, _record_text):
+    for module in (_record_screen, _record_text, _batch_walk):
         if Path(module.__file__).parent != Path(record_dir):
             raise SystemExit(f"fuzz: {module.__name__} came from {module.__file__}, not the sanitized build")
         print(f"extension: {module.__file__}", file=sys.stderr)
@@ -231,6 +288,7 @@ def make_native_target() -> Callable[[bytes], None]:
                     want_record and max_size taken from the partition leader epoch's bytes
       2 records     screen_records, as the default mode calls it
       4 text        record_text, as the default mode calls it
+      5 walk        the compiled batch walk, as the default mode calls it (make_walk_target)
       1 codec       (no C code: the input is passed over)
     """
     import struct
@@ -278,7 +336,7 @@ def make_native_target() -> Callable[[bytes], None]:
                                  "LogAppendTime" if data[22] & 2 else "CreateTime",
                                  int.from_bytes(data[16:20], "big", signed=True), count, bool(data[22] & 1))
 
-    targets = (payload, None, records, payload, text)
+    targets = (payload, None, records, payload, text, make_walk_target())
 
     def test_one_input(data: bytes) -> None:
         target = targets[data[0] % len(targets)] if data else None

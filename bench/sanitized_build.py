@@ -34,7 +34,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build" / "sanitized"
-EXTENSIONS = ("_record_screen", "_record_text")
+EXTENSIONS = ("_record_screen", "_record_text", "_batch_walk")
 SANITIZE = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1"
 # What the sanitizers are told at run time: the interpreter's own leaks are no finding; a report
 # ends the process with a stack (libFuzzer then writes the input as crash-*).
