@@ -93,12 +93,16 @@ def warm(files: list[Path]) -> None:
 # -- (a) the limit -----------------------------------------------------------------------------
 
 
-def limit(files: list[Path]):
-    """Read each file into memory and CRC-32C every v2 batch body (attributes to the end).
+def limit(files: list[Path], inflate: bool = False):
+    """Read each file into memory and CRC-32C every v2 batch body (attributes to the end); with
+    ``inflate``, also decompress every compressed payload (compression.decompress, the audit's
+    own inflation, bounded as the audit bounds it).
 
-    The least any audit must do: touch every byte once and checksum it, with a Python step per
-    batch only to find the next one.
+    The least any audit must do: touch every byte once and checksum it (and read its records:
+    inflate them), with a Python step per batch only to find the next one.
     """
+    from kafka_audit.record.byte_stream import STREAM_BOUND
+    from kafka_audit.record.compression import decompress
 
     def run():
         total = records = 0
@@ -117,6 +121,9 @@ def limit(files: list[Path]):
                 if crc32c.crc32c(view[pos + V2_ATTRIBUTES_OFFSET : end]) != _CRC.unpack_from(view, pos + V2_CRC_OFFSET)[0]:
                     raise SystemExit(f"bench: bad CRC in {path} at {pos}: the benchmark data is damaged")
                 records += _RECORD_COUNT.unpack_from(view, pos + V2_RECORDS_COUNT_OFFSET)[0]
+                codec = view[pos + V2_ATTRIBUTES_OFFSET + 1] & 0x07
+                if inflate and codec:
+                    decompress(codec, view[pos + V2_RECORD_BATCH_OVERHEAD : end], 2, STREAM_BOUND)
                 pos = end
             view.release()
             total += size

@@ -92,32 +92,29 @@ def test_the_compiled_walk_audits_the_corpora_as_the_python_walk(root: Path, mon
 
 
 @pytest.mark.parametrize("root", ROOTS, ids=lambda p: p.name)
-def test_the_compiled_columns_equal_the_python_columns(root: Path) -> None:
-    """Each run the C walk takes from a segment's batch starts: its columns are those built in
-    Python from the Python walk's summaries of the same batches, and read back as them."""
-    walk = segment_audit.SegmentAuditor(
-        SegmentTask("t", 0, "t-0", "", "s", 0), ValidationConfig(), None
-    )._compiled_walk()
+def test_the_compiled_columns_equal_the_python_columns(root: Path, monkeypatch) -> None:
+    """Each batch the C walk takes, walked from its own start: its columns are those built in
+    Python from the Python walk's summary of it (SummaryColumns.of_summaries), and read back as it."""
+    discovery = discover([str(root)])
+    options = with_inferred_compaction(OPTIONS[0], discovery)
     runs = 0
-    for path in sorted(root.rglob("*.log")):
-        if not path.is_file():
+    for task in plan_tasks(discovery, 1 << 30):
+        if not Path(task.path).is_file():  # the fixtures' dangling link of an unreadable segment
             continue
-        with FileRecords(path) as segment:
+        items, _, _ = _run(task, options, False, monkeypatch)
+        summaries = {s.position: s for s in items if isinstance(s, BatchSummary)}
+        walk = SegmentAuditor(task, options.validation, options.reference_time)._compiled_walk()
+        with FileRecords(task.path) as segment:
             buf = segment.loaded()
-            summaries = {
-                b.position: BatchSummary.of("t", 0, "s", 0, b, True, None)
-                for b in segment.batches()
-                if isinstance(b, RecordBatch)
-            }
-            for position in summaries:
+            for position, summary in summaries.items():
                 run = next(walk.runs(buf, position, position + 1, segment.size, _loaded, lambda _: segment.size), None)
                 if run is None:
                     continue
                 runs += 1
                 assert run.count == 1
-                expected = SummaryColumns.of_summaries([summaries[position]])
+                expected = SummaryColumns.of_summaries([summary])
                 assert run.data == expected.batches.data
-                assert list(SummaryColumns("t", 0, "s", 0, run)) == [summaries[position]]
+                assert list(SummaryColumns(task.topic, task.partition, task.segment, task.base_offset, run)) == [summary]
     if root.name != "broker-logs":
         assert runs > 0
 
@@ -201,3 +198,36 @@ def test_the_compiled_walk_audits_mutated_segments_as_the_python_walk(seed: int,
         assert (fast, fast_stats) == (slow, slow_stats), data.hex()
         taken += count
     assert taken > 0
+
+
+def _walk() -> batch_walk.CompiledWalk:
+    return SegmentAuditor(SegmentTask("t", 0, "t-0", "", "s", 0), ValidationConfig(), None)._compiled_walk()
+
+
+def test_a_long_run_comes_in_bounded_pieces_and_whole() -> None:
+    """More batches than one run holds (its columns are bounded): the runs follow one another."""
+    one = bytearray(encode_batch(BatchSpec(records=records([b"v"]), producer_id=1, producer_epoch=0, base_sequence=0)))
+    n = 70_000
+    segment = bytearray()
+    for offset in range(n):
+        struct.pack_into(">q", one, 0, offset)  # the base offset: outside the CRC
+        segment += one
+    runs = list(_walk().runs(bytes(segment), 0, len(segment), len(segment), _loaded, lambda _: len(segment)))
+    assert len(runs) == 2
+    assert sum(run.count for run in runs) == n
+    assert runs[-1].position == len(segment)
+    assert list(runs[1].column("base_offset"))[:2] == [runs[0].count, runs[0].count + 1]
+
+
+def test_the_entry_point_reads_nothing_outside_the_buffer() -> None:
+    """Positions and limits past either end of the buffer take nothing and read nothing."""
+    one = encode_batch(BatchSpec(records=records([b"v"])))
+    screen = _walk().screens[0]
+    for start, stop, limit in [(-5, 10, 10), (0, 10**9, 10**9), (len(one) + 7, 10**9, 10**9), (0, 1, -1), (3, 4, 2)]:
+        data, count, position, want = _batch_walk.walk(
+            one, start, stop, limit, 10**6, STREAM_BOUND, screen, screen, None, None
+        )
+        expected = 1 if (start, limit) == (0, 10**9) else 0  # the one batch, read from its start
+        assert (count, len(data)) == (expected, expected * batch_walk.ROW_BYTES), (start, stop, limit)
+    with pytest.raises(TypeError):
+        _batch_walk.walk(one, 0, 1)

@@ -15,16 +15,19 @@
  *   - magic 2, a size of at least the v2 header, the batch (log overhead included) at most
  *     max_batch_bytes (max.message.bytes, segment.bytes and the streaming bound, the least);
  *   - its CRC-32C (attributes to the end) equals the stored CRC;
- *   - no control batch (transaction markers take the Python quick path), the record count equals
- *     lastOffsetDelta + 1 and is positive, a producer id >= 0 comes with a base sequence >= 0,
- *     and base offset + lastOffsetDelta fits a long;
+ *   - the record count equals lastOffsetDelta + 1 and is positive, base offset + lastOffsetDelta
+ *     fits a long; a data batch with a producer id >= 0 has a base sequence >= 0; a control batch
+ *     is transactional, of one record, with a producer id >= 0, and its record a well-formed
+ *     ABORT or COMMIT marker (the others take the Python walk);
  *   - its payload is uncompressed, LZ4 or zstd, inflates within max_inflated as
  *     _payload_inflate.h inflates it, and its records pass the record screen (_screen_records.h)
  *     of its timestamp type (create_screen / append_screen: RecordScreen objects).
  * It returns the columns of the batches taken (COLUMNS below, struct of arrays, in one bytes
  * object), how many, the position it stopped at, and `want`: where the batch at `position` ends
- * (or its header, when that is cut by `limit`) when only `limit` kept it from being judged, else
- * 0. Every length read is bounded by `limit`, itself bounded by the buffer's length.
+ * (or its header, when that is cut by `limit`) when only `limit` kept it from being judged;
+ * `position` itself when the run is full (MAX_ROWS batches: call again from there); else 0 (the
+ * batch at `position` is not taken, or `position` reached `stop`). Every length read is bounded
+ * by `limit`, itself bounded by the buffer's length.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -40,6 +43,7 @@
 #define CONTROL_FLAG 0x20
 #define TRANSACTIONAL_FLAG 0x10
 #define TIMESTAMP_TYPE_FLAG 0x08
+#define MAX_ROWS 65536
 
 /* ---- CRC-32C (Castagnoli), as the crc32c package computes it ---- */
 
@@ -172,6 +176,32 @@ static int64_t last_sequence(int64_t base_sequence, int64_t delta)
     return base_sequence + delta;
 }
 
+/* The one record of a screened control batch, when it is a well-formed transaction marker
+ * (control_record.parse_control_key_value): a key of version 0 and type ABORT (0) or COMMIT (1)
+ * (ControlRecordType), a value of EndTransactionMarker version >= 0; extra bytes are ignored, as
+ * Kafka ignores them. Anything else is the Python walk's to judge. */
+static int transaction_marker(const uint8_t *data, Py_ssize_t end, int64_t *type, int64_t *coordinator_epoch)
+{
+    Py_ssize_t pos = 0;
+    int64_t v = 0, key_size, value_size;
+    read_varint(data, end, &pos, MAX_VARINT_BYTES, &v); /* length, attributes: the screen held them */
+    pos += 1;
+    read_varint(data, end, &pos, MAX_VARLONG_BYTES, &v);
+    read_varint(data, end, &pos, MAX_VARINT_BYTES, &v);
+    if (!read_varint(data, end, &pos, MAX_VARINT_BYTES, &key_size) || key_size < 4 || key_size > end - pos)
+        return 0;
+    const uint8_t *key = data + pos;
+    pos += (Py_ssize_t)key_size;
+    if (!read_varint(data, end, &pos, MAX_VARINT_BYTES, &value_size) || value_size < 6 || value_size > end - pos)
+        return 0;
+    const uint8_t *value = data + pos;
+    if (be16(key) != 0 || be16(key + 2) < 0 || be16(key + 2) > 1 || be16(value) < 0)
+        return 0;
+    *type = be16(key + 2);
+    *coordinator_epoch = be32(value + 2);
+    return 1;
+}
+
 typedef struct {
     const uint8_t *buf;
     Py_ssize_t stop, limit, max_batch, max_inflated;
@@ -201,9 +231,14 @@ static int take_batch(const walk_t *w, Py_ssize_t pos, row_t *row, Py_ssize_t *n
     int attributes = (uint16_t)be16(p + 21);
     int64_t base_offset = be64(p), delta = be32(p + 23), count = be32(p + 57);
     int64_t producer_id = be64(p + 43), base_sequence = be32(p + 53), last_offset;
-    int codec = attributes & 0x07;
-    if ((attributes & CONTROL_FLAG) || count != delta + 1 || count <= 0 || (producer_id >= 0 && base_sequence < 0)
-        || __builtin_add_overflow(base_offset, delta, &last_offset) || !(codec == 0 || codec == 3 || codec == 4))
+    int codec = attributes & 0x07, control = (attributes & CONTROL_FLAG) != 0;
+    if (count != delta + 1 || count <= 0 || __builtin_add_overflow(base_offset, delta, &last_offset)
+        || !(codec == 0 || codec == 3 || codec == 4))
+        return 0;
+    /* LogValidator.validateBatch's origin rules: a control batch is the broker's when
+     * transactional (taken only as one marker of a producer); a producer id needs a sequence. */
+    if (control ? !(attributes & TRANSACTIONAL_FLAG) || count != 1 || producer_id < 0
+                : producer_id >= 0 && base_sequence < 0)
         return 0;
     if (CRC32C(p + V2_ATTRIBUTES_OFFSET, entry - V2_ATTRIBUTES_OFFSET) != stored_crc)
         return 0;
@@ -220,9 +255,14 @@ static int take_batch(const walk_t *w, Py_ssize_t pos, row_t *row, Py_ssize_t *n
     } else {
         inflated = inflate_zstd(payload, payload_len, w->max_inflated, w->zstd_factory, &out);
     }
+    /* A control record is no compacted topic's record: no key rule (control_record_screen). */
     const screen_t *s = &w->screens[(attributes & TIMESTAMP_TYPE_FLAG) ? 1 : 0];
     int passed = inflated == 1
-        && screen(out.data, out.len, base_timestamp, count, s->require_key, s->has_low, s->low, s->has_high, s->high);
+        && screen(out.data, out.len, base_timestamp, count, s->require_key && !control, s->has_low, s->low,
+                  s->has_high, s->high);
+    int64_t control_type = -1, coordinator_epoch = -1;
+    if (passed && control)
+        passed = transaction_marker(out.data, out.len, &control_type, &coordinator_epoch);
     payload_free(&out);
     if (inflated < 0)
         return -1;
@@ -239,14 +279,14 @@ static int take_batch(const walk_t *w, Py_ssize_t pos, row_t *row, Py_ssize_t *n
     v[C_LAST_SEQUENCE] = last_sequence(base_sequence, delta);
     v[C_RECORD_COUNT] = count;
     v[C_SIZE] = entry;
-    v[C_COORDINATOR_EPOCH] = -1;
+    v[C_COORDINATOR_EPOCH] = coordinator_epoch;
     v[C_PARTITION_LEADER_EPOCH] = be32(p + 12);
     v[C_PRODUCER_EPOCH] = be16(p + 51);
-    v[C_CONTROL_TYPE] = -1;
+    v[C_CONTROL_TYPE] = control_type;
     v[C_MAGIC] = 2;
     v[C_VALID] = 1;
     v[C_IS_TRANSACTIONAL] = (attributes & TRANSACTIONAL_FLAG) != 0;
-    v[C_IS_CONTROL] = 0;
+    v[C_IS_CONTROL] = control;
     v[C_CRC_VALID] = 1;
     v[C_COMPRESSION] = codec;
     *next = pos + entry;
@@ -278,8 +318,11 @@ static PyObject *walk(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
         w.limit = buffer.len;
     if (start < 0)
         start = w.limit;
-    /* Every batch taken fills at least a v2 header of [start, limit): this many rows at most. */
+    /* Every batch taken fills at least a v2 header of [start, limit): no more rows than that, and
+     * at most MAX_ROWS in one run (its columns at most a few MB whatever the buffer). */
     Py_ssize_t capacity = start < w.limit ? (w.limit - start) / V2_RECORDS_OFFSET + 1 : 1;
+    if (capacity > MAX_ROWS)
+        capacity = MAX_ROWS;
     Py_ssize_t offsets[C_COUNT], row_bytes = 0;
     for (int c = 0; c < C_COUNT; c++) {
         offsets[c] = row_bytes;
@@ -294,7 +337,11 @@ static PyObject *walk(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize
     Py_ssize_t pos = start, count = 0, want = 0;
     row_t row;
     int taken = 0;
-    while (pos < w.stop && count < capacity) {
+    while (pos < w.stop) {
+        if (count == capacity) {
+            want = pos; /* full: walk on from here in another run */
+            break;
+        }
         Py_ssize_t next = pos;
         taken = take_batch(&w, pos, &row, &next, &want);
         if (taken != 1)

@@ -123,6 +123,9 @@ class CompiledWalk:
             )
             if count:
                 yield BatchColumns(data, count, after)
+            if count and wanted == after:  # a full run: the walk goes on from there
+                pos, want = after, 0
+                continue
             if not wanted or (not count and wanted == want):
                 return  # the batch at ``after`` is the Python walk's
             pos, want = after, wanted

@@ -1,7 +1,8 @@
 """Test helper: ``kafka-audit scan`` run with and without the compiled record screen.
 
 The screen is hidden the way an install without a C compiler lacks it: the child process maps
-``kafka_audit.record._record_screen`` to None in ``sys.modules`` before kafka_audit is imported,
+``kafka_audit.record._record_screen`` (and the compiled batch walk, ``_batch_walk``) to None in
+``sys.modules`` before kafka_audit is imported,
 so its import raises ImportError there, as it does where the module was never built.
 """
 
@@ -18,6 +19,7 @@ _SCANS = """
 import sys
 if sys.argv[1] == "hidden":
     sys.modules["kafka_audit.record._record_screen"] = None
+    sys.modules["kafka_audit.record._batch_walk"] = None
 from kafka_audit.cli.app import main
 for path, out in zip(sys.argv[2::2], sys.argv[3::2]):
     try:
