@@ -252,6 +252,8 @@ static int format_records(out_t *out, const uint8_t *data, Py_ssize_t end, int64
             Py_ssize_t at = headers_at;
             for (int64_t h = 0; h < header_count; h++) {
                 read_varint(data, record_end, &at, MAX_VARINT_BYTES, &v);
+                if (h && !reserve(out, 1))
+                    return -1;
                 if (h)
                     out->buf[out->len++] = ',';
                 if (!put_text(out, data + at, (Py_ssize_t)v))
@@ -262,6 +264,9 @@ static int format_records(out_t *out, const uint8_t *data, Py_ssize_t end, int64
                     at += (Py_ssize_t)v;
             }
         }
+        /* put_text reserves only its own text: room for what follows a header key */
+        if (!reserve(out, 16))
+            return -1;
         out->buf[out->len++] = ']';
         if (print_data) {
             PUT_LITERAL(out, " key: ");
