@@ -23,7 +23,7 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.findings import Finding
 
 
-class PartitionMeta(Protocol):
+class PartitionFiles(Protocol):
     """What these read of :class:`kafka_audit.audit.partition_audit.PartitionMeta`."""
 
     topic: str
@@ -33,7 +33,7 @@ class PartitionMeta(Protocol):
     indexes_apart: frozenset[str]
 
 
-def sidecar_paths(meta: PartitionMeta) -> list[str | None]:
+def sidecar_paths(meta: PartitionFiles) -> list[str | None]:
     """The partition's sidecars in the order the partition step reads them."""
     files = list(meta.segments.values())
     paths: list[str | None] = [*(path for path, _ in meta.snapshots), *(f.txn_index for f in files)]
@@ -50,7 +50,7 @@ def _shown_as(parsed, display: str):
 
 
 def read_sidecars(
-    meta: PartitionMeta, unreadable: set[str], storage: StorageContext, findings: list[Finding]
+    meta: PartitionFiles, unreadable: set[str], storage: StorageContext, findings: list[Finding]
 ) -> tuple[list[ProducerSnapshot], dict[str, SidecarEntries]]:
     """The partition's producer snapshots and the transaction indexes of its readable segments
     (ProducerStateManager and LogSegment read them); their problems added to ``findings``."""
@@ -75,7 +75,7 @@ class IndexVerifier:
     LogSegment.sanityCheck and recover do, a segment at a time; ``changed``: the segments deleted,
     swapped or shrunk since the listing."""
 
-    def __init__(self, meta: PartitionMeta, storage: StorageContext, findings: list[Finding]) -> None:
+    def __init__(self, meta: PartitionFiles, storage: StorageContext, findings: list[Finding]) -> None:
         self.meta, self.storage, self.findings = meta, storage, findings
         self.verified: set[str] = set()
         self.changed: set[str] = set()
