@@ -33,14 +33,8 @@ def file_findings(discovery: Discovery, stats: SegmentStats) -> list[Finding]:
     ]
     for s in discovery.unreadable:
         found.append(
-            make_finding(
-                CheckId.UNREADABLE_SEGMENT,
-                f"Segment {s.display_path} was not read: {s.reason}",
-                topic=s.topic,
-                partition=s.partition,
-                segment=s.display_path,
-                details={"reason": s.reason, "base_offset": s.base_offset, "bytes_found": None, "bytes_read": 0},
-            )
+            _unread_finding(f"Segment {s.display_path} was not read: {s.reason}", s.topic, s.partition, s.display_path,
+                            {"reason": s.reason, "base_offset": s.base_offset, "bytes_found": None, "bytes_read": 0})
         )
     for partition in discovery.partitions:
         found.extend(
@@ -63,18 +57,20 @@ def _partly_read(partition: PartitionDir, stats: SegmentStats) -> list[Finding]:
         reason = reason or f"only {read:,} of its {segment.size:,} bytes were read"
         hint = ENCRYPTED_HINT if reason == ENCRYPTED else ""
         found.append(
-            make_finding(
-                CheckId.UNREADABLE_SEGMENT,
+            _unread_finding(
                 f"Segment {segment.display_path} was not read in full: {reason}{hint}",
-                topic=partition.topic,
-                partition=partition.partition,
-                segment=segment.display_path,
-                details={
-                    "reason": reason,
-                    "base_offset": segment.base_offset,
-                    "bytes_found": segment.size,
-                    "bytes_read": read,
-                },
+                partition.topic,
+                partition.partition,
+                segment.display_path,
+                {"reason": reason, "base_offset": segment.base_offset, "bytes_found": segment.size, "bytes_read": read},
             )
         )
     return found
+
+
+def _unread_finding(message: str, topic: str | None, partition: int | None, segment: str, details: dict) -> Finding:
+    """An ``unreadable_segment`` finding: a segment found and not read, or not read in full (its
+    ``details``: the reason, base offset, bytes found and read)."""
+    return make_finding(
+        CheckId.UNREADABLE_SEGMENT, message, topic=topic, partition=partition, segment=segment, details=details
+    )

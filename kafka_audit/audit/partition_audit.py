@@ -16,22 +16,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kafka_audit.audit.partition_sidecars import IndexVerifier, read_sidecars, sidecar_paths
 from kafka_audit.audit.replica_sets import digest_batches
+from kafka_audit.audit.segment_coverage import Coverage
 from kafka_audit.audit.segment_indexes import (
     SegmentFiles,
-    can_open,
-    sidecar_display,
-    sidecar_problem_findings,
     unreadable_with_sidecars,
-    verify_indexes,
 )
 from kafka_audit.check_ids import CheckId
 from kafka_audit.io.broker_log_lines import BrokerLogLine
 from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
-from kafka_audit.log.producer_snapshot import read_producer_snapshot
-from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
-from kafka_audit.log.transaction_index import read_transaction_index
+from kafka_audit.log.producer_snapshot import ProducerSnapshot
+from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES, SidecarEntries
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, partition_label
@@ -185,8 +182,8 @@ def audit_partition(
         return _audit_partition(meta, summaries, storage)
 
 
-# Over 60 lines on purpose: the partition step's one pass per batch, every per-batch step bound to a
-# local and called inline (bench/partition_step.py measures it); split, each batch would cost calls.
+# The partition step's one pass per batch, every per-batch step bound to a local and called inline
+# (bench/partition_step.py measures it); what runs once per segment or partition is in helpers.
 def _audit_partition(
     meta: PartitionMeta, summaries: Iterable[BatchSummary], storage: StorageContext
 ) -> tuple[list[Finding], PartitionTotals]:
@@ -196,62 +193,17 @@ def _audit_partition(
     activity = ProducerActivityLog(meta.topic, meta.partition)
     segment_batches: list[BatchSummary] = []
     current_segment: str | None = None
-
-    verified: set[str] = set()
-    changed: set[str] = set()  # segments deleted, swapped or shrunk since the listing
-
-    def verify(segment: str, batches: list[BatchSummary]) -> None:
-        verified.add(segment)
-        files = meta.segments[segment]
-        if not files.still_listed():
-            changed.add(segment)
-            return
-        if segment in meta.indexes_apart:
-            return
-        where = {"topic": meta.topic, "partition": meta.partition, "segment": segment}
-        newest_size = files.size if files.newest else None
-        findings.extend(verify_indexes(files.index, files.time_index, files.base_offset, where, batches, newest_size, storage))
-
+    indexes = IndexVerifier(meta, storage, findings)
+    verify, changed = indexes.verify, indexes.changed
     unreadable = {files.segment for files in meta.segments.values() if unreadable_with_sidecars(files, storage)}
-    snapshots = [_shown_as(read_producer_snapshot(path, storage), display) for path, display in meta.snapshots]
-    txn_indexes = {
-        files.segment: read_transaction_index(files.txn_index, storage)
-        for files in meta.segments.values()
-        if files.txn_index and files.segment not in unreadable
-    }
-    where = {"topic": meta.topic, "partition": meta.partition}
-    for snapshot, (_, display) in zip(snapshots, meta.snapshots):
-        findings.extend(sidecar_problem_findings(snapshot.problems, {**where, "segment": None}, display))
-    for segment, parsed in txn_indexes.items():
-        findings.extend(
-            sidecar_problem_findings(parsed.problems, {**where, "segment": segment}, sidecar_display(segment, ".txnindex"))
-        )
-    log = PartitionLog(
-        topic=meta.topic,
-        partition=meta.partition,
-        log_start_offset=meta.log_start_offset,
-        snapshots=snapshots,
-        aborted_txns={segment: parsed.entries for segment, parsed in txn_indexes.items()},
-        transaction_timeout_ms=meta.transaction_timeout_ms,
-        compacted=meta.compacted,
-        producer_id_expiration_ms=meta.producer_id_expiration_ms,
-        reference_time=meta.reference_time,
-        timeline=meta.timeline,
-        producer_facts=meta.producer_facts,
-        transaction_version_feature=meta.transaction_version_feature,
-    )
-    replay = ProducerStateReplay(log)
-    coverage = _Coverage(meta.segments)
+    snapshots, txn_indexes = read_sidecars(meta, unreadable, storage, findings)
+    replay = ProducerStateReplay(_partition_log(meta, snapshots, txn_indexes))
+    coverage = Coverage(meta.segments)
     live = meta.segments
     producers = totals.producers
     # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
     rejections = broker_rejections(meta, snapshots)
-    if rejections is not None:
-        summaries = rejections.watch(summary for summary in summaries if summary.segment in live)
-    if meta.replica is not None:
-        totals.replica_set = meta.replica_set
-        totals.digest = replace(meta.replica, log_start_offset=meta.log_start_offset, batches=[], segments=[])
-        summaries = digest_batches(totals.digest, live, summaries)
+    summaries = _watched(meta, summaries, rejections, totals)
     # One pass: each summary is buffered for its segment's index verification, observed for the
     # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
     # runs once per batch).
@@ -286,12 +238,58 @@ def _audit_partition(
         append(summary)
     if current_segment is not None:
         verify(current_segment, segment_batches)
-    # Segments without a readable batch still have indexes that must agree with that; a segment
-    # file that cannot be opened at all (the segment step noted why) has no log to verify its
-    # indexes against.
-    for segment in live:
-        if segment not in verified and segment not in unreadable and can_open(live[segment].log, storage, True):
-            verify(segment, [])
+    indexes.verify_unread(unreadable)
+    _finish(meta, replay, (coverage, continuity, activity), rejections, findings, totals)
+    return findings, totals
+
+
+def _watched(
+    meta: PartitionMeta, summaries: Iterable[BatchSummary], rejections: BrokerRejections | None,
+    totals: PartitionTotals,
+) -> Iterable[BatchSummary]:
+    """The summaries, watched by the broker log's join (live segments only) and, for a replica of
+    a replica set, digested for the comparison of replicas on their way to the replay."""
+    if rejections is not None:
+        summaries = rejections.watch(summary for summary in summaries if summary.segment in meta.segments)
+    if meta.replica is not None:
+        totals.replica_set = meta.replica_set
+        totals.digest = replace(meta.replica, log_start_offset=meta.log_start_offset, batches=[], segments=[])
+        summaries = digest_batches(totals.digest, meta.segments, summaries)
+    return summaries
+
+
+def _partition_log(
+    meta: PartitionMeta, snapshots: list[ProducerSnapshot], txn_indexes: dict[str, SidecarEntries]
+) -> PartitionLog:
+    """What the producer-state replay knows of the partition besides its batches."""
+    return PartitionLog(
+        topic=meta.topic,
+        partition=meta.partition,
+        log_start_offset=meta.log_start_offset,
+        snapshots=snapshots,
+        aborted_txns={segment: parsed.entries for segment, parsed in txn_indexes.items()},
+        transaction_timeout_ms=meta.transaction_timeout_ms,
+        compacted=meta.compacted,
+        producer_id_expiration_ms=meta.producer_id_expiration_ms,
+        reference_time=meta.reference_time,
+        timeline=meta.timeline,
+        producer_facts=meta.producer_facts,
+        transaction_version_feature=meta.transaction_version_feature,
+    )
+
+
+def _finish(
+    meta: PartitionMeta,
+    replay: ProducerStateReplay,
+    observers: tuple[Coverage, OffsetContinuity, ProducerActivityLog],
+    rejections: BrokerRejections | None,
+    findings: list[Finding],
+    totals: PartitionTotals,
+) -> None:
+    """The end-of-log findings (the replay's, the checkpoints') and the partition's totals, after
+    its last batch."""
+    coverage, continuity, activity = observers
+    live = meta.segments
     if coverage.gap_at_end():
         replay.untrusted()
     if meta.checkpoints is not None and any(files.newest for files in live.values()):
@@ -312,23 +310,8 @@ def _audit_partition(
         findings.extend(rejections.findings())
         if meta.timeline:
             totals.events.extend(rejections.events())
-    return findings, totals
 
 
-def sidecar_paths(meta: PartitionMeta) -> list[str | None]:
-    """The partition's sidecars in the order the partition step reads them."""
-    files = list(meta.segments.values())
-    paths: list[str | None] = [*(path for path, _ in meta.snapshots), *(f.txn_index for f in files)]
-    for f in files:
-        paths += [f.index, f.time_index]
-    return paths
-
-
-def _shown_as(parsed, display: str):
-    """A sidecar read from ``path`` but named in findings as the user's PATH shows it (the same
-    for a local copy and for its upload to a store)."""
-    parsed.path = display
-    return parsed
 def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None:
     """The join of the partition's broker log lines with its batches; None without lines. Its
     ``events()`` go to the timeline: log start moves, segment deletions, explained rejections."""
@@ -342,48 +325,6 @@ def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None
         expiration_ms=meta.producer_id_expiration_ms,
         snapshots=snapshots,
     )
-
-
-class _Coverage:
-    """Whether the batch summaries cover every byte of each live segment, in log order. Bytes the
-    segment step could not read as batches (a torn tail, a size field that cannot be framed, an
-    unknown magic, a file that cannot be opened) are, to the replay, batches it cannot trust
-    (``ProducerStateReplay.untrusted``); the segment step reports them itself."""
-
-    def __init__(self, segments: dict[str, SegmentFiles]) -> None:
-        self.order = sorted(segments.values(), key=lambda s: (s.base_offset, s.segment))
-        self.next = 0
-        self.current: SegmentFiles | None = None
-        self.end = 0
-
-    def gap_before(self, summary: BatchSummary) -> bool:
-        current = self.current
-        if current is not None and summary.segment == current.segment:  # the common case
-            gap = summary.position != self.end
-            self.end = summary.position + summary.size
-            return gap
-        # Another segment: the current one's tail, and segments skipped on the way.
-        gap = self._close()
-        while self.next < len(self.order) and self.order[self.next].segment != summary.segment:
-            gap |= bool(self.order[self.next].size)  # a segment with bytes and no batch read
-            self.next += 1
-        self.current = self.order[self.next] if self.next < len(self.order) else None
-        self.next += 1
-        self.end = 0
-        gap |= summary.position != self.end
-        self.end = summary.position + summary.size
-        return gap
-
-    def gap_at_end(self) -> bool:
-        gap = self._close()
-        gap |= any(files.size for files in self.order[self.next :])
-        self.next = len(self.order)
-        return gap
-
-    def _close(self) -> bool:
-        """The current segment's bytes after its last batch were not read as batches."""
-        current, self.current = self.current, None
-        return current is not None and current.size is not None and self.end < current.size
 
 
 # The replay's findings on a producer with no earlier state: with earlier segments not scanned,

@@ -30,17 +30,10 @@ import stat
 from collections.abc import Iterable
 
 from kafka_audit.io import rsm_objects
-from kafka_audit.io.listing import LocalTree, RemoteStat, Tree, tree
+from kafka_audit.io.listing import LocalTree, Tree, tree
 from kafka_audit.io.storage import check_scheme, is_remote, local_path
 from kafka_audit.io.storage_context import StorageContext
-from kafka_audit.log.broker_log_dirs import is_broker_log_dir, label_replicas
-from kafka_audit.log.checkpoints import (
-    CLEANER_OFFSET_CHECKPOINT,
-    LEADER_EPOCH_CHECKPOINT,
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    read_offset_checkpoint,
-)
+from kafka_audit.log.broker_log_dirs import label_replicas
 from kafka_audit.log.discovery import Discovery, PartitionDir, SegmentFile, SkippedFile, SnapshotFile, UnreadableSegment
 from kafka_audit.log.found_partitions import keep_replicas_apart, note_unscanned_segments
 from kafka_audit.log.log_names import (
@@ -52,15 +45,14 @@ from kafka_audit.log.log_names import (
     SIDECAR_SUFFIXES,
     STATE_SUFFIXES,
     TIERED_LEADER_EPOCH_CHECKPOINT,
-    is_tiered_dir,
     is_tiered_name,
     local_tiered_id,
     overflows_long,
     parse_base_offset,
     parse_partition_dir,
-    parse_rsm_partition_dir,
     segment_state,
 )
+from kafka_audit.log.partition_folders import PartitionFolders, mtime_ms
 from kafka_audit.log.tiered_history import join_histories, rsm_segment_file
 
 _OVERFLOW_REASON = (
@@ -101,7 +93,7 @@ def discover(
     return discovery
 
 
-class _Walker:
+class _Walker(PartitionFolders):
     def __init__(self, topics: set[str] | None, partitions: set[int] | None, storage: StorageContext) -> None:
         self.topics = topics
         self.storage = storage
@@ -126,36 +118,6 @@ class _Walker:
         self.trees: dict[str, Tree] = {}
         # Folders known to be a broker's log dir (by their contents: SPEC section 6), by real path.
         self.log_dirs: dict[str, bool] = {}
-
-    def note(self, text: str) -> None:
-        self.notes.append(text)
-
-    def _place(self, folder: str | None) -> tuple[str | None, int | None] | None:
-        """Topic and partition of a file in ``folder`` (None, None outside partition folders);
-        None when ``--topic``/``--partition`` leave it out."""
-        parsed = self._parse_folder(self.fs.realpath(folder)) if folder else None
-        topic, number = (parsed[0], parsed[1]) if parsed else (None, None)
-        if (self.topics is not None and topic not in self.topics) or (
-            self.partition_filter is not None and number not in self.partition_filter
-        ):
-            return None
-        return topic, number
-
-    def _parse_folder(self, real_folder: str) -> tuple[str, int, str] | None:
-        """``(topic, partition, kind)`` of a partition folder: a broker's (or LocalTieredStorage's),
-        or the Aiven plugin's ``<topic>-<topic id>/<partition>``."""
-        name = self.fs.basename(real_folder)
-        if self._is_log_dir(real_folder):
-            return None
-        return parse_partition_dir(name) or parse_rsm_partition_dir(self.fs.basename(self.fs.dirname(real_folder)), name)
-
-    def _is_log_dir(self, real_folder: str) -> bool:
-        """A broker's log dir, known by its contents, never by its name (``broker-1`` is no
-        partition 1 of topic ``broker``); asked once per folder."""
-        known = self.log_dirs.get(real_folder)
-        if known is None:
-            known = self.log_dirs[real_folder] = is_broker_log_dir(self.fs, real_folder)
-        return known
 
     def skip(self, display: str, reason: str, folder: str | None = None) -> None:
         """A file or folder that is not part of a Kafka log: a ``skipped_file`` finding."""
@@ -256,13 +218,6 @@ class _Walker:
         for sub in subdirs:
             self._walk_dir(sub, root)
 
-    def _display(self, path: str, root: str) -> str:
-        """``path`` as findings show it: relative to the PATH that found it, or as given."""
-        if root in self.given and not self.fs.isdir(root):
-            return self.given[root]
-        rel = self.fs.relpath(path, root)
-        return self.given.get(root, root) if rel == "." else rel
-
     def _add_file(self, folder: str, name: str, path: str, root: str, explicit: bool) -> None:
         state = segment_state(name)
         snapshot = name.endswith(".snapshot")
@@ -311,7 +266,7 @@ class _Walker:
             partition.empty_objects.update(p for p in sidecars if p is not None and self.fs.stat(p).st_size == 0)
         partition.segments.append(
             SegmentFile(
-                path, display, base_offset, seg_state, info.st_size, _mtime_ms(info),
+                path, display, base_offset, seg_state, info.st_size, mtime_ms(info),
                 index=sidecars[0], time_index=sidecars[1], txn_index=sidecars[2],
                 remote_id=local_tiered_id(name) if partition.remote else None,
                 remote_txn_index=sidecars[2] is not None if partition.remote else None,
@@ -358,9 +313,6 @@ class _Walker:
         else:
             self.skip(display, "not a segment (its name is not a 20-digit base offset)", folder)
 
-    def _in_partition_folder(self, folder: str) -> bool:
-        return parse_partition_dir(self.fs.basename(folder)) is not None and not self._is_log_dir(self.fs.realpath(folder))
-
     @classmethod
     def _looks_like_log_file(cls, name: str) -> bool:
         """A segment, snapshot or sidecar file name (by its suffix)."""
@@ -382,70 +334,3 @@ class _Walker:
     def _sidecar(self, stem: str, ext: str, suffix: str) -> str | None:
         candidate = stem + ext + suffix
         return candidate if self.fs.isfile(candidate) else None
-
-    def _partition(self, folder: str, root: str) -> PartitionDir | None:
-        real_folder = self.fs.realpath(folder)
-        existing = self.partitions.get(real_folder)
-        if existing is not None or real_folder in self.filtered_out:
-            return existing
-        name = self.fs.basename(real_folder)
-        parsed = self._parse_folder(real_folder)
-        display = self._display(folder, root) if self.fs.isdir(root) else folder
-        if parsed is None:
-            self.note(
-                f"{display}: folder name is not <topic>-<partition>; its segments are audited as topic "
-                f"{name!r}, partition -1"
-            )
-            topic, number, kind = name, -1, LIVE
-        else:
-            topic, number, kind = parsed
-        if (self.topics is not None and topic not in self.topics) or (
-            self.partition_filter is not None and number not in self.partition_filter
-        ):
-            self.filtered_out.add(real_folder)
-            self.filtered_topics.add(topic)
-            return None
-        partition = PartitionDir(topic, number, real_folder, display, kind, root=self.given.get(root, root))
-        partition.remote = is_tiered_dir(name) or (parsed is not None and parse_partition_dir(name) is None)
-        self.trees[real_folder] = self.fs
-        log_dir = self.fs.dirname(real_folder)
-        partition.checkpointed_log_start = self._checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT).get((topic, number))
-        partition.cleaner_checkpointed = (topic, number) in self._checkpoint(log_dir, CLEANER_OFFSET_CHECKPOINT)
-        partition.checkpointed_recovery_point = self._checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT).get((topic, number))
-        partition.checkpoint_mtimes = {
-            name: self._mtime(self.fs.join(log_dir, name)) for name in (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)
-        }
-        epochs = self.fs.join(real_folder, LEADER_EPOCH_CHECKPOINT)
-        partition.leader_epoch_checkpoint = epochs if self.fs.isfile(epochs) else None
-        self.partitions[real_folder] = partition
-        return partition
-
-    def _mtime(self, path: str) -> int | None:
-        """A checkpoint file's modification time (epoch ms), None when absent or unknown; asked
-        once per file."""
-        if path not in self.mtimes:
-            try:
-                self.mtimes[path] = _mtime_ms(self.fs.stat(path))
-            except OSError:
-                self.mtimes[path] = None
-        return self.mtimes[path]
-
-    def _checkpoint(self, log_dir: str, name: str) -> dict[tuple[str, int], int]:
-        """An offset checkpoint file of the log dir (``log-start-offset-checkpoint``,
-        ``cleaner-offset-checkpoint``), read once per log dir."""
-        cached = self.checkpoint_cache.get((log_dir, name))
-        if cached is not None:
-            return cached
-        offsets: dict[tuple[str, int], int] = {}
-        path = self.fs.join(log_dir, name)
-        if self.fs.isfile(path):
-            parsed = read_offset_checkpoint(path, self.storage)
-            for problem in parsed.problems:
-                self.note(f"{path}: {problem.message}")
-            offsets = {(e.topic, e.partition): e.offset for e in parsed.entries}
-        self.checkpoint_cache[(log_dir, name)] = offsets
-        return offsets
-
-
-def _mtime_ms(info: os.stat_result | RemoteStat) -> int | None:
-    return None if info.st_mtime_ns is None else info.st_mtime_ns // 1_000_000

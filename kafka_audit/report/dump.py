@@ -17,11 +17,9 @@ from __future__ import annotations
 import base64
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict
 from typing import Any, cast
 
 from kafka_audit.io.storage_context import StorageContext
-from kafka_audit.log import checkpoints, producer_snapshot, transaction_index
 from kafka_audit.log.internal_topics import Decoder, decoder_for, decoder_for_topic, is_kraft_snapshot
 from kafka_audit.log.metadata_records import decode_kraft_control
 from kafka_audit.record.batch_records import v2_records_data
@@ -41,8 +39,8 @@ from kafka_audit.report.dump_checks import (
     DumpOptions,
     OffsetFollower,
     compiled_offsets,
-    index_dump,
 )
+from kafka_audit.report.dump_sidecars import dump_sidecar, problem_line
 from kafka_audit.report.redact import Redactor
 from kafka_audit.report.safe_text import dumps, escape_text
 
@@ -80,20 +78,10 @@ def _dump_chunks(
     try:
         if stem.endswith((".log", ".cleaned", ".swap")) or is_kraft_snapshot(path):
             yield from _dump_segment(path, as_json, records, print_data, redact, options, storage)
-        elif stem.endswith((".index", ".timeindex")):
-            yield from _dump_index(path, as_json, options)
-        elif stem.endswith(".txnindex"):
-            yield from _dump_entries(path, as_json, _txn_index_entries(path))
-        elif stem.endswith(".snapshot"):
-            yield from _dump_entries(path, as_json, _snapshot_entries(path))
-        elif stem in (checkpoints.META_PROPERTIES, checkpoints.PARTITION_METADATA):
-            yield from _dump_entries(path, as_json, _properties_entries(path))
-        elif stem.endswith("checkpoint"):
-            yield from _dump_entries(path, as_json, _checkpoint_entries(path))
         else:
-            yield _problem_line(path, None, "not_a_segment", "not a Kafka segment or sidecar file; skipped", as_json)
+            yield from dump_sidecar(path, stem, as_json, options)
     except OSError as exc:
-        yield _problem_line(path, None, "unreadable", f"cannot read: {exc.strerror or exc}", as_json)
+        yield problem_line(path, None, "unreadable", f"cannot read: {exc.strerror or exc}", as_json)
 
 
 def _dump_segment(
@@ -116,14 +104,14 @@ def _dump_segment(
                 break  # FileRecords.slice(0, maxBytes): the batches wholly within the first N bytes
             if isinstance(item, Problem):
                 contiguous = False
-                yield _problem_line(path, item.position, item.check, item.message, as_json)
+                yield problem_line(path, item.position, item.check, item.message, as_json)
                 continue
             if contiguous:
                 valid_end = item.position + item.size
             yield _batch_chunk(segment, path, item, as_json, records, print_data, decoder, redact, options, follower)
         size = segment.size
     if options.max_bytes is None and size > valid_end:
-        yield _problem_line(path, valid_end, "invalid_bytes",
+        yield problem_line(path, valid_end, "invalid_bytes",
                             f"Found {size - valid_end} invalid bytes at the end of {os.path.basename(path)}", as_json, bare=True)
 
 
@@ -142,7 +130,7 @@ def _batch_chunk(
             follower.follow([r.offset for r in decoded.records])
         lines = [dumps(_batch_json(path, item, decoded if records else None, print_data, decoder, redact))]
         problems = decoded.problems if decoded is not None else []
-        lines.extend(_problem_line(path, p.position, p.check, p.message, True) for p in problems)
+        lines.extend(problem_line(path, p.position, p.check, p.message, True) for p in problems)
         return "\n".join(lines)
     if records:
         plain = decoder is None and redact is None and not options.skip_record_metadata
@@ -159,7 +147,7 @@ def _batch_chunk(
     if decoded.batch is not None:
         item = decoded.batch  # a v0/v1 wrapper as its inner set describes it (base offset, count)
     lines = [_batch_text(item)]
-    lines.extend(_problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
+    lines.extend(problem_line(path, p.position, p.check, p.message, False) for p in decoded.problems)
     if records:
         if follower is not None:
             follower.follow([r.offset for r in decoded.records])
@@ -360,83 +348,3 @@ def _text(value: bytes | None, size: int | None = None) -> str:
     if size is not None and len(value) < size:
         return f"{text}... ({len(value)} of {size} bytes shown)"
     return text
-
-
-def _problem_line(path: str, position: int | None, check: str, message: str, as_json: bool, bare: bool = False) -> str:
-    """A problem as a JSON object, or a ``!!`` text line; ``bare``: Kafka's own line as it is."""
-    if as_json:
-        return dumps({"file": path, "position": position, "problem": check, "message": message})
-    if bare:
-        return escape_text(message)
-    where = f" at position {position}" if position is not None else ""
-    return f"!! {check}{where}: {escape_text(message)}"
-
-
-def _dump_entries(path: str, as_json: bool, entries: Iterator[dict[str, Any]]) -> Iterator[str]:
-    for entry in entries:
-        if "problem" in entry:
-            yield _problem_line(path, entry.get("position"), entry["problem"], entry["message"], as_json)
-        elif as_json:
-            yield dumps({"file": path, **entry})
-        else:
-            yield " ".join(f"{_camel(k)}: {escape_text(str(v))}" for k, v in entry.items())
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)
-
-
-def _problems(problems: list[Problem]) -> Iterator[dict[str, Any]]:
-    for p in problems:
-        yield {"problem": p.check, "position": p.position, "message": p.message}
-
-
-def _entries(parsed) -> Iterator[dict[str, Any]]:
-    """A sidecar's entries (dataclasses), each as a dict of its fields in order, then its problems."""
-    for entry in parsed.entries:
-        yield asdict(entry)
-    yield from _problems(parsed.problems)
-
-
-def _dump_index(path: str, as_json: bool, options: DumpOptions) -> Iterator[str]:
-    """An ``.index`` or ``.timeindex`` as DumpLogSegments dumps it (:func:`index_dump`)."""
-    for item in index_dump(path, options):
-        if isinstance(item, str):
-            yield escape_text(item)  # a sanity-check line names the file: shown escaped
-        elif as_json or "problem" in item:
-            yield from _dump_entries(path, as_json, iter([item]))
-        elif "line" in item:
-            yield escape_text(item["line"])
-        else:
-            yield " ".join(f"{_camel(k)}: {v}" for k, v in item.items())
-
-
-def _txn_index_entries(path: str) -> Iterator[dict[str, Any]]:
-    return _entries(transaction_index.read_transaction_index(path))
-
-
-def _snapshot_entries(path: str) -> Iterator[dict[str, Any]]:
-    parsed = producer_snapshot.read_producer_snapshot(path)
-    for e in parsed.entries:
-        yield {
-            "producer_id": e.producer_id,
-            "producer_epoch": e.producer_epoch,
-            "coordinator_epoch": e.coordinator_epoch,
-            "current_txn_first_offset": e.current_txn_first_offset,
-            "last_sequence": e.last_sequence,
-            "last_offset": e.last_offset,
-            "offset_delta": e.offset_delta,
-            "timestamp": e.timestamp,
-        }
-    yield from _problems(parsed.problems)
-
-
-def _checkpoint_entries(path: str) -> Iterator[dict[str, Any]]:
-    if os.path.basename(path).startswith(checkpoints.LEADER_EPOCH_CHECKPOINT):
-        return _entries(checkpoints.read_leader_epoch_checkpoint(path))
-    return _entries(checkpoints.read_offset_checkpoint(path))
-
-
-def _properties_entries(path: str) -> Iterator[dict[str, Any]]:
-    return _entries(checkpoints.read_properties(path))

@@ -12,20 +12,23 @@ and markers beyond ``points`` are counted in the chart's title rather than drawn
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kafka_audit.report.html.chart_facts import ChartFacts, OpenEnd
-from kafka_audit.report.safe_text import html_text
-from kafka_audit.rules.catalogue import CHECKS
+from kafka_audit.report.html.chart_markers import (
+    BROKER_LANE,
+    PARTITION_LANE,
+    TXN_KINDS,
+    Lanes,
+    Trace,
+    chart_text,
+    make_trace,
+    marker_traces,
+)
 from kafka_audit.rules.events import Event, EventKind
 from kafka_audit.rules.findings import Finding, iso_time, partition_label
 
-# A Plotly trace, as plotly.js reads it.
-Trace = dict[str, Any]
-BROKER_LANE = "broker log"
-PARTITION_LANE = "partition"
-_SEVERITY_COLOR = {"error": "#d62728", "warning": "#ff7f0e", "info": "#1f77b4"}
 _TXN_COLOR = {"committed": "#2ca02c", "aborted": "#d62728", "open": "#ff7f0e", "hanging": "#b2182b"}
 # A chart's x axis spans at least this long (ms): a lone marker gets second-sized ticks, not
 # sub-millisecond ones; and it is padded by this share of its span on each side.
@@ -35,18 +38,10 @@ _LANE_PX, _FRAME_PX, _LEGEND_ROW_PX = 34, 90, 20
 # A chart of at most this many lanes and markers is drawn at half width, two side by side.
 _SMALL_LANES, _SMALL_MARKS = 2, 3
 _EPOCH_COLORS = ("#c6dbef", "#9ecae1", "#6baed6", "#bcbddc", "#9e9ac8")
-_MARKERS = {  # event kind -> (legend name, symbol, color); findings are coloured by severity
-    EventKind.EPOCH_BUMP: ("epoch bump", "star", "#7b4173"),
-    EventKind.LOG_START_MOVED: ("log start moved", "triangle-down", "#393b79"),
-    EventKind.SNAPSHOT: ("snapshot", "circle-open", "#637939"),
-    EventKind.PRODUCER_EXPIRED: ("producer expired", "hourglass", "#8c6d31"),
-    EventKind.BROKER_LOG: ("broker log line", "square", "#843c39"),
-}
 # Transaction bars run in the lower part of their lane, below the epoch's label in its middle.
 _TXN_WIDTH, _TXN_OFFSET = 0.22, 0.1
 # Time bins per lane at least, when transactions are binned.
 _MIN_BINS = 8
-_TXN_KINDS = {EventKind.TRANSACTION_BEGIN, EventKind.TRANSACTION_COMMIT, EventKind.TRANSACTION_ABORT}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,19 +69,6 @@ class Chart:
     traces: int
     not_drawn: int = 0
     small: bool = False
-
-
-@dataclass(slots=True)
-class _Lanes:
-    """Lane names of one partition: a producer id -> its lane; the rest share ``others``."""
-
-    names: dict[int, str] = field(default_factory=dict)
-    others: str | None = None
-
-    def of(self, producer_id: int | None) -> str | None:
-        if producer_id is None or producer_id < 0:
-            return None
-        return self.names.get(producer_id, self.others)
 
 
 @dataclass(slots=True)
@@ -140,10 +122,10 @@ def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event]
     whole = _whole(rows, events, [e.end for e in ends.values()])
     traces = [*_epoch_traces(rows, lanes, events, whole),
               *_transaction_traces(rows, events, lanes, limits.points, ends, whole)]
-    markers, not_drawn = _marker_traces(events, lanes, limits.points, facts.bump_reasons)
+    markers, not_drawn = marker_traces(events, lanes, limits.points, facts.bump_reasons)
     traces.extend(markers)
     label = partition_label(*key)
-    title = _escape(label) + (f" - {not_drawn:,} events not drawn (in the tables)" if not_drawn else "")
+    title = chart_text(label) + (f" - {not_drawn:,} events not drawn (in the tables)" if not_drawn else "")
     title += f" - {rest:,} more producers share the last lane" if rest else ""
     order = [BROKER_LANE, PARTITION_LANE, *lanes.names.values(), *([lanes.others] if lanes.others else [])]
     shown = [lane for lane in order if any(lane in t.get("y", ()) for t in traces)]
@@ -164,13 +146,6 @@ def _chart(key: tuple[str, int], rows: list[dict[str, Any]], events: list[Event]
     return Chart(label, {"data": traces, "layout": layout}, len(traces), not_drawn, small)
 
 
-def _trace(kind: str, **attributes: Any) -> Trace:
-    """A Plotly trace as the JSON plotly.js reads (``bar`` or ``scatter``): the one place every
-    trace's data passes on its way to the page. Plain dicts: the plotly package's figure
-    validation cost a quarter of a second per chart."""
-    return {"type": kind, **attributes}
-
-
 def _x_range(whole: tuple[int, int]) -> list[str | None]:
     """The x axis range: the chart's span padded, and at least :data:`_MIN_SPAN_MS` wide."""
     span = max(whole[1] - whole[0], _MIN_SPAN_MS)
@@ -179,17 +154,17 @@ def _x_range(whole: tuple[int, int]) -> list[str | None]:
     return [iso_time(max(0, middle - half)), iso_time(middle + half)]
 
 
-def _lanes(rows: list[dict[str, Any]], events: list[Event], limit: int) -> tuple[_Lanes, int]:
+def _lanes(rows: list[dict[str, Any]], events: list[Event], limit: int) -> tuple[Lanes, int]:
     """Producers with findings first, then the busiest, one lane each up to ``limit``."""
     found: dict[int, int] = defaultdict(int)
     for event in events:
         if event.check and event.producer_id is not None:
             found[event.producer_id] += 1
     ranked = sorted(rows, key=lambda r: (-found[r["producer_id"]], -r["batches"], r["producer_id"]))
-    lanes = _Lanes()
+    lanes = Lanes()
     for row in ranked[:limit]:
         name = f"pid {row['producer_id']}"
-        lanes.names[row["producer_id"]] = name + (f"<br>{_escape(row['transactional_id'])}" if row["transactional_id"] else "")
+        lanes.names[row["producer_id"]] = name + (f"<br>{chart_text(row['transactional_id'])}" if row["transactional_id"] else "")
     rest = len(ranked) - len(lanes.names)
     if rest:
         lanes.others = f"{rest:,} other producers"
@@ -208,7 +183,7 @@ def _whole(rows: list[dict[str, Any]], events: list[Event], ends: list[int]) -> 
     return (min(times), max(times)) if times else (0, 0)
 
 
-def _epoch_traces(rows: list[dict[str, Any]], lanes: _Lanes, events: list[Event], whole: tuple[int, int]) -> list[Trace]:
+def _epoch_traces(rows: list[dict[str, Any]], lanes: Lanes, events: list[Event], whole: tuple[int, int]) -> list[Trace]:
     """One bar per (producer, epoch): from the epoch's first batch (its bump event; the first
     epoch from the producer's first batch) to the next epoch's start or the producer's last batch."""
     bumps = {(e.producer_id, e.producer_epoch): e.timestamp for e in events
@@ -238,13 +213,13 @@ def _epoch_traces(rows: list[dict[str, Any]], lanes: _Lanes, events: list[Event]
     traces = _others_bar(rows, lanes, whole)
     if not bars:
         return traces
-    return traces + [_trace("bar", name="epochs (sequence range)", orientation="h", y=bars["lane"], base=bars["base"], x=bars["x"],
+    return traces + [make_trace("bar", name="epochs (sequence range)", orientation="h", y=bars["lane"], base=bars["base"], x=bars["x"],
                    width=0.7, text=bars["text"], textposition="inside", insidetextanchor="middle",
                    marker={"color": bars["color"], "line": {"width": 0.5, "color": "#555"}},
                    hovertext=bars["hover"], hoverinfo="text")]
 
 
-def _others_bar(rows: list[dict[str, Any]], lanes: _Lanes, whole: tuple[int, int]) -> list[Trace]:
+def _others_bar(rows: list[dict[str, Any]], lanes: Lanes, whole: tuple[int, int]) -> list[Trace]:
     """The shared lane of the producers beyond the limit: one bar over their active time."""
     others = [r for r in rows if r["producer_id"] not in lanes.names and r["first_timestamp"] is not None]
     if lanes.others is None or not others:
@@ -253,12 +228,12 @@ def _others_bar(rows: list[dict[str, Any]], lanes: _Lanes, whole: tuple[int, int
     end = max(r["last_timestamp"] for r in others)
     hover = (f"{len(others):,} producers<br>{sum(r['batches'] for r in others):,} batches, "
              f"{sum(r['records'] for r in others):,} records<br>{iso_time(start)} - {iso_time(end)}")
-    return [_trace("bar", name="other producers", orientation="h", y=[lanes.others], base=[iso_time(start)],
+    return [make_trace("bar", name="other producers", orientation="h", y=[lanes.others], base=[iso_time(start)],
                    x=[_span(start, end, whole)], width=0.7, marker={"color": "#d9d9d9"},
                    hovertext=[hover], hoverinfo="text")]
 
 
-def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: _Lanes, points: int,
+def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: Lanes, points: int,
                         ends: dict[int, OpenEnd], whole: tuple[int, int]) -> list[Trace]:
     """Transactions from their begin to their commit or abort marker, a bar each; an open one to
     the reference time its finding measured it against (``--reference-time``, else the
@@ -268,7 +243,7 @@ def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: 
     began: dict[int, int] = {}
     spans: list[tuple[str, int, int, str]] = []  # lane, start, end, outcome
     for event in events:
-        if event.kind not in _TXN_KINDS or event.timestamp is None or event.producer_id is None:
+        if event.kind not in TXN_KINDS or event.timestamp is None or event.producer_id is None:
             continue
         lane = lanes.of(event.producer_id)
         if lane is None:
@@ -294,7 +269,7 @@ def _transaction_traces(rows: list[dict[str, Any]], events: list[Event], lanes: 
     for outcome in ("committed", "aborted", "open"):
         chosen = [s for s in spans if s[3] == outcome]
         if chosen:
-            traces.append(_trace("bar",
+            traces.append(make_trace("bar",
                 name=f"transactions {outcome}", orientation="h", y=[s[0] for s in chosen],
                 base=[iso_time(s[1]) for s in chosen], x=[_span(s[1], s[2], whole) for s in chosen],
                 width=_TXN_WIDTH, offset=_TXN_OFFSET, marker={"color": _TXN_COLOR[outcome]}, hoverinfo="text",
@@ -306,7 +281,7 @@ def _hanging_bar(lane: str, start: int, end: OpenEnd, whole: tuple[int, int]) ->
     """A hanging transaction: from its first batch to the reference time, labelled with the last
     stable offset it pins (every read_committed consumer waits there)."""
     held = f": {end.records_blocked:,} offsets held back" if end.records_blocked is not None else ""
-    return _trace("bar",
+    return make_trace("bar",
         name="transaction hanging (LSO pinned)", orientation="h", y=[lane], base=[iso_time(start)],
         x=[_span(start, max(start, end.end), whole)], width=_TXN_WIDTH * 1.6, offset=_TXN_OFFSET - 0.1,
         marker={"color": _TXN_COLOR["hanging"], "pattern": {"shape": "/"}}, text=[f"hanging: LSO {end.last_stable_offset}"],
@@ -331,83 +306,7 @@ def _binned_transactions(spans: list[tuple[str, int, int, str]], whole: tuple[in
         colors.append(_TXN_COLOR["open" if c["open"] else "aborted" if 2 * c["aborted"] >= sum(c.values()) else "committed"])
         hovers.append(f"{sum(c.values()):,} transactions from {iso_time(start)} to {iso_time(start + width)}<br>"
                       f"{c['committed']:,} committed, {c['aborted']:,} aborted, {c['open']:,} open")
-    return [_trace("bar", name=f"transactions ({len(spans):,}, binned)", orientation="h", y=lanes, base=bases,
+    return [make_trace("bar", name=f"transactions ({len(spans):,}, binned)", orientation="h", y=lanes, base=bases,
                    x=[width] * len(lanes), width=_TXN_WIDTH, offset=_TXN_OFFSET, marker={"color": colors}, hovertext=hovers, hoverinfo="text")]
 
 
-def _marker_lane(event: Event, lanes: _Lanes) -> str:
-    if event.kind == EventKind.BROKER_LOG:
-        return BROKER_LANE
-    if event.kind in (EventKind.LOG_START_MOVED, EventKind.SNAPSHOT):
-        return PARTITION_LANE
-    return lanes.of(event.producer_id) or PARTITION_LANE
-
-
-def _priority(event: Event) -> int:
-    if event.check:
-        return -CHECKS[event.check].severity.rank if event.check in CHECKS else 0
-    return 1
-
-
-def _marker_style(event: Event, bump_reasons: dict[tuple[str, int, int], str]) -> tuple[str, str, str, int]:
-    """(legend name, symbol, color, size) of an event's marker. An epoch bump that is a finding
-    (a fenced instance, a timeout abort, an idempotent bump: ``epoch_bumps.py``) stands out with
-    its reason; the bump a transactions-v2 coordinator makes at every transaction end (KIP-890,
-    an event without a check) is drawn small and grey."""
-    if event.kind == EventKind.FINDING:
-        severity = str(CHECKS[event.check].severity) if event.check in CHECKS else "info"
-        return (f"finding: {severity}", "x", _SEVERITY_COLOR[severity], 12)
-    if event.kind == EventKind.EPOCH_BUMP:
-        if not event.check:
-            return ("epoch bump (transaction end, routine)", "line-ns-open", "#9a9a9a", 9)
-        reason = bump_reasons.get((event.topic, event.partition, event.offset or -1), "")
-        color = "#d62728" if reason == "fenced" else "#7b4173"
-        return (f"epoch bump: {reason.replace('_', ' ') or 'finding'}", "star", color, 16)
-    name, symbol, color = _MARKERS.get(event.kind, (str(event.kind), "circle", "#444"))
-    return (name, symbol, color, 12)
-
-
-def _marker_traces(events: list[Event], lanes: _Lanes, points: int,
-                   bump_reasons: dict[tuple[str, int, int], str]) -> tuple[list[Trace], int]:
-    """Markers for findings (by severity) and the point events, the most severe first up to
-    ``points``; returns the traces and how many were not drawn."""
-    marks = [e for e in events if e.timestamp is not None and (e.kind not in _TXN_KINDS or e.check)]
-    marks.sort(key=_priority)
-    drawn = marks[:points]
-    groups: dict[tuple[str, str, str, int], list[Event]] = defaultdict(list)
-    for event in drawn:
-        groups[_marker_style(event, bump_reasons)].append(event)
-    traces = []
-    for (name, symbol, color, size), group in groups.items():
-        line = {"width": 1, "color": "#222"} if not symbol.endswith("-open") else {"width": 2, "color": color}
-        traces.append(_trace("scatter",
-            name=name, mode="markers", x=[iso_time(e.timestamp) for e in group],
-            y=[_marker_lane(e, lanes) for e in group],
-            marker={"symbol": symbol, "size": size, "color": color, "line": line},
-            hovertext=[_hover(e) for e in group], hoverinfo="text"))
-    return traces, len(marks) - len(drawn)
-
-
-def _hover(event: Event) -> str:
-    head = f"{event.check} ({event.kind})" if event.check and event.kind != EventKind.FINDING else (event.check or str(event.kind))
-    where = f"offset {event.offset}" if event.offset is not None else "no offset"
-    if event.producer_id is not None and event.producer_id >= 0:
-        where += f", producer {event.producer_id}" + (f" epoch {event.producer_epoch}" if event.producer_epoch is not None else "")
-    return f"<b>{_escape(head)}</b><br>{iso_time(event.timestamp)}<br>{where}<br>{_wrap(_escape(event.message))}"
-
-
-def _escape(text: str) -> str:
-    """Data as Plotly shows it: as text, never as the HTML its labels render (SPEC section 1)."""
-    return html_text(text)
-
-
-def _wrap(text: str, width: int = 90) -> str:
-    """Plotly hover labels do not wrap: break the message into lines of about ``width`` chars."""
-    lines, line = [], ""
-    for word in text.split(" "):
-        if line and len(line) + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return "<br>".join([*lines, line])
