@@ -64,6 +64,7 @@ from kafka_audit.record.walk_problems import (
 )
 
 _OFFSET_SIZE = struct.Struct(">qi")
+_OFFSET = struct.Struct(">q")
 
 # What a walk yields: batches, problems, runs of batches the compiled walk took.
 _Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
@@ -144,7 +145,10 @@ def iter_batches(
             need(pos, pos + min(remaining, V2_RECORD_BATCH_OVERHEAD))
         if remaining < LOG_OVERHEAD + 5:
             # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
-            tail = tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)", fd=fd, need=need)
+            # Its base offset, when written, says whose batch it is (LogSegment.recover truncates there).
+            offset = _OFFSET.unpack_from(buf, pos)[0] if remaining >= _OFFSET.size else None
+            tail = tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)",
+                                offset=offset, fd=fd, need=need)
             if tail is not None:
                 yield tail
             return
