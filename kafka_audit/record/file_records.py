@@ -23,7 +23,7 @@ import os
 import struct
 import zlib
 from collections.abc import Callable, Iterator
-from typing import TypeVar, overload
+from typing import TypeVar
 
 import crc32c
 
@@ -65,6 +65,8 @@ from kafka_audit.record.walk_problems import (
 
 _OFFSET_SIZE = struct.Struct(">qi")
 
+# The compiled walk's runs: without ``compiled`` the walk yields only batches and problems.
+_Run = TypeVar("_Run", bound=BatchColumns)
 # What a walk yields: batches, problems, runs of batches the compiled walk took.
 _Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
 
@@ -72,33 +74,6 @@ _Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
 _RELEASE_EVERY = 64 * 1024 * 1024
 # A walk that meets this many framing problems in a row stops: the rest is not a log.
 _MAX_CONSECUTIVE_FRAMING_PROBLEMS = 2
-
-
-@overload
-def iter_batches(
-    buf: Buffer,
-    start: int = 0,
-    stop: int | None = None,
-    end: int | None = None,
-    fd: int | None = None,
-    need: Callable[[int, int], None] | None = None,
-    read_range: Callable[[int, int], bytes] | None = None,
-    compiled: None = None,
-) -> Iterator[RecordBatch | Problem]: ...
-
-
-@overload
-def iter_batches(
-    buf: Buffer,
-    start: int = 0,
-    stop: int | None = None,
-    end: int | None = None,
-    fd: int | None = None,
-    need: Callable[[int, int], None] | None = None,
-    read_range: Callable[[int, int], bytes] | None = None,
-    *,
-    compiled: Callable[[int], Iterator[BatchColumns]],
-) -> Iterator[RecordBatch | Problem | BatchColumns]: ...
 
 
 # Over 60 lines on purpose: the hot walk over batch headers (FileLogInputStream.nextBatch), its
@@ -111,8 +86,8 @@ def iter_batches(
     fd: int | None = None,
     need: Callable[[int, int], None] | None = None,
     read_range: Callable[[int, int], bytes] | None = None,
-    compiled: Callable[[int], Iterator[BatchColumns]] | None = None,
-) -> Iterator[RecordBatch | Problem | BatchColumns]:
+    compiled: Callable[[int], Iterator[_Run]] | None = None,
+) -> Iterator[RecordBatch | Problem | _Run]:
     """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
 
     ``buf`` is any buffer (mmap, bytes). Batches may extend past ``stop`` (a byte-range split
