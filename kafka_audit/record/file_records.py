@@ -125,33 +125,8 @@ def iter_batches(
             return
         base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
         magic = buf[pos + 16]
-        if size < LEGACY_RECORD_OVERHEAD_V0:
-            tail = tail_problem(
-                buf,
-                pos,
-                end,
-                f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
-                check=CheckId.INVALID_BATCH_SIZE,
-                details={"size": size},
-                offset=base_offset,
-                fd=fd,
-                need=need,
-            )
-            if tail is not None:
-                yield tail
-            return
-        if size > remaining - LOG_OVERHEAD:
-            tail = tail_problem(
-                buf,
-                pos,
-                end,
-                f"Batch size {size} at position {pos} runs past the end of the file "
-                f"({remaining - LOG_OVERHEAD} bytes left)",
-                details={"size": size, "bytes_left": remaining - LOG_OVERHEAD},
-                offset=base_offset,
-                fd=fd,
-                need=need,
-            )
+        if size < LEGACY_RECORD_OVERHEAD_V0 or size > remaining - LOG_OVERHEAD:
+            tail = _size_tail(buf, pos, end, base_offset, size, fd, need)
             if tail is not None:
                 yield tail
             return
@@ -220,6 +195,22 @@ def _large_batch(buf: Buffer, pos: int, size: int, read_range: ReadRange | None)
     crc = stream_checksum(read_range, pos + V2_ATTRIBUTES_OFFSET, pos + LOG_OVERHEAD + size, crc32c.crc32c)
     batch.crc_valid = crc == batch.stored_crc
     return batch
+
+
+def _size_tail(
+    buf: Buffer, pos: int, end: int, base_offset: int, size: int, fd: int | None, need: Callable[[int, int], None] | None
+) -> Problem | None:
+    """The size field that ends the walk (FileLogInputStream.nextBatch): below the smallest
+    entry's (LegacyRecord.RECORD_OVERHEAD_V0), or past the end of the file; None for a tail of
+    zeros (:func:`tail_problem`)."""
+    left = end - pos - LOG_OVERHEAD
+    if size < LEGACY_RECORD_OVERHEAD_V0:
+        message = f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})"
+        check, details = CheckId.INVALID_BATCH_SIZE, {"size": size}
+    else:
+        message = f"Batch size {size} at position {pos} runs past the end of the file ({left} bytes left)"
+        check, details = CheckId.TRUNCATED_BATCH, {"size": size, "bytes_left": left}
+    return tail_problem(buf, pos, end, message, check=check, details=details, offset=base_offset, fd=fd, need=need)
 
 
 def _large_message(read_range: ReadRange | None, pos: int, entry_size: int) -> LegacyMessage | str:
