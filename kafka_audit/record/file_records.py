@@ -134,21 +134,11 @@ def iter_batches(
         large = read_range is not None and entry_size > STREAM_BOUND
         if need is not None and not large:
             need(pos, pos + entry_size)
+        framing: Problem | None = None  # an entry that cannot be read as a batch, skipped
         if magic > MAGIC_VALUE_V2:
-            yield Problem(
-                CheckId.UNKNOWN_MAGIC,
-                pos,
-                f"Unknown magic byte {magic} in the batch at offset {base_offset}",
-                offset=base_offset,
-                details={"magic": magic},
-            )
-            framing_problems += 1
-            if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
-                yield unread_problem(pos + entry_size, end)
-                return
-            pos += entry_size
-            continue
-        if magic == MAGIC_VALUE_V2:
+            message = f"Unknown magic byte {magic} in the batch at offset {base_offset}"
+            framing = Problem(CheckId.UNKNOWN_MAGIC, pos, message, offset=base_offset, details={"magic": magic})
+        elif magic == MAGIC_VALUE_V2:
             if size < V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
                 yield too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
                 return
@@ -158,16 +148,19 @@ def iter_batches(
             if size < overhead:
                 yield too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
                 return
-            message = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
-            if isinstance(message, str):
-                yield Problem(CheckId.INVALID_BATCH_SIZE, pos, message, offset=base_offset, details={"size": size})
-                framing_problems += 1
-                if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
-                    yield unread_problem(pos + entry_size, end)
-                    return
-                pos += entry_size
-                continue
-            batch = batch_from_message(message, pos)
+            legacy = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
+            if isinstance(legacy, str):
+                framing = Problem(CheckId.INVALID_BATCH_SIZE, pos, legacy, offset=base_offset, details={"size": size})
+            else:
+                batch = batch_from_message(legacy, pos)
+        if framing is not None:
+            yield framing
+            framing_problems += 1
+            if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
+                yield unread_problem(pos + entry_size, end)
+                return
+            pos += entry_size
+            continue
         framing_problems = 0
         if not batch.crc_valid:
             if pos + entry_size < end and is_zero(buf, pos + entry_size, end, fd, need or already_loaded):

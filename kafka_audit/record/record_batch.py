@@ -49,30 +49,26 @@ LEGACY_ATTRIBUTES_OFFSET = LEGACY_MAGIC_OFFSET + MAGIC_LENGTH
 # producerEpoch h, baseSequence i, recordsCount i. The reader, the encoder below and bench/ all
 # take their positions from here.
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-
-
-def _v2_offset(field: int) -> int:
-    """Where V2_HEADER's field number `field` starts: the size of the fields before it."""
-    return struct.calcsize(V2_HEADER.format[: field + 1])
-
-
-V2_LENGTH_OFFSET = _v2_offset(1)
-V2_PARTITION_LEADER_EPOCH_OFFSET = _v2_offset(2)
-V2_MAGIC_OFFSET = _v2_offset(3)
-V2_CRC_OFFSET = _v2_offset(4)
-V2_ATTRIBUTES_OFFSET = _v2_offset(5)
-V2_LAST_OFFSET_DELTA_OFFSET = _v2_offset(6)
-V2_BASE_TIMESTAMP_OFFSET = _v2_offset(7)
-V2_MAX_TIMESTAMP_OFFSET = _v2_offset(8)
-V2_PRODUCER_ID_OFFSET = _v2_offset(9)
-V2_PRODUCER_EPOCH_OFFSET = _v2_offset(10)
-V2_BASE_SEQUENCE_OFFSET = _v2_offset(11)
-V2_RECORDS_COUNT_OFFSET = _v2_offset(12)
+# Each field's offset: the size of the fields before it (V2_HEADER.format[0] is the byte order).
+(
+    V2_LENGTH_OFFSET,
+    V2_PARTITION_LEADER_EPOCH_OFFSET,
+    V2_MAGIC_OFFSET,
+    V2_CRC_OFFSET,
+    V2_ATTRIBUTES_OFFSET,
+    V2_LAST_OFFSET_DELTA_OFFSET,
+    V2_BASE_TIMESTAMP_OFFSET,
+    V2_MAX_TIMESTAMP_OFFSET,
+    V2_PRODUCER_ID_OFFSET,
+    V2_PRODUCER_EPOCH_OFFSET,
+    V2_BASE_SEQUENCE_OFFSET,
+    V2_RECORDS_COUNT_OFFSET,
+) = (struct.calcsize(V2_HEADER.format[:end]) for end in range(2, 14))
 V2_RECORDS_OFFSET = V2_HEADER.size
 V2_RECORD_BATCH_OVERHEAD = V2_RECORDS_OFFSET
 # batchLength counts the bytes after the length field.
 V2_BATCH_LENGTH_OVERHEAD = V2_RECORD_BATCH_OVERHEAD - V2_PARTITION_LEADER_EPOCH_OFFSET
-assert V2_HEADER.size == V2_RECORD_BATCH_OVERHEAD and V2_MAGIC_OFFSET == MAGIC_OFFSET
+assert V2_MAGIC_OFFSET == MAGIC_OFFSET
 
 # LegacyRecord layout: crc u32, magic i8, attributes i8, [timestamp i64], key len i32, value len i32.
 LEGACY_RECORD_OVERHEAD_V0 = 14
