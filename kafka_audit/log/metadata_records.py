@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafka_audit.log.message_schema import schema
-from kafka_audit.record.message_reader import MalformedMessage, MessageReader
+from kafka_audit.record.message_reader import MalformedMessage, framed_message
 
 # MetadataRecordSerde.DEFAULT_FRAME_VERSION
 FRAME_VERSION = 1
@@ -150,10 +150,7 @@ class MetadataRecordDecoder:
     def __call__(self, key: bytes | None, value: bytes | None) -> dict[str, Any]:
         out: dict[str, Any] = {}
         try:
-            if value is None:
-                raise MalformedMessage("null value")
-            reader = MessageReader(value, flexible=True)
-            frame = reader.unsigned_varint()
+            reader, frame = framed_message(value)
             if frame != FRAME_VERSION:
                 out["record"] = "unknown"
                 out["unknown"] = f"unknown metadata frame version {frame}"
@@ -168,7 +165,7 @@ class MetadataRecordDecoder:
                 out["unknown"] = f"unknown metadata record type {api_key}" if record is None \
                     else f"unknown {record.name} version {version}"
                 return out
-            out.update(record.read(value, version, reader.pos))
+            out.update(record.read(reader.data, version, reader.pos))
         except MalformedMessage as exc:
             out["error"] = str(exc)
             return out

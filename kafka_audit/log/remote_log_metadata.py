@@ -22,7 +22,7 @@ from typing import Any
 
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.record.file_records import FileRecords
-from kafka_audit.record.message_reader import MalformedMessage, MessageReader
+from kafka_audit.record.message_reader import MalformedMessage, MessageReader, framed_message
 from kafka_audit.record.problem import Problem
 
 FRAME_VERSION = 1
@@ -102,10 +102,7 @@ def decode_remote_log_metadata(key: bytes | None, value: bytes | None) -> dict[s
     """One record's value decoded (``record``, ``version`` and its fields), or ``error``."""
     out: dict[str, Any] = {}
     try:
-        if value is None:
-            raise MalformedMessage("null value")
-        reader = MessageReader(value, flexible=True)
-        frame = reader.unsigned_varint()
+        reader, frame = framed_message(value)
         if frame != FRAME_VERSION:
             raise MalformedMessage(f"unknown frame version {frame} (only {FRAME_VERSION} is supported)")
         api_key, version = reader.unsigned_varint(), reader.unsigned_varint()

@@ -379,14 +379,8 @@ PyMODINIT_FUNC PyInit__batch_walk(void)
 {
     crc_init();
     CRC_DETECT();
-    zstd_key = PyUnicode_InternFromString("kafka_audit.record._record_screen.zstd_decompressor");
-    if (zstd_key == NULL)
+    if (intern_names() < 0)
         return NULL;
-    for (int i = 0; i < S_COUNT; i++) {
-        names[i] = PyUnicode_InternFromString(name_text[i]);
-        if (names[i] == NULL)
-            return NULL;
-    }
     PyObject *m = PyModule_Create(&module);
     PyObject *columns = m ? PyTuple_New(C_COUNT) : NULL;
     if (columns == NULL) {

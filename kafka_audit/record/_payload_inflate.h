@@ -202,6 +202,20 @@ static const char *const name_text[S_COUNT] = {"position", "size", "attributes",
     "require_key", "min_timestamp", "max_timestamp", "decompressobj", "decompress", "eof", "unused_data"};
 static PyObject *names[S_COUNT];
 
+/* At a module's import: intern zstd_key and the names. -1 with an exception set on failure. */
+static int intern_names(void)
+{
+    zstd_key = PyUnicode_InternFromString("kafka_audit.record._record_screen.zstd_decompressor");
+    if (zstd_key == NULL)
+        return -1;
+    for (int i = 0; i < S_COUNT; i++) {
+        names[i] = PyUnicode_InternFromString(name_text[i]);
+        if (names[i] == NULL)
+            return -1;
+    }
+    return 0;
+}
+
 /* zstd_frame._unzstd_whole: each frame inflated in one decompressobj() call. */
 static int inflate_zstd(const uint8_t *data, Py_ssize_t n, long long max_size, PyObject *factory, payload_t *out)
 {

@@ -179,14 +179,8 @@ static struct PyModuleDef module = {
 /* The module carries the widths it was built with, so that a stale build can be told apart. */
 PyMODINIT_FUNC PyInit__record_screen(void)
 {
-    zstd_key = PyUnicode_InternFromString("kafka_audit.record._record_screen.zstd_decompressor");
-    if (zstd_key == NULL)
+    if (intern_names() < 0)
         return NULL;
-    for (int i = 0; i < S_COUNT; i++) {
-        names[i] = PyUnicode_InternFromString(name_text[i]);
-        if (names[i] == NULL)
-            return NULL;
-    }
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;

@@ -25,12 +25,13 @@ import gzip
 import struct
 import zlib
 from collections.abc import Iterable, Iterator
+from functools import partial
 
 import cramjam
 import zstandard
 
 from kafka_audit.record.byte_stream import PIECE_BYTES, Buffer, ByteStream, StreamEnded
-from kafka_audit.record.codec_errors import DecompressionError, TooLarge, failed, too_large
+from kafka_audit.record.codec_errors import DecompressionError, TooLarge, failed, inflate_piece, too_large
 from kafka_audit.record.lz4_frame import compress_lz4, decompress_lz4, decompress_lz4_stream
 from kafka_audit.record.record_batch import MAGIC_VALUE_V0, MAGIC_VALUE_V2, CompressionType
 from kafka_audit.record.zstd_frame import decompress_zstd, decompress_zstd_stream
@@ -137,13 +138,9 @@ def _gunzip_stream(pieces: Iterable[bytes | memoryview], max_size: int) -> Itera
             if inflater is None:
                 inflater, pending = zlib.decompressobj(wbits=31), True
             while True:
-                try:
-                    out = inflater.decompress(data, PIECE_BYTES)
-                except zlib.error as exc:
-                    raise failed(CompressionType.GZIP, exc) from None
+                call = partial(inflater.decompress, data, PIECE_BYTES)
+                out = inflate_piece(CompressionType.GZIP, call, zlib.error, produced, max_size)
                 produced += len(out)
-                if produced > max_size:
-                    raise too_large(CompressionType.GZIP, max_size)
                 if out:
                     yield out
                 data = inflater.unconsumed_tail

@@ -23,7 +23,7 @@ import os
 import struct
 import zlib
 from collections.abc import Callable, Iterator
-from typing import TypeVar, overload
+from typing import TypeVar
 
 import crc32c
 
@@ -66,6 +66,8 @@ from kafka_audit.record.walk_problems import (
 _OFFSET_SIZE = struct.Struct(">qi")
 _OFFSET = struct.Struct(">q")
 
+# The compiled walk's runs: without ``compiled`` the walk yields only batches and problems.
+_Run = TypeVar("_Run", bound=BatchColumns)
 # What a walk yields: batches, problems, runs of batches the compiled walk took.
 _Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
 
@@ -73,33 +75,6 @@ _Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
 _RELEASE_EVERY = 64 * 1024 * 1024
 # A walk that meets this many framing problems in a row stops: the rest is not a log.
 _MAX_CONSECUTIVE_FRAMING_PROBLEMS = 2
-
-
-@overload
-def iter_batches(
-    buf: Buffer,
-    start: int = 0,
-    stop: int | None = None,
-    end: int | None = None,
-    fd: int | None = None,
-    need: Callable[[int, int], None] | None = None,
-    read_range: Callable[[int, int], bytes] | None = None,
-    compiled: None = None,
-) -> Iterator[RecordBatch | Problem]: ...
-
-
-@overload
-def iter_batches(
-    buf: Buffer,
-    start: int = 0,
-    stop: int | None = None,
-    end: int | None = None,
-    fd: int | None = None,
-    need: Callable[[int, int], None] | None = None,
-    read_range: Callable[[int, int], bytes] | None = None,
-    *,
-    compiled: Callable[[int], Iterator[BatchColumns]],
-) -> Iterator[RecordBatch | Problem | BatchColumns]: ...
 
 
 # Over 60 lines on purpose: the hot walk over batch headers (FileLogInputStream.nextBatch), its
@@ -112,8 +87,8 @@ def iter_batches(
     fd: int | None = None,
     need: Callable[[int, int], None] | None = None,
     read_range: Callable[[int, int], bytes] | None = None,
-    compiled: Callable[[int], Iterator[BatchColumns]] | None = None,
-) -> Iterator[RecordBatch | Problem | BatchColumns]:
+    compiled: Callable[[int], Iterator[_Run]] | None = None,
+) -> Iterator[RecordBatch | Problem | _Run]:
     """Yield the batches whose first byte lies in ``[start, stop)`` of ``buf[:end]``, and problems.
 
     ``buf`` is any buffer (mmap, bytes). Batches may extend past ``stop`` (a byte-range split
@@ -154,33 +129,8 @@ def iter_batches(
             return
         base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
         magic = buf[pos + 16]
-        if size < LEGACY_RECORD_OVERHEAD_V0:
-            tail = tail_problem(
-                buf,
-                pos,
-                end,
-                f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})",
-                check=CheckId.INVALID_BATCH_SIZE,
-                details={"size": size},
-                offset=base_offset,
-                fd=fd,
-                need=need,
-            )
-            if tail is not None:
-                yield tail
-            return
-        if size > remaining - LOG_OVERHEAD:
-            tail = tail_problem(
-                buf,
-                pos,
-                end,
-                f"Batch size {size} at position {pos} runs past the end of the file "
-                f"({remaining - LOG_OVERHEAD} bytes left)",
-                details={"size": size, "bytes_left": remaining - LOG_OVERHEAD},
-                offset=base_offset,
-                fd=fd,
-                need=need,
-            )
+        if size < LEGACY_RECORD_OVERHEAD_V0 or size > remaining - LOG_OVERHEAD:
+            tail = _size_tail(buf, pos, end, base_offset, size, fd, need)
             if tail is not None:
                 yield tail
             return
@@ -188,21 +138,11 @@ def iter_batches(
         large = read_range is not None and entry_size > STREAM_BOUND
         if need is not None and not large:
             need(pos, pos + entry_size)
+        framing: Problem | None = None  # an entry that cannot be read as a batch, skipped
         if magic > MAGIC_VALUE_V2:
-            yield Problem(
-                CheckId.UNKNOWN_MAGIC,
-                pos,
-                f"Unknown magic byte {magic} in the batch at offset {base_offset}",
-                offset=base_offset,
-                details={"magic": magic},
-            )
-            framing_problems += 1
-            if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
-                yield unread_problem(pos + entry_size, end)
-                return
-            pos += entry_size
-            continue
-        if magic == MAGIC_VALUE_V2:
+            message = f"Unknown magic byte {magic} in the batch at offset {base_offset}"
+            framing = Problem(CheckId.UNKNOWN_MAGIC, pos, message, offset=base_offset, details={"magic": magic})
+        elif magic == MAGIC_VALUE_V2:
             if size < V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
                 yield too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
                 return
@@ -212,16 +152,19 @@ def iter_batches(
             if size < overhead:
                 yield too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
                 return
-            message = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
-            if isinstance(message, str):
-                yield Problem(CheckId.INVALID_BATCH_SIZE, pos, message, offset=base_offset, details={"size": size})
-                framing_problems += 1
-                if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
-                    yield unread_problem(pos + entry_size, end)
-                    return
-                pos += entry_size
-                continue
-            batch = batch_from_message(message, pos)
+            legacy = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
+            if isinstance(legacy, str):
+                framing = Problem(CheckId.INVALID_BATCH_SIZE, pos, legacy, offset=base_offset, details={"size": size})
+            else:
+                batch = batch_from_message(legacy, pos)
+        if framing is not None:
+            yield framing
+            framing_problems += 1
+            if framing_problems >= _MAX_CONSECUTIVE_FRAMING_PROBLEMS:
+                yield unread_problem(pos + entry_size, end)
+                return
+            pos += entry_size
+            continue
         framing_problems = 0
         if not batch.crc_valid:
             if pos + entry_size < end and is_zero(buf, pos + entry_size, end, fd, need or already_loaded):
@@ -249,6 +192,22 @@ def _large_batch(buf: Buffer, pos: int, size: int, read_range: ReadRange | None)
     crc = stream_checksum(read_range, pos + V2_ATTRIBUTES_OFFSET, pos + LOG_OVERHEAD + size, crc32c.crc32c)
     batch.crc_valid = crc == batch.stored_crc
     return batch
+
+
+def _size_tail(
+    buf: Buffer, pos: int, end: int, base_offset: int, size: int, fd: int | None, need: Callable[[int, int], None] | None
+) -> Problem | None:
+    """The size field that ends the walk (FileLogInputStream.nextBatch): below the smallest
+    entry's (LegacyRecord.RECORD_OVERHEAD_V0), or past the end of the file; None for a tail of
+    zeros (:func:`tail_problem`)."""
+    left = end - pos - LOG_OVERHEAD
+    if size < LEGACY_RECORD_OVERHEAD_V0:
+        message = f"Record size {size} is less than the minimum record overhead ({LEGACY_RECORD_OVERHEAD_V0})"
+        check, details = CheckId.INVALID_BATCH_SIZE, {"size": size}
+    else:
+        message = f"Batch size {size} at position {pos} runs past the end of the file ({left} bytes left)"
+        check, details = CheckId.TRUNCATED_BATCH, {"size": size, "bytes_left": left}
+    return tail_problem(buf, pos, end, message, check=check, details=details, offset=base_offset, fd=fd, need=need)
 
 
 def _large_message(read_range: ReadRange | None, pos: int, entry_size: int) -> LegacyMessage | str:

@@ -62,6 +62,20 @@ class LegacyMessage:
     value_span: tuple[int, int] | None
 
 
+def message_header(buf: Buffer, at: int, size: int) -> tuple[int, int, int, int, int] | str:
+    """LegacyRecord's crc, magic, attributes and (v1) timestamp at ``at`` (after the log
+    overhead), and the bytes they take; or the sentence for a ``size`` below the record overhead
+    (LegacyRecord.recordOverhead)."""
+    crc, magic, attributes = CRC_MAGIC_ATTRIBUTES.unpack_from(buf, at)
+    overhead = record_overhead(magic)
+    if size < overhead:
+        return f"Message size {size} is less than the minimum record overhead ({overhead})"
+    if magic != MAGIC_VALUE_V1:
+        return crc, magic, attributes, NO_TIMESTAMP, 6
+    (timestamp,) = TIMESTAMP.unpack_from(buf, at + 6)
+    return crc, magic, attributes, timestamp, 6 + 8
+
+
 def parse_message(buf: Buffer, pos: int, end: int) -> LegacyMessage | str:
     """Parse the message starting at ``pos`` (its offset field) in ``buf[:end]``.
 
@@ -73,15 +87,11 @@ def parse_message(buf: Buffer, pos: int, end: int) -> LegacyMessage | str:
     body_end = body + size
     if body + 6 > end:
         return f"Message at position {pos} is truncated inside its header"
-    crc, magic, attributes = CRC_MAGIC_ATTRIBUTES.unpack_from(buf, body)
-    overhead = record_overhead(magic)
-    if size < overhead:
-        return f"Message size {size} is less than the minimum record overhead ({overhead})"
-    cursor = body + 6
-    timestamp = NO_TIMESTAMP
-    if magic == MAGIC_VALUE_V1:
-        (timestamp,) = TIMESTAMP.unpack_from(buf, cursor)
-        cursor += 8
+    header = message_header(buf, body, size)
+    if isinstance(header, str):
+        return header
+    crc, magic, attributes, timestamp, header_size = header
+    cursor = body + header_size
     key_span, cursor = _read_bytes(buf, cursor, body_end)
     if isinstance(key_span, str):
         return "key " + key_span

@@ -47,17 +47,27 @@ def _header_checksum(frame: bytes, descriptor_end: int, broken: bool) -> int:
     return (xxhash.xxh32_intdigest(frame[start:descriptor_end]) >> 8) & 0xFF
 
 
-def decompress_lz4(data: bytes, max_size: int, magic: int) -> bytes:
-    """Walk the LZ4 frame (Lz4BlockInputStream) and bound the output before inflating it."""
+def _frame_start(head: bytes) -> tuple[int, int, int]:
+    """The magic number, FLG and BD that open a frame (Lz4BlockInputStream.readHeader): (flg, bd,
+    the block maximum size BD names)."""
     codec = CompressionType.LZ4
-    if len(data) < _MIN_HEADER_SIZE or not data.startswith(LZ4_FRAME_MAGIC):
+    if not head.startswith(LZ4_FRAME_MAGIC):
         raise failed(codec, "not an LZ4 frame (bad magic number)")
-    flg, bd = data[4], data[5]
+    flg, bd = head[4], head[5]
     if flg >> 6 != 1:
         raise failed(codec, f"unsupported LZ4 frame version {flg >> 6}")
     block_max = _LZ4_BLOCK_MAX_SIZES.get((bd >> 4) & 0x07)
     if block_max is None:
         raise failed(codec, f"invalid LZ4 block maximum size id {(bd >> 4) & 0x07}")
+    return flg, bd, block_max
+
+
+def decompress_lz4(data: bytes, max_size: int, magic: int) -> bytes:
+    """Walk the LZ4 frame (Lz4BlockInputStream) and bound the output before inflating it."""
+    codec = CompressionType.LZ4
+    if len(data) < _MIN_HEADER_SIZE:
+        raise failed(codec, "not an LZ4 frame (bad magic number)")
+    flg, bd, block_max = _frame_start(data)
     has_block_checksum, has_content_size, has_content_checksum = flg & 0x10, flg & 0x08, flg & 0x04
     pos = 6 + (8 if has_content_size else 0) + (4 if flg & 0x01 else 0)
     if pos >= len(data):
@@ -200,14 +210,7 @@ def _stream_descriptor(stream: ByteStream, magic: int) -> tuple[int, int, int]:
         head = stream.read(6)
     except StreamEnded:
         raise failed(codec, "not an LZ4 frame (bad magic number)") from None
-    if not head.startswith(LZ4_FRAME_MAGIC):
-        raise failed(codec, "not an LZ4 frame (bad magic number)")
-    flg, bd = head[4], head[5]
-    if flg >> 6 != 1:
-        raise failed(codec, f"unsupported LZ4 frame version {flg >> 6}")
-    block_max = _LZ4_BLOCK_MAX_SIZES.get((bd >> 4) & 0x07)
-    if block_max is None:
-        raise failed(codec, f"invalid LZ4 block maximum size id {(bd >> 4) & 0x07}")
+    flg, bd, block_max = _frame_start(head)
     extra = (8 if flg & 0x08 else 0) + (4 if flg & 0x01 else 0)
     try:
         descriptor = head + stream.read(extra + 1)

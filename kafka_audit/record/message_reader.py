@@ -26,6 +26,16 @@ class MalformedMessage(KafkaAuditError):
     """The bytes do not hold the message their version says."""
 
 
+def framed_message(value: bytes | None) -> tuple[MessageReader, int]:
+    """A record value that AbstractApiMessageSerde framed (the metadata log's MetadataRecordSerde,
+    RemoteLogMetadataSerde): a reader of its flexible fields, after the frame version it reads
+    (an unsigned varint). A null value is malformed."""
+    if value is None:
+        raise MalformedMessage("null value")
+    reader = MessageReader(value, flexible=True)
+    return reader, reader.unsigned_varint()
+
+
 class MessageReader:
     """A cursor over one serialised message; ``flexible`` selects the compact forms."""
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import overload
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.record.byte_stream import ByteStream, StreamEnded
@@ -24,6 +23,7 @@ from kafka_audit.record.legacy_record import (
     OFFSET_SIZE,
     TIMESTAMP,
     LegacyMessage,
+    message_header,
     record_overhead,
 )
 from kafka_audit.record.problem import Problem
@@ -34,7 +34,7 @@ from kafka_audit.record.record_batch import (
     NO_TIMESTAMP,
     Record,
 )
-from kafka_audit.record.stream_records import record_at
+from kafka_audit.record.stream_records import RecordStream
 
 # Inner messages with a bad CRC listed as problems per batch; the rest are counted (``omitted``).
 MAX_LISTED_PROBLEMS = 1000
@@ -98,15 +98,11 @@ def read_message_header(read: Callable[[int, int], bytes], pos: int, end: int) -
     head = read(pos, min(end, pos + _HEAD_BYTES))
     offset, size = OFFSET_SIZE.unpack_from(head, 0)
     body, body_end = pos + LOG_OVERHEAD, pos + LOG_OVERHEAD + size
-    crc, magic, attributes = CRC_MAGIC_ATTRIBUTES.unpack_from(head, LOG_OVERHEAD)
-    overhead = record_overhead(magic)
-    if size < overhead:
-        return f"Message size {size} is less than the minimum record overhead ({overhead})"
-    cursor = body + 6
-    timestamp = NO_TIMESTAMP
-    if magic == MAGIC_VALUE_V1:
-        (timestamp,) = TIMESTAMP.unpack_from(head, cursor - pos)
-        cursor += 8
+    header = message_header(head, LOG_OVERHEAD, size)
+    if isinstance(header, str):
+        return header
+    crc, magic, attributes, timestamp, header_size = header
+    cursor = body + header_size
     spans: list[tuple[int, int] | None] = []
     for name in ("key", "value"):
         field_bytes = read(cursor, cursor + _LENGTH_SIZE) if cursor + _LENGTH_SIZE <= body_end else b""
@@ -130,7 +126,7 @@ def read_message_header(read: Callable[[int, int], bytes], pos: int, end: int) -
 _HEAD_BYTES = LOG_OVERHEAD + 6 + 8 + 4
 
 
-class StreamedLegacy(Sequence[Record]):
+class StreamedLegacy(RecordStream):
     """The inner records of a wrapper, read anew from ``open_pieces()`` on each iteration, with
     absolute offsets (``absolute_base`` + stored) and the wrapper's timestamp under
     LOG_APPEND_TIME (``timestamp``), as :func:`~kafka_audit.record.legacy_record.decode_legacy_batch`
@@ -147,9 +143,6 @@ class StreamedLegacy(Sequence[Record]):
         self._timestamp = timestamp
         self._keep = keep
 
-    def __len__(self) -> int:
-        return self.total
-
     def __iter__(self) -> Iterator[Record]:
         for record, _ in _inner_records(ByteStream(self._open()), self._position, self._keep, []):
             if record.index >= self.total:
@@ -158,16 +151,6 @@ class StreamedLegacy(Sequence[Record]):
             if self._timestamp is not None:
                 record.timestamp = self._timestamp
             yield record
-
-    @overload
-    def __getitem__(self, index: int) -> Record: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Record]: ...
-
-    def __getitem__(self, index: int | slice) -> Record | Sequence[Record]:
-        """A record by its index; read again from the stream."""
-        return record_at(self, index)
 
 
 def _inner_records(stream: ByteStream, position: int, keep: int, problems: list[Problem]) -> Iterator[tuple[Record, int]]:

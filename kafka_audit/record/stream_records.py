@@ -30,7 +30,31 @@ DATA_PREFIX = 4096
 _ENDED = "Record data ends in the middle of a record"
 
 
-class StreamedRecords(Sequence[Record]):
+class RecordStream(Sequence[Record]):
+    """A batch's ``total`` records, read anew from the stream on each iteration: a record by its
+    index (a control batch's first) is read again from the stream, not held."""
+
+    total: int
+
+    def __len__(self) -> int:
+        return self.total
+
+    @overload
+    def __getitem__(self, index: int) -> Record: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Record]: ...
+
+    def __getitem__(self, index: int | slice) -> Record | Sequence[Record]:
+        if isinstance(index, slice):
+            raise TypeError("a streamed batch's records are not sliced")
+        for record in self:
+            if record.index == index:
+                return record
+        raise IndexError(index)
+
+
+class StreamedRecords(RecordStream):
     """The records of one v2 batch, read anew from ``open_pieces()`` (the inflated payload) on each
     iteration. Built by a first pass that counts them and notes why reading stopped (``error``,
     ``error_index``, as :class:`~kafka_audit.record.default_record.DecodedRecords` says it), so
@@ -54,24 +78,11 @@ class StreamedRecords(Sequence[Record]):
         for _ in self._walk(0, note=True):
             self.total += 1
 
-    def __len__(self) -> int:
-        return self.total
-
     def __iter__(self) -> Iterator[Record]:
         for index, record in enumerate(self._walk(self._keep, note=False)):
             if index >= self.total:
                 return
             yield record
-
-    @overload
-    def __getitem__(self, index: int) -> Record: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Record]: ...
-
-    def __getitem__(self, index: int | slice) -> Record | Sequence[Record]:
-        """A record by its index (a control batch's first); read again from the stream."""
-        return record_at(self, index)
 
     def _walk(self, keep: int, note: bool) -> Iterator[Record]:
         base_offset, base_timestamp, record_count, log_append_time = self._args
@@ -116,16 +127,6 @@ class StreamedRecords(Sequence[Record]):
         if note:
             stream.rest()
             self.error, self.error_index = error, index
-
-
-def record_at(records: Iterable[Record], index: int | slice) -> Record:
-    """The record of ``index`` in a stream of records (no slices: a stream is not held)."""
-    if isinstance(index, slice):
-        raise TypeError("a streamed batch's records are not sliced")
-    for record in records:
-        if record.index == index:
-            return record
-    raise IndexError(index)
 
 
 def _varint(stream: ByteStream, max_bytes: int, inline: bool = True) -> int:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from functools import partial
 
 import zstandard
 
 from kafka_audit.record.byte_stream import ByteStream
-from kafka_audit.record.codec_errors import failed, too_large
+from kafka_audit.record.codec_errors import failed, inflate_piece, too_large
 from kafka_audit.record.record_batch import CompressionType
 
 # Compressed bytes fed to the zstd inflater at a time (see decompress_zstd).
@@ -76,13 +77,9 @@ def decompress_zstd_stream(stream: ByteStream, max_size: int) -> Iterator[bytes]
             break
         if inflater is None:
             inflater, pending = zstandard.ZstdDecompressor().decompressobj(), True
-        try:
-            out = inflater.decompress(chunk)
-        except zstandard.ZstdError as exc:
-            raise failed(CompressionType.ZSTD, exc) from None
+        call = partial(inflater.decompress, chunk)
+        out = inflate_piece(CompressionType.ZSTD, call, zstandard.ZstdError, produced, max_size)
         produced += len(out)
-        if produced > max_size:
-            raise too_large(CompressionType.ZSTD, max_size)
         if out:
             held.append(out)
             held_size += len(out)

@@ -50,14 +50,11 @@ def validate_batch_size(batch: RecordBatch, topic_partition: str, config: Valida
     ``max.message.bytes`` before anything else, its CRC included (``batch.isValid`` comes next):
     an oversized batch is answered MESSAGE_TOO_LARGE whatever its CRC. The poison pill of
     KAFKA-15259."""
-    if batch.size <= config.max_message_bytes:
-        return None
-    return Violation(
-        CheckId.RECORD_TOO_LARGE,
-        f"The record batch size in the append to {topic_partition} is {batch.size} bytes which "
-        f"exceeds the maximum configured value of {config.max_message_bytes}.",
-        details={"size": batch.size, "max_message_bytes": config.max_message_bytes},
+    sentence = (
+        "The record batch size in the append to {tp} is {size} bytes which exceeds the maximum "
+        "configured value of {limit}."
     )
+    return _too_large(batch, topic_partition, config.max_message_bytes, "max_message_bytes", sentence)
 
 
 def _offset_range_violation(batch: RecordBatch, topic_partition: str, compacted: bool) -> Violation | None:
@@ -121,12 +118,19 @@ def _origin_violation(batch: RecordBatch, topic_partition: str, topic: str) -> V
 def validate_appended_size(batch: RecordBatch, topic_partition: str, config: ValidationConfig) -> Violation | None:
     """UnifiedLog.append, after validation: a batch larger than ``segment.bytes`` can never fit a
     segment (RecordBatchTooLargeException, RECORD_LIST_TOO_LARGE)."""
-    if batch.size <= config.segment_bytes:
-        return None
-    return Violation(
-        CheckId.RECORD_TOO_LARGE,
-        f"Message batch size is {batch.size} bytes in append to partition {topic_partition}, which exceeds "
-        f"the maximum configured segment size of {config.segment_bytes}.",
-        details={"size": batch.size, "segment_bytes": config.segment_bytes},
-        error="RECORD_LIST_TOO_LARGE",
+    sentence = (
+        "Message batch size is {size} bytes in append to partition {tp}, which exceeds the maximum "
+        "configured segment size of {limit}."
     )
+    return _too_large(batch, topic_partition, config.segment_bytes, "segment_bytes", sentence, "RECORD_LIST_TOO_LARGE")
+
+
+def _too_large(
+    batch: RecordBatch, topic_partition: str, limit: int, limit_name: str, sentence: str, error: str | None = None
+) -> Violation | None:
+    """RECORD_TOO_LARGE for a batch larger than ``limit`` (the config ``limit_name``), in Kafka's
+    ``sentence`` (a template of ``tp``, ``size`` and ``limit``); ``error`` the answer's own."""
+    if batch.size <= limit:
+        return None
+    message = sentence.format(tp=topic_partition, size=batch.size, limit=limit)
+    return Violation(CheckId.RECORD_TOO_LARGE, message, details={"size": batch.size, limit_name: limit}, error=error)
