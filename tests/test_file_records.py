@@ -288,7 +288,7 @@ def test_v0_message_crc_is_crc32_over_magic_to_end():
 
 
 def test_the_walk_fills_every_batch_field_in_its_place():
-    """_v2_batch builds RecordBatch positionally (speed): each header field must land in its own
+    """batch_headers.v2_batch builds RecordBatch positionally (speed): each header field must land in its own
     field, checked with values that all differ."""
     from tests.support.writer import BatchSpec, RecordSpec, encode_batch
 

@@ -20,23 +20,20 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
-import zlib
 from collections.abc import Callable, Iterator
 from typing import TypeVar
-
-import crc32c
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.io import rsm_objects
 from kafka_audit.io.local_file import LocalFile
 from kafka_audit.io.storage import is_remote, local_path
 from kafka_audit.io.storage_context import StorageContext
+from kafka_audit.record.batch_headers import large_batch, large_message, v2_batch
 from kafka_audit.record.batch_records import BatchRecords, read_batch_records
 from kafka_audit.record.batch_walk import BatchColumns, CompiledWalk
-from kafka_audit.record.byte_stream import STREAM_BOUND, Buffer, ReadRange, stream_checksum
+from kafka_audit.record.byte_stream import STREAM_BOUND, Buffer
 from kafka_audit.record.legacy_record import (
-    LegacyMessage,
+    OFFSET_SIZE,
     batch_from_message,
     parse_message,
     record_overhead,
@@ -47,12 +44,9 @@ from kafka_audit.record.record_batch import (
     LEGACY_RECORD_OVERHEAD_V0,
     LOG_OVERHEAD,
     MAGIC_VALUE_V2,
-    V2_ATTRIBUTES_OFFSET,
-    V2_HEADER,
     V2_RECORD_BATCH_OVERHEAD,
     RecordBatch,
 )
-from kafka_audit.record.stream_legacy import read_message_header
 from kafka_audit.record.walk_problems import (
     already_loaded,
     crc_message,
@@ -63,14 +57,13 @@ from kafka_audit.record.walk_problems import (
     unread_problem,
 )
 
-_OFFSET_SIZE = struct.Struct(">qi")
-_OFFSET = struct.Struct(">q")
-
 # The compiled walk's runs: without ``compiled`` the walk yields only batches and problems.
 _Run = TypeVar("_Run", bound=BatchColumns)
 # What a walk yields: batches, problems, runs of batches the compiled walk took.
 _Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
 
+# A batch's first field, its base offset (an int64).
+_BASE_OFFSET_BYTES = 8
 # Drop walked pages from the resident set this often (bytes).
 _RELEASE_EVERY = 64 * 1024 * 1024
 # A walk that meets this many framing problems in a row stops: the rest is not a log.
@@ -98,7 +91,7 @@ def iter_batches(
     (``SEEK_DATA``) instead of by reading it. ``need(a, b)``, when given, is called before
     ``buf[a:b]`` is read (a :class:`RangeBuffer` fetches the bytes then). ``read_range(a, b)``,
     when given, reads a batch larger than :data:`STREAM_BOUND` by ranged reads instead of
-    through ``buf``: its header and CRC, as a stream (:func:`_large_batch`). ``compiled(pos)``,
+    through ``buf``: its header and CRC, as a stream (:func:`~kafka_audit.record.batch_headers.large_batch`). ``compiled(pos)``,
     when given, yields the runs of batches from ``pos`` with nothing to report, walked in C
     (:meth:`BatchColumns`, :mod:`.batch_walk`); the batch where it stops is read here.
     """
@@ -121,13 +114,13 @@ def iter_batches(
         if remaining < LOG_OVERHEAD + 5:
             # FileLogInputStream returns no batch when fewer than HEADER_SIZE_UP_TO_MAGIC bytes are left.
             # Its base offset, when written, says whose batch it is (LogSegment.recover truncates there).
-            offset = _OFFSET.unpack_from(buf, pos)[0] if remaining >= _OFFSET.size else None
+            offset = int.from_bytes(buf[pos : pos + _BASE_OFFSET_BYTES], "big", signed=True) if remaining >= _BASE_OFFSET_BYTES else None
             tail = tail_problem(buf, pos, end, f"File ends inside a batch header ({remaining} bytes left)",
                                 offset=offset, fd=fd, need=need)
             if tail is not None:
                 yield tail
             return
-        base_offset, size = _OFFSET_SIZE.unpack_from(buf, pos)
+        base_offset, size = OFFSET_SIZE.unpack_from(buf, pos)
         magic = buf[pos + 16]
         if size < LEGACY_RECORD_OVERHEAD_V0 or size > remaining - LOG_OVERHEAD:
             tail = _size_tail(buf, pos, end, base_offset, size, fd, need)
@@ -146,13 +139,13 @@ def iter_batches(
             if size < V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
                 yield too_small(pos, base_offset, size, V2_RECORD_BATCH_OVERHEAD)
                 return
-            batch = _v2_batch(buf, pos, size) if not large else _large_batch(buf, pos, size, read_range)
+            batch = v2_batch(buf, pos, size) if not large else large_batch(buf, pos, size, read_range)
         else:
             overhead = record_overhead(magic)
             if size < overhead:
                 yield too_small(pos, base_offset, size, overhead + LOG_OVERHEAD)
                 return
-            legacy = _large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
+            legacy = large_message(read_range, pos, entry_size) if large else parse_message(buf, pos, pos + entry_size)
             if isinstance(legacy, str):
                 framing = Problem(CheckId.INVALID_BATCH_SIZE, pos, legacy, offset=base_offset, details={"size": size})
             else:
@@ -181,19 +174,6 @@ def iter_batches(
         pos += entry_size
 
 
-def _large_batch(buf: Buffer, pos: int, size: int, read_range: ReadRange | None) -> RecordBatch:
-    """:func:`_v2_batch` of a batch too large for one buffer: its header from ``buf``, its CRC
-    by ranged reads (``read_range``: given, as the walk's ``large`` says), never the whole batch
-    in memory."""
-    assert read_range is not None
-    header = bytes(memoryview(buf)[pos : pos + V2_RECORD_BATCH_OVERHEAD])
-    batch = _v2_batch(header, 0, V2_RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
-    batch.position, batch.size = pos, LOG_OVERHEAD + size
-    crc = stream_checksum(read_range, pos + V2_ATTRIBUTES_OFFSET, pos + LOG_OVERHEAD + size, crc32c.crc32c)
-    batch.crc_valid = crc == batch.stored_crc
-    return batch
-
-
 def _size_tail(
     buf: Buffer, pos: int, end: int, base_offset: int, size: int, fd: int | None, need: Callable[[int, int], None] | None
 ) -> Problem | None:
@@ -208,57 +188,6 @@ def _size_tail(
         message = f"Batch size {size} at position {pos} runs past the end of the file ({left} bytes left)"
         check, details = CheckId.TRUNCATED_BATCH, {"size": size, "bytes_left": left}
     return tail_problem(buf, pos, end, message, check=check, details=details, offset=base_offset, fd=fd, need=need)
-
-
-def _large_message(read_range: ReadRange | None, pos: int, entry_size: int) -> LegacyMessage | str:
-    """parse_message of a v0/v1 message too large for one buffer: its fields by ranged reads
-    (``read_range``: given, as the walk's ``large`` says), its CRC-32 (magic..end) as a stream."""
-    assert read_range is not None
-    message = read_message_header(read_range, pos, pos + entry_size)
-    if not isinstance(message, str):
-        crc = stream_checksum(read_range, pos + LOG_OVERHEAD + 4, pos + entry_size, zlib.crc32)
-        message.crc_valid = crc == message.crc
-    return message
-
-
-def _v2_batch(buf: Buffer, pos: int, size: int) -> RecordBatch:
-    (
-        base_offset,
-        _,
-        leader_epoch,
-        magic,
-        crc,
-        attributes,
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        record_count,
-    ) = V2_HEADER.unpack_from(buf, pos)
-    end = pos + LOG_OVERHEAD + size
-    crc_valid = crc32c.crc32c(memoryview(buf)[pos + V2_ATTRIBUTES_OFFSET : end]) == crc
-    # Positional, in RecordBatch's field order: keyword arguments made this call a sixth of the
-    # batch walk's time (tests/test_file_records.py checks the order).
-    return RecordBatch(
-        pos,  # position
-        base_offset,
-        base_offset + last_offset_delta,  # last_offset
-        magic,
-        LOG_OVERHEAD + size,  # size
-        crc,  # stored_crc
-        crc_valid,
-        attributes & 0xFFFF,  # attributes
-        record_count,
-        leader_epoch,  # partition_leader_epoch
-        last_offset_delta,
-        base_timestamp,
-        max_timestamp,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-    )
 
 
 def split_points(
@@ -280,7 +209,7 @@ def split_points(
     pos = 0
     while pos + LOG_OVERHEAD <= end:
         need(pos, pos + LOG_OVERHEAD)
-        _, size = _OFFSET_SIZE.unpack_from(buf, pos)
+        _, size = OFFSET_SIZE.unpack_from(buf, pos)
         if size < LEGACY_RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
             break
         pos += LOG_OVERHEAD + size
