@@ -30,7 +30,7 @@ import pytest
 from kafka_audit.audit.results import ScanResult
 from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.engines.local import audit_in_process
-from kafka_audit.io import local_file, storage
+from kafka_audit.io import local_file, storage_context
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record import batch_records
 from kafka_audit.record.compression import compress
@@ -533,7 +533,7 @@ def test_an_unreadable_sidecar_is_a_finding_of_its_check(scene, monkeypatch):
     scene.close()
     index = scene.root / "bad-0" / f"{0:020d}.index"
     assert index.stat().st_size > 0
-    _deny(monkeypatch, storage, index)
+    _deny(monkeypatch, storage_context, index)
     result = scene.scan()
     (finding,) = damaged(result)
     assert finding.check == "index_mismatch" and finding.details["unreadable"] is True

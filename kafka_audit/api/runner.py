@@ -81,8 +81,9 @@ def run(request: ScanRequest) -> AuditResult:
     with StorageContext(StorageSettings.of(_storage_settings(request))) as storage:  # the request's reads
         try:
             audited = _audit(request, storage)
-        except SparkFailure as failure:  # its line may quote a --storage-option value
-            raise SparkFailure(storage.redact_secrets(str(failure))) from None
+        except SparkFailure as failure:  # its line may quote a --storage-option value: redacted, same class
+            failure.args = (storage.redact_secrets(str(failure)),)
+            raise
         # A URI's credentials (s3://key:secret@bucket) are never shown in a report.
         summary = audited.audit.summary
         summary["paths"] = [storage.redact_secrets(p) for p in summary.get("paths", [])]
