@@ -30,6 +30,7 @@ from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.record_batch import V2_ATTRIBUTES_OFFSET, V2_CRC_OFFSET, V2_RECORDS_OFFSET, RecordBatch
 from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
 from kafka_audit.rules.validation.log_validator import ValidationConfig
+from tests.support.screen_options import SCREEN_OPTIONS
 from tests.support.writer import BatchSpec, ControlSpec, encode_batch, records
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,14 +38,7 @@ FIXTURES = sorted(p for p in (REPO / "fixtures").iterdir() if p.is_dir())
 CORPORA = sorted(p for p in (REPO / "corpus").iterdir() if p.is_dir())
 ROOTS = FIXTURES + CORPORA
 TS = 1_700_000_000_000
-OPTIONS = [
-    ScanOptions(),
-    ScanOptions(
-        validation=ValidationConfig(timestamp_before_max_ms=10**9, timestamp_after_max_ms=10**6),
-        reference_time=TS + 5 * 10**5,
-    ),
-    ScanOptions(validation=ValidationConfig(max_message_bytes=300, segment_bytes=2000)),
-]
+OPTIONS = SCREEN_OPTIONS
 
 pytestmark = pytest.mark.skipif(not batch_walk.COMPILED, reason="the compiled walk is not built")
 

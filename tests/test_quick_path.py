@@ -42,6 +42,7 @@ from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.validation.log_validator import ValidationConfig
 from tests.support.audit_run import SHARED, THIRD_PARTY_CORPUS
 from tests.support.record_screen_reference import screen_payload_py
+from tests.support.screen_options import SCREEN_OPTIONS
 from tests.support.writer import BatchSpec, ControlSpec, RecordSpec, encode_batch, records
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,13 +68,7 @@ def _audit(root: Path, quick: bool, options: ScanOptions, monkeypatch) -> list:
 
 
 OPTIONS = [
-    ScanOptions(),
-    # Timestamp bounds around the fixtures' clock: the screens get a low and a high bound.
-    ScanOptions(
-        validation=ValidationConfig(timestamp_before_max_ms=10**9, timestamp_after_max_ms=10**6),
-        reference_time=TS + 5 * 10**5,
-    ),
-    ScanOptions(validation=ValidationConfig(max_message_bytes=300, segment_bytes=2000)),
+    *SCREEN_OPTIONS,
     ScanOptions(validation=ValidationConfig(segment_bytes=400)),  # RECORD_LIST_TOO_LARGE after the records
 ]
 
