@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kafka_audit.api.request import RequestError, ScanRequest
-from kafka_audit.io.storage import READ_RATE_OPTION, RSM_KEY_OPTION, StorageSettings, is_remote, local_path
+from kafka_audit.io.storage import StorageSettings, is_remote, local_path
 from kafka_audit.io.storage_context import StorageContext
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def run(request: ScanRequest) -> AuditResult:
     :class:`~kafka_audit.engines.spark_errors.SparkFailure` when Spark fails to start or run."""
     from kafka_audit.engines.spark_errors import SparkFailure
 
-    with StorageContext(StorageSettings.of(_storage_settings(request))) as storage:  # the request's reads
+    with StorageContext(_storage_settings(request)) as storage:  # the request's reads
         try:
             audited = _audit(request, storage)
         except SparkFailure as failure:  # its line may quote a --storage-option value: redacted, same class
@@ -152,16 +152,12 @@ def _run_on_given(request: ScanRequest, discovery: Discovery) -> AuditResult:
     )
 
 
-def _storage_settings(request: ScanRequest) -> dict[str, Any]:
-    """The URIs' filesystem options with the ``--rsm-key-file`` key and ``--max-read-rate`` added
-    (they travel with the tasks as the options do); a key file that cannot be used is a
+def _storage_settings(request: ScanRequest) -> StorageSettings:
+    """The request's storage settings: the URIs' filesystem options, the ``--rsm-key-file`` key and
+    ``--max-read-rate`` (they travel with the tasks); a key file that cannot be used is a
     :class:`RequestError` naming the file, never its content."""
-    settings = dict(request.storage_options)
-    if request.rsm_key_file is not None:
-        settings[RSM_KEY_OPTION] = read_rsm_key(request.rsm_key_file)
-    if request.max_read_rate is not None:
-        settings[READ_RATE_OPTION] = request.max_read_rate
-    return settings
+    key = read_rsm_key(request.rsm_key_file) if request.rsm_key_file is not None else None
+    return StorageSettings(tuple(sorted(request.storage_options.items())), key, request.max_read_rate)
 
 
 def read_rsm_key(key_file: str) -> Any:

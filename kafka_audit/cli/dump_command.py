@@ -124,14 +124,14 @@ def _storage_and_paths(files: list[Path], rsm_key_file: Path | None) -> StorageC
     under it (exit 2 naming the cause)."""
     from kafka_audit.api.request import RequestError
     from kafka_audit.api.runner import check_paths, read_rsm_key
-    from kafka_audit.io.storage import RSM_KEY_OPTION, StorageSettings
+    from kafka_audit.io.storage import StorageSettings
     from kafka_audit.io.storage_context import StorageContext
 
     try:
-        key = {RSM_KEY_OPTION: read_rsm_key(str(rsm_key_file))} if rsm_key_file else {}
+        key = read_rsm_key(str(rsm_key_file)) if rsm_key_file else None
     except RequestError as exc:
         raise fail(str(exc)) from None
-    storage = StorageContext(StorageSettings.of(key))
+    storage = StorageContext(StorageSettings(rsm_key=key))
     try:
         check_paths([str(f) for f in files], storage)
     except RequestError as exc:
