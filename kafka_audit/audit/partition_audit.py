@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kafka_audit.audit.partition_runs import PartitionRuns, TakenSlice, segment_summaries
 from kafka_audit.audit.partition_sidecars import IndexVerifier, read_sidecars, sidecar_paths
 from kafka_audit.audit.replica_sets import digest_batches
 from kafka_audit.audit.segment_coverage import Coverage
@@ -37,6 +38,7 @@ from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.rejection.broker_rejection import BrokerRejections
 from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay
 from kafka_audit.rules.replay.producer_activity import ProducerActivityLog
+from kafka_audit.rules.replay.replay_runs import RunTaker
 from kafka_audit.rules.replay.transaction_version import CoordinatorFacts
 from kafka_audit.rules.replication.replica_compare import ReplicaDigest
 
@@ -192,7 +194,7 @@ def _audit_partition(
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
     activity = ProducerActivityLog(meta.topic, meta.partition)
-    segment_batches: list[BatchSummary] = []
+    segment_batches: list[BatchSummary | TakenSlice] = []
     current_segment: str | None = None
     indexes = IndexVerifier(meta, storage, findings)
     verify, changed = indexes.verify, indexes.changed
@@ -204,7 +206,8 @@ def _audit_partition(
     producers = totals.producers
     # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
     rejections = broker_rejections(meta, snapshots)
-    summaries = _watched(meta, flatten(items), rejections, totals)
+    runs = _runs(meta, rejections, RunTaker(replay, activity, continuity, producers), coverage)
+    summaries = _watched(meta, flatten(items), rejections, totals) if runs is None else runs.summaries(items)
     # One pass: each summary is buffered for its segment's index verification, observed for the
     # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
     # runs once per batch).
@@ -217,13 +220,15 @@ def _audit_partition(
             if summary.segment not in live:
                 continue  # deleted/cleaned/swap files: audited record by record, not replayed
             if current_segment is not None:
-                verify(current_segment, segment_batches)
+                verify(current_segment, segment_summaries(segment_batches))
                 if current_segment in changed:
                     # Its bytes after the last batch read were not read (segment_changed): the
                     # offsets up to this segment are not missing, only unread.
                     continuity.unreadable.append((None, summary.segment_base_offset - 1))
             current_segment, segment_batches = summary.segment, []
             buffer = segment_batches.append
+            if runs is not None:
+                runs.buffered = segment_batches
         buffer(summary)
         if cutoff is not None and summary.base_offset >= cutoff and summary.segment in remote:
             gap_before(summary)  # covered: the local log holds these batches and replays them
@@ -238,10 +243,21 @@ def _audit_partition(
             replay.untrusted()
         append(summary)
     if current_segment is not None:
-        verify(current_segment, segment_batches)
+        verify(current_segment, segment_summaries(segment_batches))
     indexes.verify_unread(unreadable)
     _finish(meta, replay, (coverage, continuity, activity), rejections, findings, totals)
     return findings, totals
+
+
+def _runs(
+    meta: PartitionMeta, rejections: BrokerRejections | None, taker: RunTaker, coverage: Coverage
+) -> PartitionRuns | None:
+    """The fast path over runs of batches as columns; None where every batch takes the
+    per-summary path: with timeline events, a broker log to join or a replica to digest."""
+    if meta.timeline or rejections is not None or meta.replica is not None:
+        return None
+    apart = meta.remote_segments if meta.local_log_start is not None else frozenset()
+    return PartitionRuns(meta.segments, apart, taker, coverage)
 
 
 def _watched(

@@ -1,0 +1,86 @@
+"""The partition step's runs of batches as columns (:class:`SummaryColumns`, the compiled walk's):
+the batches the fast path (:class:`~kafka_audit.rules.replay.replay_runs.RunTaker`) takes are
+never made Python objects; the others go on, one :class:`BatchSummary` each, to the per-summary
+path of ``partition_audit``, which produces every finding and event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+
+from kafka_audit.audit.segment_coverage import Coverage
+from kafka_audit.audit.segment_indexes import SegmentFiles
+from kafka_audit.record.batch_walk import COLUMNS
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
+from kafka_audit.rules.replay.replay_runs import RunTaker, trusted_run
+
+_NAMES = tuple(name for name, _ in COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class TakenSlice:
+    """Batches ``[start, stop)`` of a run the fast path took, buffered for their segment's index
+    verification (:func:`segment_summaries`)."""
+
+    run: SummaryColumns
+    start: int
+    stop: int
+
+
+def segment_summaries(buffered: list[BatchSummary | TakenSlice]) -> list[BatchSummary]:
+    """A segment's buffered batches as summaries, in log order (for ``IndexVerifier.verify``)."""
+    out: list[BatchSummary] = []
+    for part in buffered:
+        if isinstance(part, TakenSlice):
+            out.extend(islice(part.run, part.start, part.stop))
+        else:
+            out.append(part)
+    return out
+
+
+class PartitionRuns:
+    """One partition's items (summaries and runs) as the summaries the per-summary path still
+    needs; ``buffered``: the current segment's buffer, which the per-summary path rebinds at each
+    segment and the fast path adds what it takes to."""
+
+    def __init__(
+        self, live: dict[str, SegmentFiles], replayed_elsewhere: frozenset[str], taker: RunTaker, coverage: Coverage
+    ) -> None:
+        """``replayed_elsewhere``: the segments whose batches the per-summary path does not replay
+        (remote segments below a local log's start)."""
+        self.live, self.apart, self.taker, self.coverage = live, replayed_elsewhere, taker, coverage
+        self.buffered: list[BatchSummary | TakenSlice] = []
+
+    def summaries(self, items: Iterable[BatchSummary | SummaryColumns]) -> Iterator[BatchSummary]:
+        """The summaries the fast path leaves, in log order; each is yielded before the fast path
+        looks at the next batch, so it sees the state the per-summary path left."""
+        for item in items:
+            if not isinstance(item, SummaryColumns):
+                yield item
+                continue
+            columns = item.batches.columns()
+            named = dict(zip(_NAMES, columns))
+            if item.segment not in self.live or item.segment in self.apart or not trusted_run(named):
+                yield from item
+                continue
+            yield from self._run(item, columns, named)
+
+    def _run(self, run: SummaryColumns, columns: list[memoryview], named: dict[str, memoryview]) -> Iterator[BatchSummary]:
+        """The run's batches the fast path does not take (its first in a segment, at least)."""
+        count = len(run)
+        coverage, take = self.coverage, self.taker.take
+        index = 0
+        while index < count:
+            current = coverage.current
+            if current is not None and current.segment == run.segment:
+                taken = take(run, columns, index, coverage.end)
+                if taken > index:
+                    self.buffered.append(TakenSlice(run, index, taken))
+                    coverage.end = named["position"][taken - 1] + named["size"][taken - 1]
+                    index = taken
+                    if index == count:
+                        return
+            yield run.summary(tuple(column[index] for column in columns))
+            index += 1
