@@ -206,7 +206,7 @@ def _audit_partition(
     producers = totals.producers
     # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
     rejections = broker_rejections(meta, snapshots)
-    runs = _runs(meta, rejections, RunTaker(replay, activity, continuity, producers), coverage)
+    runs = _runs(meta, rejections, RunTaker(replay, activity, producers), (coverage, continuity))
     summaries = _watched(meta, flatten(items), rejections, totals) if runs is None else runs.summaries(items)
     # One pass: each summary is buffered for its segment's index verification, observed for the
     # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
@@ -250,14 +250,14 @@ def _audit_partition(
 
 
 def _runs(
-    meta: PartitionMeta, rejections: BrokerRejections | None, taker: RunTaker, coverage: Coverage
+    meta: PartitionMeta, rejections: BrokerRejections | None, taker: RunTaker, observers: tuple[Coverage, OffsetContinuity]
 ) -> PartitionRuns | None:
     """The fast path over runs of batches as columns; None where every batch takes the
     per-summary path: with timeline events, a broker log to join or a replica to digest."""
     if meta.timeline or rejections is not None or meta.replica is not None:
         return None
     apart = meta.remote_segments if meta.local_log_start is not None else frozenset()
-    return PartitionRuns(meta.segments, apart, taker, coverage)
+    return PartitionRuns(meta.segments, apart, taker, *observers)
 
 
 def _watched(

@@ -14,6 +14,7 @@ from kafka_audit.audit.segment_coverage import Coverage
 from kafka_audit.audit.segment_indexes import SegmentFiles
 from kafka_audit.record.batch_walk import COLUMNS
 from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
+from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.replay.replay_runs import RunTaker, trusted_run
 
 _NAMES = tuple(name for name, _ in COLUMNS)
@@ -46,11 +47,13 @@ class PartitionRuns:
     segment and the fast path adds what it takes to."""
 
     def __init__(
-        self, live: dict[str, SegmentFiles], replayed_elsewhere: frozenset[str], taker: RunTaker, coverage: Coverage
+        self, live: dict[str, SegmentFiles], replayed_elsewhere: frozenset[str], taker: RunTaker, coverage: Coverage,
+        continuity: OffsetContinuity,
     ) -> None:
         """``replayed_elsewhere``: the segments whose batches the per-summary path does not replay
         (remote segments below a local log's start)."""
         self.live, self.apart, self.taker, self.coverage = live, replayed_elsewhere, taker, coverage
+        self.continuity = continuity
         self.buffered: list[BatchSummary | TakenSlice] = []
 
     def summaries(self, items: Iterable[BatchSummary | SummaryColumns]) -> Iterator[BatchSummary]:
@@ -70,17 +73,22 @@ class PartitionRuns:
     def _run(self, run: SummaryColumns, columns: list[memoryview], named: dict[str, memoryview]) -> Iterator[BatchSummary]:
         """The run's batches the fast path does not take (its first in a segment, at least)."""
         count = len(run)
-        coverage, take = self.coverage, self.taker.take
+        coverage, continuity, take = self.coverage, self.continuity, self.taker.take
         index = 0
         while index < count:
-            current = coverage.current
-            if current is not None and current.segment == run.segment:
-                taken = take(run, columns, index, coverage.end)
+            current, previous = coverage.current, continuity.previous
+            if current is not None and current.segment == run.segment and previous is not None and not continuity.unreadable:
+                taken = take(run, columns, index, coverage.end, previous.last_offset)
                 if taken > index:
                     self.buffered.append(TakenSlice(run, index, taken))
                     coverage.end = named["position"][taken - 1] + named["size"][taken - 1]
+                    continuity.previous = _row(run, columns, taken - 1)  # offsets rise through the batches taken
                     index = taken
                     if index == count:
                         return
-            yield run.summary(tuple(column[index] for column in columns))
+            yield _row(run, columns, index)
             index += 1
+
+
+def _row(run: SummaryColumns, columns: list[memoryview], index: int) -> BatchSummary:
+    return run.summary(tuple(column[index] for column in columns))

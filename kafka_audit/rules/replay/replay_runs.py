@@ -29,7 +29,6 @@ from collections.abc import Sequence
 
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2, ControlRecordType
 from kafka_audit.rules.batch_summary import SummaryColumns
-from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.replay.partition_replay import ProducerStateReplay
 from kafka_audit.rules.replay.producer_activity import ProducerActivity, ProducerActivityLog
 from kafka_audit.rules.replay.producer_state_entry import INT32_MAX, AppendOrigin, BatchMetadata, ProducerStateEntry
@@ -53,10 +52,8 @@ class RunTaker:
     sure; the replay and the observers are the per-summary path's own (their maps are bound once
     here: none is replaced while the step runs)."""
 
-    def __init__(
-        self, replay: ProducerStateReplay, activity: ProducerActivityLog, continuity: OffsetContinuity, producers: set[int]
-    ) -> None:
-        self.replay, self.activity, self.continuity, self.producers = replay, activity, continuity, producers
+    def __init__(self, replay: ProducerStateReplay, activity: ProducerActivityLog, producers: set[int]) -> None:
+        self.replay, self.activity, self.producers = replay, activity, producers
         self.states = replay.producers
         self.entries = replay.producers.client.entries
         self.activities = activity.producers
@@ -67,12 +64,9 @@ class RunTaker:
     def ready(self) -> bool:
         """Whether the state is one the fast path knows how to extend (else every batch takes the
         per-summary path until it is)."""
-        replay, continuity = self.replay, self.continuity
-        states = self.states
+        replay, states = self.replay, self.states
         return (
-            continuity.previous is not None
-            and not continuity.unreadable
-            and replay.started
+            replay.started
             and not replay.out.timeline
             and len(states.states()) == 1
             and states.client.origin is AppendOrigin.CLIENT
@@ -81,23 +75,23 @@ class RunTaker:
     # The per-batch loop of the fast path, every step inline on locals (bench/partition_step.py
     # measures it; a method call per batch costs as much as a check): a data batch is taken here,
     # a marker in _marker, what runs once per call in _close.
-    def take(self, run: SummaryColumns, columns: Sequence[memoryview], start: int, end: int) -> int:  # noqa: C901, PLR0912
+    def take(  # noqa: C901, PLR0912
+        self, run: SummaryColumns, columns: Sequence[memoryview], start: int, end: int, prev_last: int
+    ) -> int:
         """Take the run's batches from ``start`` on while sure (``columns``: its
         :meth:`~kafka_audit.record.batch_walk.BatchColumns.columns`); ``end``: where the previous
-        batch ended in the segment. Returns the index of the first batch not taken (``len(run)``:
-        all)."""
+        batch ended in the segment, ``prev_last``: the last offset of the batch the offsets go on
+        from (``OffsetContinuity.previous``, with no unreadable batch since: the caller's test).
+        Returns the index of the first batch not taken (``len(run)``: all)."""
         if not self.ready():
             return start
-        previous = self.continuity.previous
-        assert previous is not None  # ready()
-        prev_last, next_due, floor = previous.last_offset, self.replay.snapshots.next_due, run.segment_base_offset
+        next_due, floor = self.replay.snapshots.next_due, run.segment_base_offset
         entry_of, activity_of, open_of, held = self.entries.get, self.activities.get, self.open.get, self.held
         states = self.states
         resync = states.resync_view() if states.invalid_after is not None else ()
         expiration, marker, begin = states.expiration_ms, self._marker, self.transactions.on_data
         last_rows: dict[int, Row] = {}
         index = start
-        row: Row = ()
         for row in zip(*(column[start:] for column in columns)):
             position, base, last, pid, timestamp, _, size, first_seq, last_seq, records, _, _, epoch, _, _, _, transactional, control, _, _ = row
             if position != end or base != prev_last + 1 or last < base or base < floor or base >= next_due:
@@ -147,7 +141,6 @@ class RunTaker:
         if index > start:
             newest = max(columns[4][start:index])  # max_timestamp, at C speed
             self._close(run, index - start, last_rows, newest, prev_last)
-            self.continuity.previous = run.summary(row if index == len(run) else tuple(c[index - 1] for c in columns))
         return index
 
     def _marker(self, row: Row, entry: ProducerStateEntry, txn: OpenTxn | None, run: SummaryColumns) -> bool:
