@@ -205,7 +205,7 @@ _STEPS = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(_STEPS, st.booleans(), st.integers(0, 2**16))
 def test_generated_logs(steps, compacted, seed):
     log = _Log()

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kafka_audit.audit.partition_runs import PartitionRuns, TakenSlice, segment_summaries
+from kafka_audit.audit.partition_runs import PartitionRuns
 from kafka_audit.audit.partition_sidecars import IndexVerifier, read_sidecars, sidecar_paths
 from kafka_audit.audit.replica_sets import digest_batches
 from kafka_audit.audit.segment_coverage import Coverage
@@ -30,7 +30,7 @@ from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES, SidecarEntries
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns, flatten
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, partition_label
 from kafka_audit.rules.partition.missing_segments import checkpoint_findings
@@ -194,7 +194,7 @@ def _audit_partition(
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
     activity = ProducerActivityLog(meta.topic, meta.partition)
-    segment_batches: list[BatchSummary | TakenSlice] = []
+    segment_batches: list[BatchSummary | RunSlice] = []
     current_segment: str | None = None
     indexes = IndexVerifier(meta, storage, findings)
     verify, changed = indexes.verify, indexes.changed
@@ -220,7 +220,7 @@ def _audit_partition(
             if summary.segment not in live:
                 continue  # deleted/cleaned/swap files: audited record by record, not replayed
             if current_segment is not None:
-                verify(current_segment, segment_summaries(segment_batches))
+                verify(current_segment, segment_batches)
                 if current_segment in changed:
                     # Its bytes after the last batch read were not read (segment_changed): the
                     # offsets up to this segment are not missing, only unread.
@@ -243,7 +243,7 @@ def _audit_partition(
             replay.untrusted()
         append(summary)
     if current_segment is not None:
-        verify(current_segment, segment_summaries(segment_batches))
+        verify(current_segment, segment_batches)
     indexes.verify_unread(unreadable)
     _finish(meta, replay, (coverage, continuity, activity), rejections, findings, totals)
     return findings, totals

@@ -7,38 +7,13 @@ path of ``partition_audit``, which produces every finding and event.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from itertools import islice
 
 from kafka_audit.audit.segment_coverage import Coverage
 from kafka_audit.audit.segment_indexes import SegmentFiles
-from kafka_audit.record.batch_walk import COLUMNS
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
+from kafka_audit.record.batch_walk import COLUMN_NAMES
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns
 from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.replay.replay_runs import RunTaker, trusted_run
-
-_NAMES = tuple(name for name, _ in COLUMNS)
-
-
-@dataclass(frozen=True, slots=True)
-class TakenSlice:
-    """Batches ``[start, stop)`` of a run the fast path took, buffered for their segment's index
-    verification (:func:`segment_summaries`)."""
-
-    run: SummaryColumns
-    start: int
-    stop: int
-
-
-def segment_summaries(buffered: list[BatchSummary | TakenSlice]) -> list[BatchSummary]:
-    """A segment's buffered batches as summaries, in log order (for ``IndexVerifier.verify``)."""
-    out: list[BatchSummary] = []
-    for part in buffered:
-        if isinstance(part, TakenSlice):
-            out.extend(islice(part.run, part.start, part.stop))
-        else:
-            out.append(part)
-    return out
 
 
 class PartitionRuns:
@@ -54,7 +29,7 @@ class PartitionRuns:
         (remote segments below a local log's start)."""
         self.live, self.apart, self.taker, self.coverage = live, replayed_elsewhere, taker, coverage
         self.continuity = continuity
-        self.buffered: list[BatchSummary | TakenSlice] = []
+        self.buffered: list[BatchSummary | RunSlice] = []
 
     def summaries(self, items: Iterable[BatchSummary | SummaryColumns]) -> Iterator[BatchSummary]:
         """The summaries the fast path leaves, in log order; each is yielded before the fast path
@@ -64,7 +39,7 @@ class PartitionRuns:
                 yield item
                 continue
             columns = item.batches.columns()
-            named = dict(zip(_NAMES, columns))
+            named = dict(zip(COLUMN_NAMES, columns))
             if item.segment not in self.live or item.segment in self.apart or not trusted_run(named):
                 yield from item
                 continue
@@ -80,7 +55,7 @@ class PartitionRuns:
             if current is not None and current.segment == run.segment and previous is not None and not continuity.unreadable:
                 taken = take(run, columns, index, coverage.end, previous.last_offset)
                 if taken > index:
-                    self.buffered.append(TakenSlice(run, index, taken))
+                    self.buffered.append(RunSlice(run, index, taken))
                     coverage.end = named["position"][taken - 1] + named["size"][taken - 1]
                     continuity.previous = _row(run, columns, taken - 1)  # offsets rise through the batches taken
                     index = taken

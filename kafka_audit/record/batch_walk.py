@@ -63,6 +63,7 @@ COLUMNS: tuple[tuple[str, TypeCode], ...] = (
     ("crc_valid", "b"),
     ("compression", "b"),
 )
+COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in COLUMNS)
 _WIDTH = {"q": 8, "i": 4, "h": 2, "b": 1}
 ROW_BYTES = sum(_WIDTH[code] for _, code in COLUMNS)
 

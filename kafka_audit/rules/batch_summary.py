@@ -153,6 +153,21 @@ class SummaryColumns:
         return cls(first.topic, first.partition, first.segment, first.segment_base_offset, columns)
 
 
+@dataclass(frozen=True, slots=True)
+class RunSlice:
+    """Batches ``[start, stop)`` of a run, kept as columns (the partition step's fast path took
+    them; its segment's index verification reads them so)."""
+
+    run: SummaryColumns
+    start: int
+    stop: int
+
+    def summaries(self) -> list[BatchSummary]:
+        """The batches as summaries (one object each: where a finding needs them)."""
+        head = (self.run.topic, self.run.partition, self.run.segment, self.run.segment_base_offset)
+        return [_of_row(head, row) for row in zip(*(c[self.start : self.stop] for c in self.run.batches.columns()))]
+
+
 def _of_row(head: tuple[str, int, str, int], row: tuple[int, ...]) -> BatchSummary:
     """A summary from the task's fields and one row of :data:`COLUMNS` (in their order)."""
     (

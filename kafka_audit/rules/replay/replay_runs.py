@@ -31,7 +31,13 @@ from kafka_audit.record.record_batch import MAGIC_VALUE_V2, ControlRecordType
 from kafka_audit.rules.batch_summary import SummaryColumns
 from kafka_audit.rules.replay.partition_replay import ProducerStateReplay
 from kafka_audit.rules.replay.producer_activity import ProducerActivity, ProducerActivityLog
-from kafka_audit.rules.replay.producer_state_entry import INT32_MAX, AppendOrigin, BatchMetadata, ProducerStateEntry
+from kafka_audit.rules.replay.producer_state_entry import (
+    INT32_MAX,
+    NO_PRODUCER_EPOCH,
+    AppendOrigin,
+    BatchMetadata,
+    ProducerStateEntry,
+)
 from kafka_audit.rules.replay.transaction_version import TV_2
 from kafka_audit.rules.replay.transactions import OpenTxn
 
@@ -110,8 +116,8 @@ class RunTaker:
                 else:
                     # ProducerStates.append_data's shortcut (same epoch, next sequence), then on_data.
                     metadata = entry.batch_metadata
-                    if first_seq < 0 or epoch != entry.producer_epoch or not metadata:
-                        break
+                    if first_seq < 0 or epoch != entry.producer_epoch or epoch == NO_PRODUCER_EPOCH or not metadata:
+                        break  # (an entry without an epoch: _append_data judges an unknown producer)
                     previous_seq = metadata[-1][0]
                     if first_seq != previous_seq + 1 and not (first_seq == 0 and previous_seq == INT32_MAX):
                         break
