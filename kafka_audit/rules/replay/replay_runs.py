@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from kafka_audit.record.record_batch import MAGIC_VALUE_V2, ControlRecordType
 from kafka_audit.rules.batch_summary import SummaryColumns
 from kafka_audit.rules.replay.partition_replay import ProducerStateReplay
-from kafka_audit.rules.replay.producer_activity import ProducerActivity, ProducerActivityLog
+from kafka_audit.rules.replay.producer_activity import ProducerActivityLog
 from kafka_audit.rules.replay.producer_state_entry import (
     INT32_MAX,
     NO_PRODUCER_EPOCH,
@@ -81,7 +81,7 @@ class RunTaker:
     # The per-batch loop of the fast path, every step inline on locals (bench/partition_step.py
     # measures it; a method call per batch costs as much as a check): a data batch is taken here,
     # a marker in _marker, what runs once per call in _close.
-    def take(  # noqa: C901, PLR0912
+    def take(  # noqa: C901, PLR0912, PLR0915
         self, run: SummaryColumns, columns: Sequence[memoryview], start: int, end: int, prev_last: int
     ) -> int:
         """Take the run's batches from ``start`` on while sure (``columns``: its
@@ -139,8 +139,11 @@ class RunTaker:
                     else:
                         span[1] = last_seq
                 activity.last_offset = last
-                if timestamp >= 0:
-                    _timestamps(activity, timestamp)
+                if timestamp >= 0:  # ProducerActivityLog.observe's oldest and newest timestamp
+                    if activity.first_timestamp is None or timestamp < activity.first_timestamp:
+                        activity.first_timestamp = timestamp
+                    if activity.last_timestamp is None or timestamp > activity.last_timestamp:
+                        activity.last_timestamp = timestamp
                 last_rows[pid] = row
             prev_last, end = last, position + size
             index += 1
@@ -188,12 +191,3 @@ class RunTaker:
         replay.newest_timestamp = max(replay.newest_timestamp, newest)
         if replay.log_end_offset is None or last >= replay.log_end_offset:
             replay.log_end_offset = last + 1
-
-
-def _timestamps(activity: ProducerActivity, timestamp: int) -> None:
-    """``ProducerActivityLog.observe``'s oldest and newest batch timestamp of a producer."""
-    first, last = activity.first_timestamp, activity.last_timestamp
-    if first is None or timestamp < first:
-        activity.first_timestamp = timestamp
-    if last is None or timestamp > last:
-        activity.last_timestamp = timestamp
