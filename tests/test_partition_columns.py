@@ -23,7 +23,8 @@ from kafka_audit.audit import partition_audit
 from kafka_audit.audit.partition_audit import PartitionMeta, audit_partition
 from kafka_audit.audit.segment_indexes import SegmentFiles
 from kafka_audit.record.record_batch import ControlRecordType
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns, flatten
+from kafka_audit.rules.partition.index_check import SegmentBatches
 from kafka_audit.rules.replay.replay_runs import RunTaker
 from tests.conftest import FIXTURES
 from tests.support.audit_run import corpus_dir
@@ -219,3 +220,29 @@ def test_generated_logs(steps, compacted, seed):
     )
     with pytest.MonkeyPatch.context() as patch:
         _same_with_columns(patch, meta, as_runs(log.summaries, random.Random(seed), longest=12), seed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_STEPS, st.integers(0, 2**16))
+def test_segment_batches_of_slices_equal_those_of_summaries(steps, seed):
+    """The index verification's view of a segment is the same from slices of runs (invalid
+    batches and base offsets out of order among them) as from the summaries."""
+    log = _Log()
+    for action, pid, n in steps:
+        log.step(action, pid, n)
+    rng = random.Random(seed)
+    summaries = [s for s in log.summaries if s.segment == log.summaries[0].segment] if log.summaries else []
+    if len(summaries) > 2 and rng.random() < 0.5:
+        at = rng.randrange(1, len(summaries))
+        summaries[at - 1], summaries[at] = summaries[at], summaries[at - 1]
+    parts: list = []
+    for item in as_runs(summaries, rng, longest=6):
+        if isinstance(item, SummaryColumns):
+            start = rng.randrange(len(item))
+            parts.extend([RunSlice(item, 0, start), RunSlice(item, start, len(item))] if start else [RunSlice(item, 0, len(item))])
+        else:
+            parts.append(item)
+    expected, got = SegmentBatches.of(summaries), SegmentBatches.of(parts)
+    for name in ("by_position", "base_offsets", "last_offsets", "max_timestamps", "ends", "count", "end_offset"):
+        assert getattr(got, name) == getattr(expected, name)
+    assert [got.summary(i) for i in range(len(got.base_offsets))] == [expected.summary(i) for i in range(len(expected.base_offsets))]

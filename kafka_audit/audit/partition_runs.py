@@ -13,7 +13,7 @@ from kafka_audit.audit.segment_indexes import SegmentFiles
 from kafka_audit.record.batch_walk import COLUMN_NAMES
 from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns
 from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
-from kafka_audit.rules.replay.replay_runs import RunTaker, trusted_run
+from kafka_audit.rules.replay.replay_runs import RunTaker
 
 
 class PartitionRuns:
@@ -40,7 +40,7 @@ class PartitionRuns:
                 continue
             columns = item.batches.columns()
             named = dict(zip(COLUMN_NAMES, columns))
-            if item.segment not in self.live or item.segment in self.apart or not trusted_run(named):
+            if item.segment not in self.live or item.segment in self.apart:
                 yield from item
                 continue
             yield from self._run(item, columns, named)

@@ -15,7 +15,7 @@ of:
 - a transactions v0/v1 COMMIT or ABORT marker at the producer's epoch and a coordinator epoch not
   below its last, closing the transaction it has open;
 
-each following the previous batch at the next offset and byte, inside its segment, with no
+each valid and v2, following the previous batch at the next offset and byte, inside its segment, with no
 snapshot due, no producer expiring (``producer.id.expiration.ms``), re-synchronising after an
 untrusted batch or with an epoch bump held. It stops at the first batch it is not sure of, which
 the caller gives to the per-summary path (every finding and event comes from there), and goes on
@@ -45,12 +45,6 @@ _ABORT, _COMMIT = ControlRecordType.ABORT, ControlRecordType.COMMIT
 _new = tuple.__new__  # a NamedTuple's own __new__ is a Python call per batch
 # One batch's values, in the order of record.batch_walk.COLUMNS.
 Row = tuple[int, ...]
-
-
-def trusted_run(columns: dict[str, memoryview]) -> bool:
-    """Whether every batch of a run is valid and v2 (the only ones the fast path takes; a run of
-    the compiled walk always is), decided at C speed over its columns."""
-    return min(columns["valid"], default=1) == 1 and min(columns["magic"], default=MAGIC_VALUE_V2) >= MAGIC_VALUE_V2
 
 
 class RunTaker:
@@ -99,9 +93,11 @@ class RunTaker:
         last_rows: dict[int, Row] = {}
         index = start
         for row in zip(*(column[start:] for column in columns)):
-            position, base, last, pid, timestamp, _, size, first_seq, last_seq, records, _, _, epoch, _, _, _, transactional, control, _, _ = row
+            position, base, last, pid, timestamp, _, size, first_seq, last_seq, records, _, _, epoch, _, magic, valid, transactional, control, _, _ = row
             if position != end or base != prev_last + 1 or last < base or base < floor or base >= next_due:
                 break
+            if not valid or magic < MAGIC_VALUE_V2:
+                break  # (never in a run of the compiled walk)
             if pid >= 0:
                 entry, activity = entry_of(pid), activity_of(pid)
                 if entry is None or activity is None or epoch not in activity.epochs or pid in held or pid in resync:
