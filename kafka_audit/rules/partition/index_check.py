@@ -21,8 +21,9 @@ equals it, and timestamps must increase (DumpLogSegments' "out of order" timesta
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from kafka_audit.check_ids import CheckId
@@ -70,8 +71,9 @@ class _IndexFindings:
             )
         return self.found
 
-# The columns of a run that an index lookup reads, by name (record.batch_walk.COLUMNS).
-_LOOKUP = ("position", "base_offset", "last_offset", "max_timestamp", "valid")
+# The fields an index lookup reads: as a run's columns (record.batch_walk.COLUMNS), of a summary.
+_LOOKUP = ("position", "base_offset", "last_offset", "max_timestamp")
+_FIELDS = tuple(attrgetter(name) for name in _LOOKUP)
 
 
 @dataclass(slots=True)
@@ -88,7 +90,7 @@ class SegmentBatches:
     ends: set[int]
     count: int
     end_offset: int | None
-    _kept: list[BatchSummary | RunSlice]
+    _kept: list[list[BatchSummary] | RunSlice]  # the parts of the lists, each from _starts[i] on
     _starts: list[int]
     _order: list[int] | None
 
@@ -97,11 +99,11 @@ class SegmentBatches:
         """From a segment's batches in log order: summaries, and slices of runs as columns (read
         at C speed, never made objects)."""
         fields: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
-        kept: list[BatchSummary | RunSlice] = []
+        kept: list[list[BatchSummary] | RunSlice] = []
         starts: list[int] = []
         count, end_offset = 0, None
-        for part in batches:
-            if isinstance(part, RunSlice) and _all_valid(part):
+        for part in _grouped(batches):
+            if isinstance(part, RunSlice):
                 named = dict(zip(COLUMN_NAMES, part.run.batches.columns()))
                 starts.append(len(fields[0]))
                 kept.append(part)
@@ -109,15 +111,14 @@ class SegmentBatches:
                     values.extend(named[name][part.start : part.stop].tolist())
                 count += part.stop - part.start
                 end_offset = fields[2][-1] + 1
-                continue
-            for batch in part.summaries() if isinstance(part, RunSlice) else (part,):
-                count += 1
-                end_offset = batch.last_offset + 1
-                if batch.valid:
-                    starts.append(len(fields[0]))
-                    kept.append(batch)
-                    for values, value in zip(fields, (batch.position, batch.base_offset, batch.last_offset, batch.max_timestamp)):
-                        values.append(value)
+            else:
+                count += len(part)
+                end_offset = part[-1].last_offset + 1
+                valid = [batch for batch in part if batch.valid]
+                starts.append(len(fields[0]))
+                kept.append(valid)
+                for values, field in zip(fields, _FIELDS):
+                    values.extend(map(field, valid))
         positions, bases, lasts, stamps = fields
         order = None
         if bases != sorted(bases):  # in order (the common case), told at C speed
@@ -139,11 +140,28 @@ class SegmentBatches:
         """Batch ``at`` (an index of the lists) as a summary."""
         index = self._order[at] if self._order is not None else at
         which = bisect.bisect_right(self._starts, index) - 1
-        part = self._kept[which]
+        part, row = self._kept[which], index - self._starts[which]
         if isinstance(part, RunSlice):
-            row = part.start + index - self._starts[which]
-            return part.run.summary(tuple(column[row] for column in part.run.batches.columns()))
-        return part
+            return part.run.summary(tuple(column[part.start + row] for column in part.run.batches.columns()))
+        return part[row]
+
+
+def _grouped(batches: Sequence[BatchSummary | RunSlice]) -> Iterator[RunSlice | list[BatchSummary]]:
+    """``batches`` as slices of runs that are all valid, and lists of the summaries between them
+    (a slice with an invalid batch read as summaries)."""
+    pending: list[BatchSummary] = []
+    for part in batches:
+        if not isinstance(part, RunSlice):
+            pending.append(part)
+        elif _all_valid(part):
+            if pending:
+                yield pending
+                pending = []
+            yield part
+        else:
+            pending.extend(part.summaries())
+    if pending:
+        yield pending
 
 
 def _all_valid(part: RunSlice) -> bool:
