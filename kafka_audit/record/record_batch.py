@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 import crc32c
 
@@ -46,9 +47,30 @@ LEGACY_ATTRIBUTES_OFFSET = LEGACY_MAGIC_OFFSET + MAGIC_LENGTH
 # DefaultRecordBatch header layout (SPEC section 4), in the order of DefaultRecordBatch's *_OFFSET
 # chain: baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I (unsigned),
 # attributes h, lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q,
-# producerEpoch h, baseSequence i, recordsCount i. The reader, the encoder below and bench/ all
-# take their positions from here.
+# producerEpoch h, baseSequence i, recordsCount i; V2Header names the fields. The reader, the
+# encoder below and bench/ all take their positions from here.
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+
+
+class V2Header(NamedTuple):
+    """The fields of V2_HEADER, in its order (DefaultRecordBatch's *_OFFSET chain): what
+    ``V2_HEADER.unpack_from`` gives and ``V2_HEADER.pack`` takes."""
+
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+
 # Each field's offset: the size of the fields before it (V2_HEADER.format[0] is the byte order).
 (
     V2_LENGTH_OFFSET,
@@ -69,6 +91,7 @@ V2_RECORD_BATCH_OVERHEAD = V2_RECORDS_OFFSET
 # batchLength counts the bytes after the length field.
 V2_BATCH_LENGTH_OVERHEAD = V2_RECORD_BATCH_OVERHEAD - V2_PARTITION_LEADER_EPOCH_OFFSET
 assert V2_MAGIC_OFFSET == MAGIC_OFFSET
+assert len(V2Header._fields) == len(V2_HEADER.unpack(bytes(V2_HEADER.size)))
 
 # LegacyRecord layout: crc u32, magic i8, attributes i8, [timestamp i64], key len i32, value len i32.
 LEGACY_RECORD_OVERHEAD_V0 = 14
@@ -255,23 +278,22 @@ def encode_v2_batch(
     batchLength field (by default the bytes after it); ``magic`` the byte written (writeHeader
     takes both as given)."""
     length = V2_BATCH_LENGTH_OVERHEAD + len(records) if size_in_bytes is None else size_in_bytes
-    header = bytearray(
-        V2_HEADER.pack(
-            base_offset,
-            length,
-            partition_leader_epoch,
-            magic,
-            0,
-            attributes,
-            last_offset_delta,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            record_count,
-        )
+    fields = V2Header(
+        base_offset=base_offset,
+        batch_length=length,
+        partition_leader_epoch=partition_leader_epoch,
+        magic=magic,
+        crc=0,  # written below, once the header's bytes it covers are known
+        attributes=attributes,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=record_count,
     )
+    header = bytearray(V2_HEADER.pack(*fields))
     crc = crc32c.crc32c(records, crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:])))
     struct.pack_into(">I", header, V2_CRC_OFFSET, crc)
     return bytes(header) + records
