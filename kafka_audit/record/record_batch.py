@@ -278,22 +278,23 @@ def encode_v2_batch(
     batchLength field (by default the bytes after it); ``magic`` the byte written (writeHeader
     takes both as given)."""
     length = V2_BATCH_LENGTH_OVERHEAD + len(records) if size_in_bytes is None else size_in_bytes
-    fields = V2Header(
-        base_offset=base_offset,
-        batch_length=length,
-        partition_leader_epoch=partition_leader_epoch,
-        magic=magic,
-        crc=0,  # written below, once the header's bytes it covers are known
-        attributes=attributes,
-        last_offset_delta=last_offset_delta,
-        base_timestamp=base_timestamp,
-        max_timestamp=max_timestamp,
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        base_sequence=base_sequence,
-        record_count=record_count,
+    header = bytearray(
+        V2_HEADER.pack(
+            base_offset,
+            length,
+            partition_leader_epoch,
+            magic,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            record_count,
+        )
     )
-    header = bytearray(V2_HEADER.pack(*fields))
     crc = crc32c.crc32c(records, crc32c.crc32c(bytes(header[V2_ATTRIBUTES_OFFSET:])))
     struct.pack_into(">I", header, V2_CRC_OFFSET, crc)
     return bytes(header) + records
