@@ -12,7 +12,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import NamedTuple
 
 import crc32c
 
@@ -47,30 +46,9 @@ LEGACY_ATTRIBUTES_OFFSET = LEGACY_MAGIC_OFFSET + MAGIC_LENGTH
 # DefaultRecordBatch header layout (SPEC section 4), in the order of DefaultRecordBatch's *_OFFSET
 # chain: baseOffset q, batchLength i, partitionLeaderEpoch i, magic b, crc I (unsigned),
 # attributes h, lastOffsetDelta i, baseTimestamp q, maxTimestamp q, producerId q,
-# producerEpoch h, baseSequence i, recordsCount i; V2Header names the fields. The reader, the
-# encoder below and bench/ all take their positions from here.
+# producerEpoch h, baseSequence i, recordsCount i. The reader, the encoder below and bench/ all
+# take their positions from here.
 V2_HEADER = struct.Struct(">qiibIhiqqqhii")
-
-
-class V2Header(NamedTuple):
-    """The fields of V2_HEADER, in its order (DefaultRecordBatch's *_OFFSET chain): what
-    ``V2_HEADER.unpack_from`` gives and ``V2_HEADER.pack`` takes."""
-
-    base_offset: int
-    batch_length: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    record_count: int
-
-
 # Each field's offset: the size of the fields before it (V2_HEADER.format[0] is the byte order).
 (
     V2_LENGTH_OFFSET,
@@ -91,7 +69,6 @@ V2_RECORD_BATCH_OVERHEAD = V2_RECORDS_OFFSET
 # batchLength counts the bytes after the length field.
 V2_BATCH_LENGTH_OVERHEAD = V2_RECORD_BATCH_OVERHEAD - V2_PARTITION_LEADER_EPOCH_OFFSET
 assert V2_MAGIC_OFFSET == MAGIC_OFFSET
-assert len(V2Header._fields) == len(V2_HEADER.unpack(bytes(V2_HEADER.size)))
 
 # LegacyRecord layout: crc u32, magic i8, attributes i8, [timestamp i64], key len i32, value len i32.
 LEGACY_RECORD_OVERHEAD_V0 = 14
