@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index
+from kafka_audit.log import checkpoints, producer_snapshot
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record.control_record import parse_control_record
 from kafka_audit.record.file_records import FileRecords
@@ -202,9 +203,9 @@ def read_sidecar(path: Path):
     name = path.name
     base = int(name[:20]) if name[:20].isdigit() else 0
     if name.endswith((".index", ".index.deleted")):
-        return offset_index.read_offset_index(str(path), base)
+        return OFFSET_INDEX.read(str(path), base)
     if name.endswith((".timeindex", ".timeindex.deleted")):
-        return time_index.read_time_index(str(path), base)
+        return TIME_INDEX.read(str(path), base)
     if name.endswith(".snapshot"):
         return producer_snapshot.read_producer_snapshot(str(path))
     if name == checkpoints.LEADER_EPOCH_CHECKPOINT:
@@ -248,7 +249,7 @@ def test_real_offset_index_entries_point_at_batches(corpus: Path, relative: str)
     """A leader's offset index entry is (last offset of the append, its position): with the base
     offset added, each entry names a batch start and that batch's last offset."""
     path = corpus / relative
-    entries = offset_index.read_offset_index(str(path), int(path.name[:20])).entries
+    entries = OFFSET_INDEX.read(str(path), int(path.name[:20])).entries
     assert entries
     by_position = {b.position: b for b in _batches_of(path.with_suffix(".log"))}
     for entry in entries:
@@ -261,7 +262,7 @@ def test_real_time_index_entries_point_at_the_batch_of_that_timestamp(corpus: Pa
     """TimeIndex entry (max timestamp so far, offset it was seen at): a batch ends at that offset
     and has that max timestamp."""
     path = corpus / relative
-    entries = time_index.read_time_index(str(path), int(path.name[:20])).entries
+    entries = TIME_INDEX.read(str(path), int(path.name[:20])).entries
     assert entries
     by_last = {b.last_offset: b for b in _batches_of(path.with_suffix(".log"))}
     for entry in entries:

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from kafka_audit.cli.app import main
-from kafka_audit.log.offset_index import encode_offset_index
-from kafka_audit.log.time_index import encode_time_index
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from tests.support.audit_run import corpus_dir
 from tests.support.writer import TS_BASE, BatchSpec, RecordSpec, encode_batch
 
@@ -105,10 +104,10 @@ def _indexes(tmp_path: Path) -> tuple[Path, Path, list[bytes]]:
     positions = [0, len(encoded[0]), len(encoded[0]) + len(encoded[1])]
     index = tmp_path / "00000000000000000000.index"
     # Batch ends at 4 and 8; the second entry says 9 for the batch ending at 8.
-    index.write_bytes(encode_offset_index([(4, positions[1]), (9, positions[2])], 0))
+    index.write_bytes(OFFSET_INDEX.encode([(4, positions[1]), (9, positions[2])], 0))
     times = tmp_path / "00000000000000000000.timeindex"
     # Batch 3-4's records are at TS_BASE + 300 + 0..1; the entry says + 302. Then one earlier.
-    times.write_bytes(encode_time_index([(TS_BASE + 302, 4), (TS_BASE + 100, 8)], 0))
+    times.write_bytes(TIME_INDEX.encode([(TS_BASE + 302, 4), (TS_BASE + 100, 8)], 0))
     return index, times, encoded
 
 
@@ -129,7 +128,7 @@ def test_index_entries_are_checked_against_the_segment(capsys, tmp_path):
 
 def test_index_sanity_check_is_the_brokers_start_up_check(capsys, tmp_path):
     index, times, _ = _indexes(tmp_path)
-    times.write_bytes(encode_time_index([(TS_BASE + 301, 4), (TS_BASE + 503, 8)], 0))
+    times.write_bytes(TIME_INDEX.encode([(TS_BASE + 301, 4), (TS_BASE + 503, 8)], 0))
     _, out, err = _dump(capsys, index, times, "--index-sanity-check")
     assert out.splitlines() == [f"Dumping {index}", f"{index} passed sanity check.",
                                 f"Dumping {times}", f"{times} passed sanity check."]

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from kafka_audit.log.offset_index import OffsetPosition
-from kafka_audit.log.time_index import TimestampOffset
+from kafka_audit.log.index_files import OffsetPosition, TimestampOffset
 from kafka_audit.rules.batch_summary import NO_CONTROL_TYPE, BatchSummary
 from kafka_audit.rules.partition.index_check import MAX_FINDINGS_PER_INDEX, SegmentBatches, verify_offset_index, verify_time_index
 

@@ -24,7 +24,8 @@ from kafka_audit.audit import partition_audit
 from kafka_audit.audit.partition_audit import audit_partition
 from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.io.broker_log import read_broker_logs
-from kafka_audit.log import offset_index, time_index
+from kafka_audit.log import index_files
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from tests.conftest import FIXTURES
@@ -151,13 +152,12 @@ _INDEX_DATA = st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(_INDEX_DATA, st.integers(0, 2**40), st.one_of(st.none(), st.integers(-2, 25)), st.binary(max_size=11))
 def test_index_parsing_in_bulk_equals_entry_by_entry(data, base_offset, max_entries, tail):
-    for module in (offset_index, time_index):
-        parse = module.parse_offset_index if module is offset_index else module.parse_time_index
+    for index in (OFFSET_INDEX, TIME_INDEX):
         for raw in (data, data + tail):
-            fast = parse(raw, base_offset, "x", max_entries)
+            fast = index.parse(raw, base_offset, "x", max_entries)
             with pytest.MonkeyPatch.context() as patch:
-                patch.setattr(module, "parse_index", parse_index_entry_by_entry)
-                slow = parse(raw, base_offset, "x", max_entries)
+                patch.setattr(index_files, "parse_index", parse_index_entry_by_entry)
+                slow = index.parse(raw, base_offset, "x", max_entries)
             assert (fast.entries, fast.problems, fast.preallocated_bytes) == (
                 slow.entries,
                 slow.problems,

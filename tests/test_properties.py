@@ -30,10 +30,9 @@ from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentTask
 from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from kafka_audit.log.log_dir import discover
-from kafka_audit.log.offset_index import parse_offset_index
 from kafka_audit.log.producer_snapshot import ProducerSnapshot, ProducerSnapshotEntry, parse_producer_snapshot
-from kafka_audit.log.time_index import parse_time_index
 from kafka_audit.log.transaction_index import AbortedTxn, parse_transaction_index
 from kafka_audit.record.batch_records import read_batch_records
 from kafka_audit.record.compression import DecompressionError, compress, decompress
@@ -424,8 +423,8 @@ def _snapshot_like(draw_bytes: bytes) -> bytes:
 @given(st.binary(max_size=300), st.integers(0, 2**63 - 1), st.booleans())
 def test_sidecar_parsers_never_raise(data, base_offset, valid_header):
     parsed = [
-        parse_offset_index(data, base_offset),
-        parse_time_index(data, base_offset),
+        OFFSET_INDEX.parse(data, base_offset),
+        TIME_INDEX.parse(data, base_offset),
         parse_transaction_index(data),
         parse_producer_snapshot(_snapshot_like(data) if valid_header else data),
         parse_offset_checkpoint(data),

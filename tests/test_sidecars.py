@@ -16,11 +16,10 @@ from pathlib import Path
 import crc32c
 import pytest
 
-from kafka_audit.log import checkpoints, offset_index, producer_snapshot, time_index, transaction_index
+from kafka_audit.log import checkpoints, producer_snapshot, transaction_index
 from kafka_audit.log.checkpoints import EpochEntry, Property, TopicPartitionOffset
-from kafka_audit.log.offset_index import OffsetPosition
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX, OffsetPosition, TimestampOffset
 from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry
-from kafka_audit.log.time_index import TimestampOffset
 from kafka_audit.log.transaction_index import AbortedTxn
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
@@ -78,14 +77,14 @@ def checks(problems: list[Problem]) -> list[str]:
 
 def test_offset_index_entries_are_absolute_from_the_base_offset() -> None:
     """OffsetIndex: entry offset = baseOffset + relativeOffset; position as stored."""
-    parsed = offset_index.parse_offset_index(index_bytes([(3, 4097), (17, 8200), (40, 12300)]), 1000)
+    parsed = OFFSET_INDEX.parse(index_bytes([(3, 4097), (17, 8200), (40, 12300)]), 1000)
     assert parsed.entries == [OffsetPosition(1003, 4097), OffsetPosition(1017, 8200), OffsetPosition(1040, 12300)]
     assert parsed.problems == [] and parsed.preallocated_bytes == 0
 
 
 def test_offset_index_uses_big_endian_i32_fields() -> None:
     """All integers in Kafka files are big-endian (a little-endian reader would see 2^24 here)."""
-    parsed = offset_index.parse_offset_index(b"\x00\x00\x00\x01\x00\x00\x01\x00", 0)
+    parsed = OFFSET_INDEX.parse(b"\x00\x00\x00\x01\x00\x00\x01\x00", 0)
     assert parsed.entries == [OffsetPosition(1, 256)]
 
 
@@ -93,7 +92,7 @@ def test_offset_index_preallocated_zero_tail_stops_the_read() -> None:
     """DumpLogSegments.dumpIndex stops at the first entry after the first at the base offset: the
     zero-filled tail of a preallocated (segment.index.bytes) active index."""
     data = index_bytes([(3, 0), (9, 4200)]) + bytes(8 * 1000)
-    parsed = offset_index.parse_offset_index(data, 50)
+    parsed = OFFSET_INDEX.parse(data, 50)
     assert parsed.entries == [OffsetPosition(53, 0), OffsetPosition(59, 4200)]
     assert parsed.preallocated_bytes == 8000
     assert parsed.problems == []
@@ -103,7 +102,7 @@ def test_offset_index_first_entry_may_be_the_base_offset_past_position_zero() ->
     """Only entries *after* the first stop the read at the base offset: entry 0 at (base, 4100)
     is a real entry (a first batch of one record, indexed at its append)."""
     data = index_bytes([(0, 4100), (5, 8200)]) + bytes(16)
-    parsed = offset_index.parse_offset_index(data, 0)
+    parsed = OFFSET_INDEX.parse(data, 0)
     assert parsed.entries == [OffsetPosition(0, 4100), OffsetPosition(5, 8200)]
     assert parsed.preallocated_bytes == 16
 
@@ -111,7 +110,7 @@ def test_offset_index_first_entry_may_be_the_base_offset_past_position_zero() ->
 def test_an_all_zero_index_has_no_entry() -> None:
     """A preallocated index with nothing written yet: (base, position 0) is unwritten space, since
     LogSegment.append never indexes position 0 (DumpLogSegments would print it)."""
-    parsed = offset_index.parse_offset_index(bytes(8 * 64), 300)
+    parsed = OFFSET_INDEX.parse(bytes(8 * 64), 300)
     assert parsed.entries == []
     assert parsed.preallocated_bytes == 8 * 64
 
@@ -119,7 +118,7 @@ def test_an_all_zero_index_has_no_entry() -> None:
 def test_offset_index_stops_at_a_base_offset_entry_whatever_its_position() -> None:
     """DumpLogSegments checks only ``entry.offset() == index.baseOffset() && i > 0``."""
     data = index_bytes([(2, 0), (7, 4096), (0, 9999), (12, 12000)])
-    parsed = offset_index.parse_offset_index(data, 10)
+    parsed = OFFSET_INDEX.parse(data, 10)
     assert parsed.entries == [OffsetPosition(12, 0), OffsetPosition(17, 4096)]
     assert parsed.preallocated_bytes == 16
 
@@ -128,7 +127,7 @@ def test_offset_index_size_not_a_multiple_of_8_is_a_problem_and_whole_entries_ar
     """OffsetIndex.sanityCheck: "Index file ... is corrupt, found N bytes which is ... not a
     multiple of 8"; the whole entries before the partial one are still read."""
     data = index_bytes([(1, 0), (4, 4096), (8, 8192)]) + b"\x00\x00\x00"
-    parsed = offset_index.parse_offset_index(data, 0, "00000000000000000000.index")
+    parsed = OFFSET_INDEX.parse(data, 0, "00000000000000000000.index")
     assert parsed.entries == [OffsetPosition(1, 0), OffsetPosition(4, 4096), OffsetPosition(8, 8192)]
     assert checks(parsed.problems) == ["index_mismatch"]
     problem = parsed.problems[0]
@@ -139,14 +138,14 @@ def test_offset_index_size_not_a_multiple_of_8_is_a_problem_and_whole_entries_ar
 
 def test_empty_offset_index_has_no_entries_and_no_problem() -> None:
     """A trimmed index of a segment too small for an entry (the usual case) is empty."""
-    parsed = offset_index.parse_offset_index(b"", 0)
+    parsed = OFFSET_INDEX.parse(b"", 0)
     assert parsed.entries == [] and parsed.problems == []
 
 
 def test_read_offset_index_from_a_file(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000100.index"
     path.write_bytes(index_bytes([(1, 0), (3, 80)]) + bytes(16))
-    parsed = offset_index.read_offset_index(str(path), 100)
+    parsed = OFFSET_INDEX.read(str(path), 100)
     assert parsed.entries == [OffsetPosition(101, 0), OffsetPosition(103, 80)]
     assert parsed.path == str(path) and parsed.preallocated_bytes == 16
 
@@ -158,7 +157,7 @@ def test_read_offset_index_from_a_file(tmp_path: Path) -> None:
 
 def test_time_index_entries_are_timestamp_and_absolute_offset() -> None:
     """TimeIndex: timestamp i64, relativeOffset i32 (12 bytes) from the base offset."""
-    parsed = time_index.parse_time_index(timeindex_bytes([(TS, 4), (TS + 500, 31)]), 7000)
+    parsed = TIME_INDEX.parse(timeindex_bytes([(TS, 4), (TS + 500, 31)]), 7000)
     assert parsed.entries == [TimestampOffset(TS, 7004), TimestampOffset(TS + 500, 7031)]
     assert parsed.problems == []
 
@@ -166,7 +165,7 @@ def test_time_index_entries_are_timestamp_and_absolute_offset() -> None:
 def test_time_index_preallocated_zero_tail_stops_the_read() -> None:
     """DumpLogSegments.dumpTimeIndex: stop at the first entry after the first at the base offset."""
     data = timeindex_bytes([(TS, 3), (TS + 9, 8)]) + bytes(12 * 500)
-    parsed = time_index.parse_time_index(data, 0)
+    parsed = TIME_INDEX.parse(data, 0)
     assert parsed.entries == [TimestampOffset(TS, 3), TimestampOffset(TS + 9, 8)]
     assert parsed.preallocated_bytes == 12 * 500
 
@@ -174,25 +173,25 @@ def test_time_index_preallocated_zero_tail_stops_the_read() -> None:
 def test_time_index_stops_at_a_base_offset_entry_whatever_its_timestamp() -> None:
     """The stop rule looks at the offset only: (TS, base) after the first entry ends the read."""
     data = timeindex_bytes([(TS, 2), (TS + 5, 0), (TS + 9, 6)])
-    parsed = time_index.parse_time_index(data, 40)
+    parsed = TIME_INDEX.parse(data, 40)
     assert parsed.entries == [TimestampOffset(TS, 42)]
     assert parsed.preallocated_bytes == 24
 
 
 def test_an_all_zero_time_index_has_no_entry() -> None:
-    parsed = time_index.parse_time_index(bytes(12 * 10), 5)
+    parsed = TIME_INDEX.parse(bytes(12 * 10), 5)
     assert parsed.entries == [] and parsed.preallocated_bytes == 120
 
 
 def test_time_index_first_entry_at_the_base_offset_is_kept() -> None:
-    parsed = time_index.parse_time_index(timeindex_bytes([(TS, 0), (TS + 1, 1)]), 5)
+    parsed = TIME_INDEX.parse(timeindex_bytes([(TS, 0), (TS + 1, 1)]), 5)
     assert parsed.entries == [TimestampOffset(TS, 5), TimestampOffset(TS + 1, 6)]
 
 
 def test_time_index_size_not_a_multiple_of_12_is_a_problem() -> None:
     """TimeIndex.sanityCheck: the file length must be a multiple of 12."""
     data = timeindex_bytes([(TS, 1), (TS + 3, 2)]) + b"\x01" * 8
-    parsed = time_index.parse_time_index(data, 0, "x.timeindex")
+    parsed = TIME_INDEX.parse(data, 0, "x.timeindex")
     assert parsed.entries == [TimestampOffset(TS, 1), TimestampOffset(TS + 3, 2)]
     assert checks(parsed.problems) == ["index_mismatch"]
     assert parsed.problems[0].position == 24 and "not a multiple of 12" in parsed.problems[0].message
@@ -200,7 +199,7 @@ def test_time_index_size_not_a_multiple_of_12_is_a_problem() -> None:
 
 def test_time_index_negative_timestamp_is_read_as_signed() -> None:
     """timestamp is a signed i64 (-1 = NO_TIMESTAMP)."""
-    parsed = time_index.parse_time_index(timeindex_bytes([(-1, 0)]), 0)
+    parsed = TIME_INDEX.parse(timeindex_bytes([(-1, 0)]), 0)
     assert parsed.entries == [TimestampOffset(-1, 0)]
 
 
@@ -486,8 +485,8 @@ def test_meta_properties_malformed_line() -> None:
 # ---------------------------------------------------------------------------------------------
 
 READERS = {
-    "index": lambda p: offset_index.read_offset_index(p, 0),
-    "timeindex": lambda p: time_index.read_time_index(p, 0),
+    "index": lambda p: OFFSET_INDEX.read(p, 0),
+    "timeindex": lambda p: TIME_INDEX.read(p, 0),
     "txnindex": transaction_index.read_transaction_index,
     "offset-checkpoint": checkpoints.read_offset_checkpoint,
     "leader-epoch-checkpoint": checkpoints.read_leader_epoch_checkpoint,
@@ -570,7 +569,7 @@ def test_writer_offset_index_encoder_round_trips() -> None:
     entries = [(1005, 0), (1010, 4200), (1400, 99_000)]
     data = _SidecarEncoders.offset_index(entries, 1000)
     assert data == index_bytes([(5, 0), (10, 4200), (400, 99_000)])
-    parsed = offset_index.parse_offset_index(data, 1000)
+    parsed = OFFSET_INDEX.parse(data, 1000)
     assert [(e.offset, e.position) for e in parsed.entries] == entries
 
 
@@ -578,7 +577,7 @@ def test_writer_time_index_encoder_round_trips() -> None:
     entries = [(TS, 1003), (TS + 7, 1009)]
     data = _SidecarEncoders.time_index(entries, 1000)
     assert data == timeindex_bytes([(TS, 3), (TS + 7, 9)])
-    parsed = time_index.parse_time_index(data, 1000)
+    parsed = TIME_INDEX.parse(data, 1000)
     assert [(e.timestamp, e.offset) for e in parsed.entries] == entries
 
 
@@ -652,9 +651,9 @@ def test_log_dir_writer_sidecars_all_read_without_problems(written_log_dir) -> N
     for path in _sidecar_files(root):
         base = int(path.name.split(".")[0]) if path.name[0].isdigit() else 0
         if path.suffix == ".index":
-            parsed = offset_index.read_offset_index(str(path), base)
+            parsed = OFFSET_INDEX.read(str(path), base)
         elif path.suffix == ".timeindex":
-            parsed = time_index.read_time_index(str(path), base)
+            parsed = TIME_INDEX.read(str(path), base)
         elif path.suffix == ".txnindex":
             parsed = transaction_index.read_transaction_index(str(path))
         elif path.suffix == ".snapshot":
@@ -679,9 +678,9 @@ def test_log_dir_writer_indexes_read_back_as_written(written_log_dir) -> None:
     total_entries = 0
     for segment in w.segments:
         stem = w.path / f"{segment.base_offset:020d}"
-        parsed = offset_index.read_offset_index(f"{stem}.index", segment.base_offset)
+        parsed = OFFSET_INDEX.read(f"{stem}.index", segment.base_offset)
         assert [(e.offset, e.position) for e in parsed.entries] == segment.offset_index
-        times = time_index.read_time_index(f"{stem}.timeindex", segment.base_offset)
+        times = TIME_INDEX.read(f"{stem}.timeindex", segment.base_offset)
         assert [(e.timestamp, e.offset) for e in times.entries] == segment.time_index
         with FileRecords(f"{stem}.log") as log:
             batches = {b.position: b for b in log.batches() if isinstance(b, RecordBatch)}
@@ -733,12 +732,12 @@ def test_an_index_with_more_entries_than_batches_is_read_no_further() -> None:
     """Every entry names a batch of its own: past the segment's batch count the file cannot
     agree with the log, and a garbage file is not turned into millions of entries."""
     data = index_bytes([(i, 4096 * i) for i in range(1, 50)])
-    parsed = offset_index.parse_offset_index(data, 0, "g.index", max_entries=10)
+    parsed = OFFSET_INDEX.parse(data, 0, "g.index", max_entries=10)
     assert len(parsed.entries) == 10
     assert checks(parsed.problems) == ["index_mismatch"]
     assert parsed.problems[0].position == 80 and parsed.problems[0].details == {"max_entries": 10}
-    timed = time_index.parse_time_index(timeindex_bytes([(TS + i, i) for i in range(1, 50)]), 0, "g.ti", 3)
+    timed = TIME_INDEX.parse(timeindex_bytes([(TS + i, i) for i in range(1, 50)]), 0, "g.ti", 3)
     assert len(timed.entries) == 3 and checks(timed.problems) == ["index_mismatch"]
     # The zero tail of a preallocated index is not "too many".
-    tail = offset_index.parse_offset_index(index_bytes([(1, 4096)]) + bytes(800), 0, max_entries=1)
+    tail = OFFSET_INDEX.parse(index_bytes([(1, 4096)]) + bytes(800), 0, max_entries=1)
     assert tail.problems == [] and tail.preallocated_bytes == 800

@@ -25,8 +25,8 @@ from kafka_audit.io.storage import is_remote
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.checkpoints import cluster_of
 from kafka_audit.log.discovery import Discovery
+from kafka_audit.log.index_files import OFFSET_INDEX
 from kafka_audit.log.log_names import LIVE
-from kafka_audit.log.offset_index import read_offset_index
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.record_batch import RecordBatch
 from kafka_audit.rules.findings import Finding
@@ -121,7 +121,7 @@ def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int, 
     points = [0]
     if not index:
         return points
-    entries = read_offset_index(index, task.base_offset, None, storage).entries
+    entries = OFFSET_INDEX.read(index, task.base_offset, None, storage).entries
     with FileRecords(task.path, storage=storage) as segment:
         for entry in entries:
             if entry.position - points[-1] < split_bytes or entry.position >= segment.size:

@@ -11,9 +11,8 @@ from kafka_audit.io.local_file import unchanged
 from kafka_audit.io.rsm_objects import is_segment_log
 from kafka_audit.io.storage import StorageSettings, is_remote, local_path
 from kafka_audit.io.storage_context import StorageContext
-from kafka_audit.log.offset_index import read_offset_index
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
-from kafka_audit.log.time_index import read_time_index
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.rules.batch_summary import BatchSummary, RunSlice
 from kafka_audit.rules.findings import Finding, make_finding
@@ -38,8 +37,8 @@ def verify_indexes(
     log = SegmentBatches.of(batches)  # a run's slice read as columns
     found: list[Finding] = []
     for path, extension, reader, verify in (
-        (index, ".index", read_offset_index, verify_offset_index),
-        (time_index, ".timeindex", read_time_index, verify_time_index),
+        (index, ".index", OFFSET_INDEX.read, verify_offset_index),
+        (time_index, ".timeindex", TIME_INDEX.read, verify_time_index),
     ):
         if not path:
             continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import crc32c
 
@@ -55,19 +55,8 @@ class ProducerSnapshot:
 def encode_producer_snapshot(entries: Iterable[ProducerSnapshotEntry]) -> bytes:
     """ProducerStateManager.writeSnapshot: version 1, the CRC-32C of the rest, then the entries."""
     entries = list(entries)
-    body = _COUNT.pack(len(entries)) + b"".join(
-        _ENTRY.pack(
-            e.producer_id,
-            e.producer_epoch,
-            e.last_sequence,
-            e.last_offset,
-            e.offset_delta,
-            e.timestamp,
-            e.coordinator_epoch,
-            e.current_txn_first_offset,
-        )
-        for e in entries
-    )
+    # The entry's fields in file order, as parse_producer_snapshot reads them back.
+    body = _COUNT.pack(len(entries)) + b"".join(_ENTRY.pack(*astuple(e)) for e in entries)
     return _HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(body)) + body
 
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 from kafka_audit.check_ids import CheckId
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
-ENTRY_SIZE = 34
-CURRENT_VERSION = 0
 _ENTRY = struct.Struct(">hqqqq")
+ENTRY_SIZE = _ENTRY.size  # 34
+CURRENT_VERSION = 0
 _CHECK = CheckId.TXN_INDEX_MISMATCH
 
 
@@ -31,9 +31,8 @@ class AbortedTxn:
 
 def encode_transaction_index(entries: Iterable[AbortedTxn]) -> bytes:
     """TransactionIndex.append: one 34-byte entry per aborted transaction, in order."""
-    return b"".join(
-        _ENTRY.pack(e.version, e.producer_id, e.first_offset, e.last_offset, e.last_stable_offset) for e in entries
-    )
+    # The entry's fields in file order, as parse_transaction_index reads them back.
+    return b"".join(_ENTRY.pack(*astuple(e)) for e in entries)
 
 
 def parse_transaction_index(data: bytes, name: str = ".txnindex") -> SidecarEntries:

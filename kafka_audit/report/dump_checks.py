@@ -24,10 +24,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafka_audit.check_ids import CheckId
-from kafka_audit.log import offset_index, time_index
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX, OffsetPosition, TimestampOffset
 from kafka_audit.log.log_names import parse_base_offset
-from kafka_audit.log.offset_index import OffsetPosition
-from kafka_audit.log.time_index import TimestampOffset
 from kafka_audit.record.file_records import FileRecords
 from kafka_audit.record.problem import Problem
 
@@ -201,7 +199,7 @@ def index_dump(path: str, options: DumpOptions) -> Iterator[dict[str, Any]]:
     An offset index without entries is ``{"line": "<file> is empty."}``."""
     base = parse_base_offset(os.path.basename(path)) or 0
     time = path.removesuffix(".deleted").endswith(".timeindex")
-    parsed = (time_index.read_time_index if time else offset_index.read_offset_index)(path, base)
+    parsed = (TIME_INDEX if time else OFFSET_INDEX).read(path, base)
     if not time and not parsed.entries and not parsed.problems and options.index_mode != "verify":
         yield {"line": f"{path} is empty.", "entries": 0}
         return
@@ -211,7 +209,7 @@ def index_dump(path: str, options: DumpOptions) -> Iterator[dict[str, Any]]:
         return
     if time:
         stem = path.removesuffix(".deleted").removesuffix(".timeindex")
-        index = offset_index.read_offset_index(stem + ".index", base).entries if os.path.isfile(stem + ".index") else []
+        index = OFFSET_INDEX.read(stem + ".index", base).entries if os.path.isfile(stem + ".index") else []
         problems = list(verify_time_index(path, parsed.entries, index, options.summaries))
     else:
         problems = list(verify_offset_index(path, parsed.entries, options.summaries))

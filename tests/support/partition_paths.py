@@ -30,7 +30,7 @@ from kafka_audit.audit.partition_audit import PartitionMeta
 from kafka_audit.audit.plan import log_order, partition_metas, plan_tasks
 from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
-from kafka_audit.log import offset_index, time_index
+from kafka_audit.log import index_files
 from kafka_audit.log.log_dir import discover
 from kafka_audit.log.sidecar_file import SidecarEntries
 from kafka_audit.rules.batch_summary import BatchSummary
@@ -117,8 +117,7 @@ def slow_paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     with monkeypatch.context() as patch:
         patch.setattr(partition_audit, "ProducerStateReplay", EagerReplay)
         patch.setattr(OffsetContinuity, "observe", OffsetContinuity.judge)
-        patch.setattr(offset_index, "parse_index", parse_index_entry_by_entry)
-        patch.setattr(time_index, "parse_index", parse_index_entry_by_entry)
+        patch.setattr(index_files, "parse_index", parse_index_entry_by_entry)
         yield
 
 

@@ -39,9 +39,8 @@ from typing import Any
 
 from kafka_audit.log import checkpoints, transaction_index
 from kafka_audit.log.checkpoints import EpochEntry, Property, TopicPartitionOffset
-from kafka_audit.log.offset_index import encode_offset_index
+from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry, encode_producer_snapshot
-from kafka_audit.log.time_index import encode_time_index
 from kafka_audit.record.compression import compress
 from kafka_audit.record.control_record import encode_control_key, encode_end_transaction_marker
 from kafka_audit.record.default_record import encode_record
@@ -1162,8 +1161,8 @@ class _SidecarEncoders:
     """The writer's entries (tuples, :class:`AbortedTxn`, :class:`ProducerState`, dicts) in the
     types of ``kafka_audit.formats`` and through its encoders."""
 
-    offset_index = staticmethod(encode_offset_index)
-    time_index = staticmethod(encode_time_index)
+    offset_index = staticmethod(OFFSET_INDEX.encode)
+    time_index = staticmethod(TIME_INDEX.encode)
 
     @staticmethod
     def transaction_index(entries: list[AbortedTxn]) -> bytes:

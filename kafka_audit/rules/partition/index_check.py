@@ -27,8 +27,7 @@ from operator import attrgetter
 from typing import Any
 
 from kafka_audit.check_ids import CheckId
-from kafka_audit.log.offset_index import OffsetPosition
-from kafka_audit.log.time_index import TimestampOffset
+from kafka_audit.log.index_files import OffsetPosition, TimestampOffset
 from kafka_audit.record.batch_walk import COLUMN_NAMES
 from kafka_audit.rules.batch_summary import BatchSummary, RunSlice
 from kafka_audit.rules.findings import Finding, make_finding
