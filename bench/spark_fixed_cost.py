@@ -71,7 +71,7 @@ def _event_metrics(folder: str) -> dict[str, float]:
     """Spark jobs, stages, tasks and the Python workers' metrics (summed, seconds) of the event
     log in ``folder``."""
     found = {"spark_jobs": 0.0, "spark_stages": 0.0, "spark_tasks": 0.0, **dict.fromkeys(PYTHON_METRICS.values(), 0.0)}
-    for log in Path(folder).iterdir():
+    for log in (path for path in Path(folder).rglob("*") if path.is_file()):
         for line in log.read_text(encoding="utf-8").splitlines():
             event = json.loads(line)
             kind = event["Event"]
@@ -114,7 +114,8 @@ def probe(root: str, conf: dict[str, str]) -> dict[str, float]:
     timed(SparkContext, "_do_init", "spark_context_s")
     timed(spark_job, "build_frames", "job_plan_s")
     events = tempfile.mkdtemp(prefix="kafka-audit-bench-events-")
-    settings = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events, "spark.eventLog.compress": "false", **conf}
+    settings = {"spark.eventLog.enabled": "true", "spark.eventLog.dir": events, "spark.eventLog.compress": "false",
+                "spark.eventLog.rolling.enabled": "false", **conf}
     found = discover([root])
     at = time.perf_counter()
     with spark_session.spark_session("local[*]", settings) as spark:
