@@ -12,9 +12,9 @@ from pathlib import Path
 import pyspark
 
 from kafka_audit.engines.jvm_class_archive import ClassDataSharing
-from kafka_audit.engines.preflight import PYTHON_SETTING, PYTHON_VARIABLE
+from kafka_audit.engines.preflight import DAEMON_MODULE, DAEMON_SETTING, PYTHON_SETTING, PYTHON_VARIABLE, workers_daemon_settings
 from kafka_audit.engines.pyspark_daemon import compiled_first
-from kafka_audit.engines.spark_session import DAEMON_MODULE, DAEMON_SETTING, _daemon_settings, _session_settings
+from kafka_audit.engines.spark_session import _session_settings
 
 PACKAGE = Path(pyspark.__file__).parent
 ZIPS = [str(PACKAGE / "python" / "lib" / "pyspark.zip"), *map(str, (PACKAGE / "python" / "lib").glob("py4j-*-src.zip"))]
@@ -74,11 +74,11 @@ def test_the_real_install_imports_pyspark_compiled_from_the_package(tmp_path):
 
 def test_only_a_local_master_running_this_python_gets_the_daemon(monkeypatch):
     monkeypatch.delenv(PYTHON_VARIABLE, raising=False)
-    assert _daemon_settings("local[2]", None) == {DAEMON_SETTING: DAEMON_MODULE}
-    assert _daemon_settings("spark://127.0.0.1:7077", None) == {}
-    assert _daemon_settings("local[2]", {PYTHON_SETTING: "/usr/bin/python3"}) == {}
+    assert workers_daemon_settings("local[2]", None) == {DAEMON_SETTING: DAEMON_MODULE}
+    assert workers_daemon_settings("spark://127.0.0.1:7077", None) == {}
+    assert workers_daemon_settings("local[2]", {PYTHON_SETTING: "/usr/bin/python3"}) == {}
     monkeypatch.setenv(PYTHON_VARIABLE, "/usr/bin/python3")
-    assert _daemon_settings("local[2]", None) == {}
+    assert workers_daemon_settings("local[2]", None) == {}
 
 
 def test_a_users_conf_names_another_daemon(monkeypatch, tmp_path):

@@ -1,7 +1,7 @@
 """PySpark's worker daemon (``pyspark.daemon``), run from the installed PySpark package's compiled
 modules rather than from the zipped copy of the same package that Spark puts first on the
 workers' path. A local session of ours names this module as ``spark.python.daemon.module``
-(:mod:`kafka_audit.engines.spark_session`).
+(``preflight.workers_daemon_settings``).
 
 Spark starts ``python -m <spark.python.daemon.module> pyspark.worker`` with ``PYTHONPATH`` led by
 ``$SPARK_HOME/python/lib/pyspark.zip`` and ``py4j-*-src.zip`` (``PythonUtils.sparkPythonPath``,

@@ -29,7 +29,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from kafka_audit.engines.jvm_class_archive import ClassDataSharing, class_data_sharing, mark_recording_jvm
-from kafka_audit.engines.preflight import PYTHON_SETTING, PYTHON_VARIABLE, set_workers_python
+from kafka_audit.engines.preflight import set_workers_python, workers_daemon_settings
 from kafka_audit.engines.spark_errors import (
     MASTER_ANSWER_S,
     MASTER_CONNECTED,
@@ -47,7 +47,7 @@ from kafka_audit.engines.spark_processes import (
     session_leaders,
     start_apart,
 )
-from kafka_audit.engines.spark_security import AUTHENTICATION, SECRET_SETTING, is_local_master, loopback_settings
+from kafka_audit.engines.spark_security import AUTHENTICATION, SECRET_SETTING, loopback_settings
 
 SPARK_LOG = "spark.log"
 APP_NAME = "kafka-audit"
@@ -56,9 +56,6 @@ _SETTLE_S = 1.0
 # The JVM's own log lines (class-data sharing warnings among them) go to its stderr, which is
 # Spark's log: by default they would go to stdout, into the report.
 _JVM_LOG = "-Xlog:disable -Xlog:all=warning:stderr"
-# The Python worker daemon of a local session whose workers run this interpreter.
-DAEMON_SETTING = "spark.python.daemon.module"
-DAEMON_MODULE = "kafka_audit.engines.pyspark_daemon"
 # Said on stderr while the first Spark run waits for its JVM to write the class archive.
 RECORDING_NOTE = (
     "kafka-audit: writing the Spark driver's class archive (first Spark run only, up to a minute); "
@@ -138,22 +135,10 @@ def _session_settings(
         "spark.python.worker.reuse": "true",
         "spark.sql.catalogImplementation": "in-memory",
         **loopback_settings(master),
-        **_daemon_settings(master, conf),
+        **workers_daemon_settings(master, conf),
         **(AUTHENTICATION if secret is not None else {}),
         **(conf or {}),
     }
-
-
-def _daemon_settings(master: str, conf: dict[str, str] | None) -> dict[str, str]:
-    """PySpark's worker daemon run from the installed package's compiled modules
-    (:mod:`kafka_audit.engines.pyspark_daemon`), on a local master whose workers run this
-    interpreter (:func:`set_workers_python`), which has kafka-audit: the first job's Python
-    workers start in about 1 s less. A cluster's executors, or a Python the user named, keep
-    PySpark's own daemon (an executor without kafka-audit gets the preflight's message)."""
-    named = os.environ.get(PYTHON_VARIABLE) or (conf or {}).get(PYTHON_SETTING)
-    if named or not is_local_master(master):
-        return {}
-    return {DAEMON_SETTING: DAEMON_MODULE}
 
 
 def _start(builder, master: str, settings: dict[str, str], secret: str | None):
