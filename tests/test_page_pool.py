@@ -87,3 +87,39 @@ def test_the_segment_step_frees_the_pool_when_its_tasks_are_done(tmp_path):
         assert storage.page_pool.held == 64 * PAGE
         assert list(with_read_ahead([], storage)) == []
         assert storage.page_pool.held == 0
+
+
+def test_a_map_cut_into_too_many_pieces_frees_its_pages_as_without_a_pool(tmp_path, monkeypatch):
+    from kafka_audit.record import range_buffer
+
+    monkeypatch.setattr(range_buffer, "_MAX_CUTS", 3)
+    path, data = _file(tmp_path, "a.log", 256 * PAGE)
+    pool = PagePool()
+    ranges = _read_whole(path, pool)
+    ranges.release(0, 32 * PAGE)
+    ranges.release(32 * PAGE, 64 * PAGE)  # the map has its 3 cuts now: 0, 32 and 64 pages
+    assert pool.held == 64 * PAGE
+    ranges.release(64 * PAGE, 96 * PAGE)
+    assert pool.held == 64 * PAGE  # freed, not kept
+    assert bytes(ranges.buffer[: 96 * PAGE]) == bytes(96 * PAGE)
+    assert bytes(ranges.buffer[96 * PAGE :]) == data[96 * PAGE :]
+    ranges.close()
+    ranges.ranges.close()
+    again = _read_whole(path, pool)
+    assert bytes(again.buffer) == data
+    again.close()
+    again.ranges.close()
+    pool.clear()
+
+
+def test_pieces_too_small_to_keep_are_freed(tmp_path):
+    path, data = _file(tmp_path, "a.log", 64 * PAGE)
+    pool = PagePool()
+    ranges = _read_whole(path, pool)
+    ranges.release(0, 8 * PAGE)
+    assert pool.held == 0
+    assert bytes(ranges.buffer[: 8 * PAGE]) == bytes(8 * PAGE)
+    assert bytes(ranges.buffer[8 * PAGE :]) == data[8 * PAGE :]
+    ranges.close()
+    ranges.ranges.close()
+    pool.clear()

@@ -28,6 +28,12 @@ from kafka_audit.record.record_batch import V2_RECORD_BATCH_OVERHEAD
 CHUNK_BYTES = 16 * 1024 * 1024
 # Chunks read ahead of the walk.
 READ_AHEAD = 2
+# Cuts of one map into separate mappings at most (each piece of pages moved in or out makes one):
+# past this many its reads fault their pages in and its walk frees them, as without a pool, so
+# that no file, however it makes the walk read, runs the process out of mappings (vm.max_map_count).
+_MAX_CUTS = 512
+# Pages of a map moved into the pool at least this many bytes at a time.
+_MIN_PIECE = 64 * 1024
 # A read past the range a task walks (its last batch runs over its end) fetches at least this.
 _MIN_READ = 256 * 1024
 
@@ -122,9 +128,8 @@ class RangeBuffer:
         pool, the rest ``madvise(MADV_DONTNEED)``. They read as zeros now."""
         if not isinstance(self.buffer, mmap.mmap) or stop <= start:
             return
-        kept = self._keep(start, stop)
-        if start + kept < stop and hasattr(mmap, "MADV_DONTNEED"):
-            self.buffer.madvise(mmap.MADV_DONTNEED, start + kept, stop - start - kept)
+        if self._keep(start, stop) < stop - start and hasattr(mmap, "MADV_DONTNEED"):
+            self.buffer.madvise(mmap.MADV_DONTNEED, start, stop - start)  # the pages moved are gone already
         if stop > self._low:
             self._low = min(stop, self._high)
 
@@ -139,26 +144,30 @@ class RangeBuffer:
             self.buffer.close()
 
     def _keep(self, start: int, stop: int) -> int:
-        """Move the pages of ``[start, stop)`` (page-aligned) into the page pool, from ``start``
-        on, mapping by mapping; the bytes moved."""
-        if self._pages is None or self._address is None or stop <= start:
+        """Move the pages of ``[start, stop)`` (page-aligned) into the page pool, mapping by
+        mapping (a piece under :data:`_MIN_PIECE` is left: not worth a mapping of the pool's);
+        the bytes moved."""
+        if self._pages is None or self._address is None or stop <= start or len(self._cuts) >= _MAX_CUTS:
             return 0
         kept = 0
         with self._cuts_lock:
             cuts = self._cuts
             inner = cuts[bisect.bisect_right(cuts, start) : bisect.bisect_left(cuts, stop)]
-            self._cut(start)
-            self._cut(stop)
             for piece_start, piece_stop in zip([start, *inner], [*inner, stop], strict=True):
+                if piece_stop - piece_start < _MIN_PIECE:
+                    continue
                 moved = self._pages.keep(self._address + piece_start, piece_stop - piece_start)
+                if moved:
+                    self._cut(piece_start)
+                    self._cut(piece_start + moved)
                 kept += moved
                 if moved < piece_stop - piece_start:
-                    break
+                    break  # the pool is full
         return kept
 
     def _lend(self, start: int, stop: int) -> None:
         """Put pooled pages under the whole pages of ``[start, stop)``, about to be read."""
-        if self._pages is None or self._address is None:
+        if self._pages is None or self._address is None or len(self._cuts) >= _MAX_CUTS:
             return
         at, last = -(-start // PAGE) * PAGE, stop // PAGE * PAGE
         if last <= at:
