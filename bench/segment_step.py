@@ -7,7 +7,9 @@ GB read, side by side for one or more trees.
 Each round runs, for each tree in turn, a fresh process (``PYTHONPATH`` the tree) that plans
 DIR's tasks, runs the segment step once to warm up, then once measured with ``getrusage``. The
 rounds interleave the trees, so that the load of a shared machine falls on each alike; the
-figures are the best of the rounds. The load averages are printed before and after.
+figures are the best of the rounds. The load averages are printed before and after, and the
+limit (a') of ``bench/run.py`` (read, CRC-32C, inflate; ``measure.limit``) measured in the same
+processes, user+sys.
 """
 
 from __future__ import annotations
@@ -54,7 +56,16 @@ def probe(directory: str) -> dict:
     before = resource.getrusage(resource.RUSAGE_SELF)
     read = segment_step()
     after = resource.getrusage(resource.RUSAGE_SELF)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import measure
+
+    the_limit = measure.limit(measure.segment_files(Path(directory)), inflate=True)
+    the_limit()
+    limit_before = resource.getrusage(resource.RUSAGE_SELF)
+    the_limit()
+    limit_after = resource.getrusage(resource.RUSAGE_SELF)
     return {
+        "limit_s": limit_after.ru_utime - limit_before.ru_utime + limit_after.ru_stime - limit_before.ru_stime,
         "package": os.path.dirname(kafka_audit.__file__),
         "tasks": len(tasks),
         "bytes": read,
@@ -105,6 +116,9 @@ def main() -> None:
         faults = min(r["minflt"] for r in results) / gb
         rss = max(r["maxrss_mb"] for r in results)
         print(f"{str(tree)[-28:]:<28} {user:7.3f} {system:7.3f} {total:8.3f} {faults:10.0f} {rss:10.1f}")
+    limit = min(r["limit_s"] for results in runs.values() for r in results)
+    label = "the limit (a'): read, CRC, inflate"
+    print(f"{label:<44} {limit:8.3f}  (bench/measure.py limit, in the same processes)")
     print(json.dumps({str(tree): results for tree, results in runs.items()}))
 
 
