@@ -4,9 +4,9 @@ The segment reader (:func:`~kafka_audit.record.file_records.iter_batches`) reads
 the file's own byte positions, as it reads a memory-mapped local file. For an object in a
 store, :class:`RangeBuffer` is an anonymous memory map the size of the object: its pages cost
 nothing until written, ranged reads of :data:`CHUNK_BYTES` fill it ahead of the walk (up to
-:data:`READ_AHEAD` chunks in flight on threads while the walk parses), and :meth:`RangeBuffer.release` behind the
-walk frees the pages again. The resident set stays at a few chunks whatever the object's size;
-the object is never read whole into memory. With a :class:`~kafka_audit.io.page_pool.PagePool`
+:data:`READ_AHEAD` chunks in flight on threads while the walk parses), and
+:meth:`RangeBuffer.release` behind the walk frees the pages again. The resident set stays at a
+few chunks whatever the object's size; the object is never read whole into memory. With a :class:`~kafka_audit.io.page_pool.PagePool`
 (the request's), the pages released are passed on to the next read, of this map or the next
 task's, instead of freed: a read into them costs no page fault.
 """
