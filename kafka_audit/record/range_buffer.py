@@ -89,15 +89,20 @@ class RangeBuffer:
 
     def walk(self, start: int, stop: int | None) -> None:
         """A walk of the batches starting in ``[start, stop)`` begins: read ahead from ``start``."""
-        self._drain()
-        self._low = self._high = start
+        self._restart(start)
         self._limit = self.size if stop is None else min(self.size, stop)
 
     def need(self, start: int, stop: int) -> None:
-        """Make ``buffer[start:stop]`` hold the object's bytes."""
+        """Make ``buffer[start:stop]`` hold the object's bytes. Bytes more than a chunk apart
+        from those read (or being read ahead) are not read to join them: a hop over a batch
+        whose length field claims 2 GiB (``split_points``) reads from where it lands, not the
+        2 GiB before it."""
         if self._low <= start and stop <= self._high:  # most calls: already read
             return
         stop = min(stop, self.size)
+        ahead = self._queue[-1][1] if self._queue else self._high
+        if start > ahead + self.chunk or stop < self._low - self.chunk:
+            self._restart(start)
         if start < self._low:
             self._fill(start, self._low)
             self._low = start
@@ -120,8 +125,12 @@ class RangeBuffer:
         """The walk passed over ``[high, upto)`` without the buffer (a batch read by ranges): read
         on from ``upto``, not the bytes before it."""
         if upto > self._high:
-            self._drain()
-            self._low = self._high = upto
+            self._restart(upto)
+
+    def _restart(self, start: int) -> None:
+        """Read on from ``start``, forgetting the bytes read so far (reads in flight are waited for)."""
+        self._drain()
+        self._low = self._high = start
 
     def release(self, start: int, stop: int) -> None:
         """Free the pages of ``[start, stop)`` (page-aligned; the walk passed them): into the page
