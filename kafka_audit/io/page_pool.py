@@ -10,7 +10,7 @@ range's page table entries to another address, so the pages arrive present and a
 without a fault. The walk's addressing does not change (the map is still the file's size, each
 byte at its own position); only which physical pages back the map does.
 
-Taking pages out of a map uses ``MREMAP_DONTUNMAP`` (Linux 5.13 and later for any private
+Taking pages out of a map uses ``MREMAP_DONTUNMAP`` (Linux 5.7 and later, for a private
 anonymous map): the range stays mapped and reads as zeros afterwards, exactly as after
 ``MADV_DONTNEED``, so nothing that reads the map can meet a hole. Wherever a call fails (another
 kernel, another system, a map the kernel will not move) the pool does nothing and the caller
