@@ -21,7 +21,7 @@ from kafka_audit.engines.summary_columns import (
     summary_columns,
     summary_runs,
 )
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
 
 # Batch summaries per Arrow batch that the segment step sends, and per batch row's value.
 ROWS_PER_BATCH = 10_000
@@ -123,11 +123,7 @@ def batch_runs(batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary | Sum
 
 def batch_summaries(batches: Iterator[pa.RecordBatch]) -> Iterator[BatchSummary]:
     """The summaries of :func:`batch_runs`, one at a time."""
-    for item in batch_runs(batches):
-        if isinstance(item, BatchSummary):
-            yield item
-        else:
-            yield from item
+    return flatten(batch_runs(batches))
 
 
 def expand_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

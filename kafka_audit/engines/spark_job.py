@@ -85,7 +85,7 @@ from kafka_audit.engines.spark_progress import watch
 from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
 from kafka_audit.rules.findings import Finding
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
@@ -308,11 +308,10 @@ def _partition_rows(
     """(kind, payload, blob) of a replica's partition step, or of a segment's index check, on its
     summaries and runs: its findings, then its totals (a check's are only the requests it sent)."""
     sent = storage.requests_sent()
-    summaries = chain.from_iterable((item,) if isinstance(item, BatchSummary) else item for item in items)
     if isinstance(meta, IndexCheck):
-        findings, totals = check_indexes(meta, summaries, storage), PartitionTotals()
+        findings, totals = check_indexes(meta, flatten(items), storage), PartitionTotals()
     else:
-        findings, totals = audit_partition(meta, summaries, storage)
+        findings, totals = audit_partition(meta, items, storage)
     totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
     rows: list[tuple[int, str | None, bytes]] = [
         (schemas.FINDING, schemas.finding_json(f.to_dict()), pickle.dumps(f)) for f in findings

@@ -21,13 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, repeat
+from struct import calcsize
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_audit.engines import schemas
-from kafka_audit.record.batch_walk import COLUMNS, BatchColumns
+from kafka_audit.record.batch_walk import COLUMNS, ROW_BYTES, BatchColumns
 from kafka_audit.record.record_batch import COMPRESSION_CODEC_MASK, codec_label
 from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
 
@@ -35,6 +36,10 @@ _NAMES = tuple(schemas.SUMMARY_COLUMNS.names)
 _TYPES = {f.name: f.type for f in schemas.SUMMARY_COLUMNS}
 # The columns a task holds constant, in SummaryColumns' order of them.
 _CONSTANTS = ("topic", "partition", "segment", "segment_base_offset")
+_POSITION, _SIZE = _NAMES.index("position"), _NAMES.index("size")
+# The compiled walk's columns, in BatchColumns' order: name and width in bytes.
+_WALK = tuple((name, calcsize(code)) for name, code in COLUMNS)
+_WIDTHS = dict(_WALK)
 # The ``compression`` column's dictionary: the codec labels, by codec id.
 CODEC_LABELS = pa.array([codec_label(codec) for codec in range(COMPRESSION_CODEC_MASK + 1)], pa.string())
 
@@ -93,9 +98,21 @@ def _codecs(labels: pa.Array) -> pa.Array:
 
 def run_columns(run: SummaryColumns) -> pa.RecordBatch:
     """A run the compiled walk took, as columns over its memory (no copy, no object per batch)."""
-    columns: dict[str, Any] = dict(zip(_CONSTANTS, (run.topic, run.partition, run.segment, run.segment_base_offset)))
-    columns.update((name, run.batches.column(name)) for name, _ in COLUMNS)
-    return columns_batch(columns, len(run))
+    count = len(run)
+    memory = pa.py_buffer(run.batches.data)
+    if memory.size != ROW_BYTES * count:
+        raise ValueError(f"a run of {count} batches has {ROW_BYTES * count} bytes of columns, not {memory.size}")
+    ends = pa.array([count] if count else [], pa.int32())
+    head = (schemas.name_bytes(run.topic), run.partition, schemas.name_bytes(run.segment), run.segment_base_offset)
+    arrays = [
+        pa.RunEndEncodedArray.from_arrays(ends, _plain([value] if count else [], _value_type(name)))
+        for name, value in zip(_CONSTANTS, head)
+    ]
+    offset = 0
+    for name, width in _WALK:
+        arrays.append(_over(memory.slice(offset, count * width), name, count))
+        offset += count * width
+    return pa.RecordBatch.from_arrays(arrays, schema=schemas.SUMMARY_COLUMNS)
 
 
 def columns_batch(columns: Mapping[str, Any], length: int) -> pa.RecordBatch:
@@ -147,11 +164,18 @@ def _plain(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
 def _wrapped(values: Any, name: str, length: int) -> pa.Array:
     """A buffer of ``length`` values of the column's width as an Arrow array over that memory."""
     view = memoryview(values).cast("B")
-    kind = pa.int8() if name == "compression" else _TYPES[name]
-    if view.nbytes != length * kind.byte_width:
-        raise ValueError(f"a column of {length} values of {kind} needs {length * kind.byte_width} bytes, not {view.nbytes}")
-    array = pa.Array.from_buffers(kind, length, [None, pa.py_buffer(view)])
-    return pa.DictionaryArray.from_arrays(array, CODEC_LABELS) if name == "compression" else array
+    width = _WIDTHS[name]
+    if view.nbytes != length * width:
+        raise ValueError(f"a column of {length} values of {_TYPES[name]} needs {length * width} bytes, not {view.nbytes}")
+    return _over(pa.py_buffer(view), name, length)
+
+
+def _over(memory: pa.Buffer, name: str, length: int) -> pa.Array:
+    """The column ``name`` over ``memory`` (its ``length`` values; codec ids as the indices of
+    :data:`CODEC_LABELS`)."""
+    if name == "compression":
+        return pa.DictionaryArray.from_arrays(pa.Array.from_buffers(pa.int8(), length, [None, memory]), CODEC_LABELS)
+    return pa.Array.from_buffers(_TYPES[name], length, [None, memory])
 
 
 def run_values(parts: Sequence[pa.RecordBatch], per_value: int) -> Iterator[tuple[pa.RecordBatch, bytes]]:
@@ -191,7 +215,8 @@ def _joined(window: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 def _stream(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, bytes]:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
+    # The options given: the writer's default reads two environment variables per stream.
+    with pa.ipc.RecordBatchStreamWriter(sink, batch.schema, options=pa.ipc.IpcWriteOptions()) as writer:
         writer.write_batch(batch)
     return batch, sink.getvalue().to_pybytes()
 
@@ -211,32 +236,29 @@ def summary_runs(batch: pa.RecordBatch) -> Iterator[BatchSummary | SummaryColumn
 
 def _run_of(batch: pa.RecordBatch) -> SummaryColumns | None:
     length = batch.num_rows
-    head = [_only(name, batch.column(name)) for name in _CONSTANTS]
-    if not length or None in head:
+    if not length or not batch.schema.equals(schemas.SUMMARY_COLUMNS):
         return None
-    topic, partition, segment, base = head
+    head = [_only(name, batch.column(i)) for i, name in enumerate(_CONSTANTS)]
+    if None in head:
+        return None
     memory = []
-    for name, _ in COLUMNS:
-        column = batch.column(name)
+    for index, (name, width) in enumerate(_WALK, len(_CONSTANTS)):
+        column = batch.column(index)
         if name == "compression":
-            if column.type != _TYPES[name] or not column.dictionary.equals(CODEC_LABELS):
+            if not column.dictionary.equals(CODEC_LABELS):
                 return None
             column = column.indices
-        elif column.type != _TYPES[name]:
-            return None
         if column.null_count:
             return None
-        width = column.type.byte_width
         memory.append(memoryview(column.buffers()[1])[column.offset * width : (column.offset + length) * width])
-    positions, sizes = batch.column("position"), batch.column("size")
-    end = positions[length - 1].as_py() + sizes[length - 1].as_py()
+    end = batch.column(_POSITION)[length - 1].as_py() + batch.column(_SIZE)[length - 1].as_py()
+    topic, partition, segment, base = head
     return SummaryColumns(topic, partition, segment, base, BatchColumns(b"".join(memory), length, end))
 
 
 def _only(name: str, column: pa.Array) -> Any:
-    """The one value of a constant column (a run-end column of one run), None if it is not one."""
-    kind = _TYPES[name]
-    if column.type != kind or column.find_physical_length() != 1:
+    """The one value of a constant column (a run-end column of one run), None if it has more."""
+    if column.find_physical_length() != 1:
         return None
     value = column.values[column.find_physical_offset()].as_py()
     if name in schemas.NAME_COLUMNS and value is not None:
