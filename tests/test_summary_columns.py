@@ -23,8 +23,8 @@ from kafka_audit.engines.job_rows import (
 from kafka_audit.engines.summary_columns import (
     columns_batch,
     read_value,
-    run_columns,
     run_values,
+    runs_columns,
     summary_columns,
     summary_runs,
 )
@@ -190,7 +190,7 @@ def test_a_run_goes_to_arrow_as_its_memory_and_comes_back_equal():
     runs = [item for items in _task_items(FIXTURES / "producer-errors", "R") for item in items
             if isinstance(item, SummaryColumns)]
     for run in [*runs, _hostile_run()]:
-        batch = run_columns(run)
+        batch = runs_columns([run])
         for name, _ in COLUMNS:
             column = batch.column(name)
             wrapped = column.indices if name == "compression" else column
@@ -205,7 +205,7 @@ def test_a_run_goes_to_arrow_as_its_memory_and_comes_back_equal():
 
 
 def test_an_empty_run_sends_no_value():
-    empty = run_columns(SummaryColumns("t", 0, "t-0/0.log", 0, BatchColumns(b"", 0, 0)))
+    empty = runs_columns([SummaryColumns("t", 0, "t-0/0.log", 0, BatchColumns(b"", 0, 0))])
     assert empty.num_rows == 0 and list(summary_runs(empty)) == []
     assert list(run_values([empty], 4)) == []
     pending = PendingValues()
@@ -225,7 +225,7 @@ def test_runs_and_tuples_of_a_task_travel_together_in_log_order(per_value):
         parts, start = [], 0
         for item in items:
             if isinstance(item, SummaryColumns):
-                parts.append(run_columns(item))
+                parts.append(runs_columns([item]))
             else:
                 parts.append(converted.slice(start, 1))
                 start += 1
@@ -259,3 +259,26 @@ def test_pending_values_send_runs_and_tuples_of_each_task():
             column = expanded.column("compression" if name == "codec" else name)
             assert column.to_pylist() == typed.column(name).to_pylist(), name
 
+
+
+def test_runs_of_several_tasks_are_joined_and_each_comes_back_one_run():
+    """Runs sent together are one batch (each column's memory joined); a task whose walk gave
+    two runs in a row, and two tasks of one segment (a split one: the same constants), each come
+    back as one SummaryColumns of exactly its summaries."""
+    runs = [item for items in _task_items(FIXTURES / "producer-errors", "R") for item in items
+            if isinstance(item, SummaryColumns) and len(item) > 1]
+    assert len(runs) > 2
+    first = list(runs[0])
+    halves = [SummaryColumns.of_summaries(first[:1]), SummaryColumns.of_summaries(first[1:])]
+    tasks = [halves, [runs[1]], [runs[1]], [_hostile_run()], runs[2:]]
+    pending = PendingValues()
+    for place, items in enumerate(tasks):
+        pending.add([place], items)
+    joined = runs_columns([run for items in tasks for run in items])
+    assert joined.num_rows == len(pending) and joined.schema == schemas.SUMMARY_COLUMNS
+    rows = pending.rows()
+    for place, items in enumerate(tasks):
+        back = list(batch_runs(iter([segment_row_batch([row for row in rows if row[1] == place])])))
+        assert all(isinstance(item, SummaryColumns) for item in back)
+        assert _exactly(_flat(back)) == _exactly(_flat(items))
+    assert [len(item) for item in batch_runs(iter([segment_row_batch([r for r in rows if r[1] == 0])]))] == [len(first)]

@@ -16,8 +16,8 @@ from kafka_audit.engines import schemas
 from kafka_audit.engines.summary_columns import (
     dataset_rows,
     read_value,
-    run_columns,
     run_values,
+    runs_columns,
     summary_columns,
     summary_runs,
 )
@@ -46,56 +46,66 @@ def task_rows(places: list[int], parts: Sequence[pa.RecordBatch], per_value: int
 
 
 class PendingValues:
-    """Segment tasks' summaries waiting to leave as batch rows (:meth:`rows`). Runs the compiled
-    walk took go as their memory (``run_columns``); the summaries the Python walk made are
-    converted to columns together when sent: one conversion per Arrow batch the segment step
-    sends, not one per segment task (a conversion costs as much as a few hundred summaries, and
-    a 1 MiB segment has about a hundred), each task's stretch of them a slice."""
+    """Segment tasks' summaries waiting to leave as batch rows, made columns together when sent
+    (:meth:`rows`): one conversion per Arrow batch the segment step sends, not one per segment
+    task (a conversion costs as much as a few hundred summaries, and a 1 MiB segment has about a
+    hundred), each task's stretches of them slices. The compiled walk's runs go as their memory
+    (``runs_columns``), the summaries the Python walk made converted by Arrow at once."""
 
     def __init__(self) -> None:
         self.summaries: list[BatchSummary] = []
-        # Per task: its places, its kind and its parts in log order (a run, or a stretch of
-        # ``summaries``: first and count).
-        self.tasks: list[tuple[list[int], int, list[SummaryColumns | tuple[int, int]]]] = []
-        self.count = 0
+        self.runs: list[SummaryColumns] = []
+        self.run_rows = 0
+        # Per task: its places, its kind and its parts in log order (from the runs or from the
+        # summaries, first row, count).
+        self.tasks: list[tuple[list[int], int, list[tuple[bool, int, int]]]] = []
 
     def __len__(self) -> int:
-        return self.count
+        return len(self.summaries) + self.run_rows
 
     def add(self, places: Iterable[int], items: Iterable[BatchSummary | SummaryColumns], kind: int = schemas.BATCH) -> None:
         """One task's summaries and runs (in log order), to be sent to each of ``places``."""
         summaries = self.summaries
-        parts: list[SummaryColumns | tuple[int, int]] = []
-        start = before = len(summaries)
+        parts: list[tuple[bool, int, int]] = []
+        start = len(summaries)
         for item in items:
             if isinstance(item, BatchSummary):
                 summaries.append(item)
             elif len(item):
-                if len(summaries) > start:
-                    parts.append((start, len(summaries) - start))
-                    start = len(summaries)
-                parts.append(item)
-                self.count += len(item)
-        if len(summaries) > start:
-            parts.append((start, len(summaries) - start))
-        self.count += len(summaries) - before
+                _extend(parts, False, start, len(summaries) - start)
+                start = len(summaries)
+                _extend(parts, True, self.run_rows, len(item))
+                self.runs.append(item)
+                self.run_rows += len(item)
+        _extend(parts, False, start, len(summaries) - start)
         if parts:
             self.tasks.append((list(places), kind, parts))
 
     def rows(self) -> list[tuple]:
         """The batch rows of every task added since the last call (:func:`task_rows`)."""
-        tuples = summary_columns(self.summaries) if self.summaries else None
+        made = {False: summary_columns(self.summaries) if self.summaries else None,
+                True: runs_columns(self.runs) if self.runs else None}
         rows: list[tuple] = []
         for places, kind, parts in self.tasks:
-            batches = [run_columns(part) if isinstance(part, SummaryColumns) else _slice(tuples, part) for part in parts]
+            batches = [_slice(made[from_runs], start, count) for from_runs, start, count in parts]
             rows.extend(task_rows(places, batches, SUMMARIES_PER_VALUE, kind))
-        self.summaries, self.tasks, self.count = [], [], 0
+        self.summaries, self.runs, self.run_rows, self.tasks = [], [], 0, []
         return rows
 
 
-def _slice(columns: pa.RecordBatch | None, stretch: tuple[int, int]) -> pa.RecordBatch:
-    assert columns is not None  # a stretch is of summaries converted
-    return columns.slice(*stretch)
+def _extend(parts: list[tuple[bool, int, int]], from_runs: bool, start: int, count: int) -> None:
+    """``parts`` and the stretch ``count`` rows from ``start`` (one part with the last if it goes on)."""
+    if not count:
+        return
+    if parts and parts[-1][0] == from_runs and sum(parts[-1][1:]) == start:
+        parts[-1] = (from_runs, parts[-1][1], parts[-1][2] + count)
+    else:
+        parts.append((from_runs, start, count))
+
+
+def _slice(columns: pa.RecordBatch | None, start: int, count: int) -> pa.RecordBatch:
+    assert columns is not None  # a part is of rows made
+    return columns.slice(start, count)
 
 
 def rare_row(kind: int, place: int, payload: str | None, blob: bytes) -> tuple:

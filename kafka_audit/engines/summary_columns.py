@@ -3,7 +3,7 @@ as record batches of ``schemas.SUMMARY_COLUMNS``, cut into runs that travel as A
 and read back as the partition step's runs (:func:`summary_runs`) or as the ``batches`` dataset's
 typed rows (:func:`dataset_rows`).
 
-A run the compiled walk took (``SummaryColumns``) goes to Arrow as its memory (:func:`run_columns`:
+A run the compiled walk took (``SummaryColumns``) goes to Arrow as its memory (:func:`runs_columns`:
 each column a buffer wrapped without a copy, the codec ids the indices of a dictionary of the codec
 labels), and comes back as one: :func:`summary_runs` copies each column once into one
 ``BatchColumns`` and makes no Python object per batch. Summaries the Python walk made (tuples) are
@@ -37,9 +37,10 @@ _TYPES = {f.name: f.type for f in schemas.SUMMARY_COLUMNS}
 # The columns a task holds constant, in SummaryColumns' order of them.
 _CONSTANTS = ("topic", "partition", "segment", "segment_base_offset")
 _POSITION, _SIZE = _NAMES.index("position"), _NAMES.index("size")
-# The compiled walk's columns, in BatchColumns' order: name and width in bytes.
-_WALK = tuple((name, calcsize(code)) for name, code in COLUMNS)
-_WIDTHS = dict(_WALK)
+# The compiled walk's columns, in BatchColumns' order: name, width in bytes, and the width of
+# the columns before it (a run of n batches has the column at n times that).
+_WIDTHS = {name: calcsize(code) for name, code in COLUMNS}
+_WALK = tuple((name, width, sum(list(_WIDTHS.values())[:i])) for i, (name, width) in enumerate(_WIDTHS.items()))
 # The ``compression`` column's dictionary: the codec labels, by codec id.
 CODEC_LABELS = pa.array([codec_label(codec) for codec in range(COMPRESSION_CODEC_MASK + 1)], pa.string())
 
@@ -96,23 +97,45 @@ def _codecs(labels: pa.Array) -> pa.Array:
     return pa.DictionaryArray.from_arrays(ids.cast(pa.int8()), CODEC_LABELS)
 
 
-def run_columns(run: SummaryColumns) -> pa.RecordBatch:
-    """A run the compiled walk took, as columns over its memory (no copy, no object per batch)."""
-    count = len(run)
-    memory = pa.py_buffer(run.batches.data)
-    if memory.size != ROW_BYTES * count:
-        raise ValueError(f"a run of {count} batches has {ROW_BYTES * count} bytes of columns, not {memory.size}")
-    ends = pa.array([count] if count else [], pa.int32())
-    head = (schemas.name_bytes(run.topic), run.partition, schemas.name_bytes(run.segment), run.segment_base_offset)
+def runs_columns(runs: Sequence[SummaryColumns]) -> pa.RecordBatch:
+    """Runs the compiled walk took (one task's or several's, in order) as one record batch, with
+    no object per batch: one run's columns are its memory (no copy); several runs' columns each
+    their memory joined (a memcpy per column, not some forty Arrow calls per run). The columns a
+    task holds constant have a run per stretch of runs that share them."""
+    runs = [run for run in runs if len(run)]
+    for run in runs:
+        if len(run.batches.data) != ROW_BYTES * len(run):
+            raise ValueError(f"a run of {len(run)} batches has {len(run.batches.data)} bytes of columns, not {ROW_BYTES * len(run)}")
+    heads: list[tuple[str, int, str, int]] = []
+    ends: list[int] = []
+    count = 0
+    for run in runs:
+        count += len(run)
+        head = (run.topic, run.partition, run.segment, run.segment_base_offset)
+        if heads and heads[-1] == head:
+            ends[-1] = count
+        else:
+            heads.append(head)
+            ends.append(count)
+    run_ends = pa.array(ends, pa.int32())
     arrays = [
-        pa.RunEndEncodedArray.from_arrays(ends, _plain([value] if count else [], _value_type(name)))
-        for name, value in zip(_CONSTANTS, head)
+        pa.RunEndEncodedArray.from_arrays(run_ends, _plain([_sent(name, head[i]) for head in heads], _value_type(name)))
+        for i, name in enumerate(_CONSTANTS)
     ]
-    offset = 0
-    for name, width in _WALK:
-        arrays.append(_over(memory.slice(offset, count * width), name, count))
-        offset += count * width
+    whole = pa.py_buffer(runs[0].batches.data) if len(runs) == 1 else None
+    views = [(memoryview(run.batches.data), len(run)) for run in runs]
+    for name, width, before in _WALK:
+        if whole is not None:
+            memory = whole.slice(count * before, count * width)
+        else:
+            memory = pa.py_buffer(b"".join([view[size * before : size * (before + width)] for view, size in views]))
+        arrays.append(_over(memory, name, count))
     return pa.RecordBatch.from_arrays(arrays, schema=schemas.SUMMARY_COLUMNS)
+
+
+def _sent(name: str, value: Any) -> Any:
+    """A constant as it travels (a name as its bytes)."""
+    return schemas.name_bytes(value) if name in schemas.NAME_COLUMNS and isinstance(value, str) else value
 
 
 def columns_batch(columns: Mapping[str, Any], length: int) -> pa.RecordBatch:
@@ -145,9 +168,7 @@ def _column(name: str, values: Any, length: int) -> pa.Array:
 
 def _constant(name: str, value: Any, length: int) -> pa.Array:
     """``length`` times ``value``, run-end encoded (no run when empty)."""
-    if name in schemas.NAME_COLUMNS and isinstance(value, str):
-        value = schemas.name_bytes(value)
-    ends, values = ([length], [value]) if length else ([], [])
+    ends, values = ([length], [_sent(name, value)]) if length else ([], [])
     return pa.RunEndEncodedArray.from_arrays(pa.array(ends, pa.int32()), _plain(values, _value_type(name)))
 
 
@@ -242,7 +263,7 @@ def _run_of(batch: pa.RecordBatch) -> SummaryColumns | None:
     if None in head:
         return None
     memory = []
-    for index, (name, width) in enumerate(_WALK, len(_CONSTANTS)):
+    for index, (name, width, _) in enumerate(_WALK, len(_CONSTANTS)):
         column = batch.column(index)
         if name == "compression":
             if not column.dictionary.equals(CODEC_LABELS):
