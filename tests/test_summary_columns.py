@@ -282,3 +282,9 @@ def test_runs_of_several_tasks_are_joined_and_each_comes_back_one_run():
         assert all(isinstance(item, SummaryColumns) for item in back)
         assert _exactly(_flat(back)) == _exactly(_flat(items))
     assert [len(item) for item in batch_runs(iter([segment_row_batch([r for r in rows if r[1] == 0])]))] == [len(first)]
+
+
+def test_a_codec_label_no_codec_id_has_travels_as_text():
+    """The walks only make the labels of codec ids 0-7; any other text still comes back as it was."""
+    summaries = [_hostile(0, "zstd"), _hostile(61, "br\u00f6tli")._replace(last_offset=9)]
+    assert _exactly(_through_the_job(summaries)) == _exactly(summaries)

@@ -178,11 +178,11 @@ SUMMARY_NAMES = [f.name for f in SUMMARY_FIELDS]
 # as it is): booleans as bytes (0/1), the codec id as the index of a dictionary of the codec labels.
 RUN_END_COLUMNS = frozenset({"topic", "partition", "segment", "segment_base_offset"})
 _WIDTHS = {"q": pa.int64(), "i": pa.int32(), "h": pa.int16(), "b": pa.int8()}
-CODEC_COLUMN = pa.dictionary(pa.int8(), pa.string())
+_CODEC_COLUMN = pa.dictionary(pa.int8(), pa.string())
 SUMMARY_COLUMNS = pa.schema(
     [
         *(pa.field(f.name, pa.run_end_encoded(pa.int32(), f.type)) for f in SUMMARY_FIELDS if f.name in RUN_END_COLUMNS),
-        *(pa.field(name, CODEC_COLUMN if name == "compression" else _WIDTHS[code]) for name, code in COLUMNS),
+        *(pa.field(name, _CODEC_COLUMN if name == "compression" else _WIDTHS[code]) for name, code in COLUMNS),
     ]
 )
 # Names from the file system, as bytes in the columns.

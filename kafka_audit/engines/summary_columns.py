@@ -3,13 +3,14 @@ as record batches of ``schemas.SUMMARY_COLUMNS``, cut into runs that travel as A
 and read back as the partition step's runs (:func:`summary_runs`) or as the ``batches`` dataset's
 typed rows (:func:`dataset_rows`).
 
-A run the compiled walk took (``SummaryColumns``) goes to Arrow as its memory (:func:`runs_columns`:
-each column a buffer wrapped without a copy, the codec ids the indices of a dictionary of the codec
-labels), and comes back as one: :func:`summary_runs` copies each column once into one
-``BatchColumns`` and makes no Python object per batch. Summaries the Python walk made (tuples) are
-converted by Arrow at once (:func:`summary_columns`). :func:`columns_batch` is the one seam: each
-field a per-task constant (one run), a sequence of values, or a buffer of the field's width. Names
-from the file system are bytes (Python's surrogate escapes undone, and restored on the way back).
+The compiled walk's runs (``SummaryColumns``) go to Arrow as their memory (:func:`runs_columns`:
+one run's columns wrapped without a copy, several runs' joined with a memcpy per column; the codec
+ids the indices of a dictionary of the codec labels), and each task's run comes back as one:
+:func:`summary_runs` copies each column once into one ``BatchColumns`` and makes no Python object
+per batch. Summaries the Python walk made (tuples) are converted by Arrow at once
+(:func:`summary_columns`, through :func:`columns_batch`: each field a per-task constant, a sequence
+of values, or a buffer of the field's width). Names from the file system are bytes (Python's
+surrogate escapes undone, and restored on the way back).
 
 An integer its column cannot hold (a hostile v2 header's base offset near 2^63 plus its last
 offset delta) travels as its decimal text in that run's column and comes back as the same int: a
