@@ -14,8 +14,8 @@ code path for a classic session and for Spark Connect; the driver hands what rea
    findings and totals leave. The other tasks' batch summaries leave as a few values under their
    sort keys, each a run of up to 4,096 summaries as one Arrow record batch of typed columns
    (``summary_columns``: a column per ``BatchSummary`` field, the task's constants run-end
-   encoded, about 60 bytes a summary; a run the compiled walk took goes as its own memory, with
-   no Python object per batch): Spark moves and sorts a few rows per segment task and
+   encoded, about 100 bytes a summary; a run the compiled walk took goes as its own memory,
+   with no Python object per batch): Spark moves and sorts a few rows per segment task and
    never looks inside a value (a typed Spark row per record batch cost its JVM more CPU than the
    audit).
 3. Those rows and one metadata row per replica not audited whole (topic, partition, folder) are
@@ -227,8 +227,8 @@ def _segment_step_of(
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
         batch summaries (the compiled walk's runs as columns, ``run(columns=True)``) leave as
-        summary columns (``PendingValues``: ``summary_columns.columns_batch`` is the one seam
-        between the segment step and the transport) in values of up to
+        summary columns (``PendingValues``: ``summary_columns`` is the seam between the segment
+        step and the transport) in values of up to
         :data:`SUMMARIES_PER_VALUE` (:func:`task_rows`), except a whole replica's: its tasks run
         together in log order and its partition step runs here, on the summaries kept in memory.
         Rows are sent in Arrow batches holding about :data:`ROWS_PER_BATCH` summaries. Its reads
