@@ -3,8 +3,6 @@ back every summary, field for field and type for type, and the ``batches`` datas
 
 from __future__ import annotations
 
-from array import array
-
 import pyarrow as pa
 import pytest
 
@@ -18,10 +16,8 @@ from kafka_audit.engines.job_rows import (
     expand_batches,
     segment_row_batch,
     task_rows,
-    value_rows,
 )
 from kafka_audit.engines.summary_columns import (
-    columns_batch,
     read_value,
     run_values,
     runs_columns,
@@ -29,7 +25,7 @@ from kafka_audit.engines.summary_columns import (
     summary_runs,
 )
 from kafka_audit.log.log_dir import discover
-from kafka_audit.record.batch_walk import COLUMNS, BatchColumns
+from kafka_audit.record.batch_walk import COLUMNS, ROW_BYTES, BatchColumns
 from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
 from kafka_audit.rules.findings import Finding
 from kafka_audit.rules.validation.log_validator import ValidationConfig
@@ -38,7 +34,7 @@ from tests.support.fixture_summaries import segment_summaries
 
 
 def _through_the_job(summaries: list[BatchSummary], per_value: int = 4_096) -> list[BatchSummary]:
-    rows = list(value_rows(3, summary_columns(summaries), per_value=per_value))
+    rows = list(task_rows([3], [summary_columns(summaries)], per_value, schemas.BATCH))
     return list(batch_summaries(iter([segment_row_batch(rows)])))
 
 
@@ -69,7 +65,7 @@ def test_every_fixture_summary_comes_back_field_for_field(name):
 
 def test_the_batches_dataset_rows_are_those_of_the_summaries():
     summaries = [s for segment in segment_summaries(FIXTURES / "faulty") for s in segment]
-    rows = list(value_rows(1, summary_columns(summaries), per_value=7))
+    rows = list(task_rows([1], [summary_columns(summaries)], 7, schemas.BATCH))
     expanded = pa.Table.from_batches(list(expand_batches(iter([segment_row_batch(rows)]))))
     typed = schemas.batches_table(summaries)
     assert expanded.schema == schemas.SUMMARIES
@@ -90,38 +86,16 @@ def test_names_that_are_not_utf8_and_offsets_past_int64_come_back():
     summaries.append(summaries[0]._replace(last_offset=7, position=400))
     for per_value in (1, 2, 6):
         assert _exactly(_through_the_job(summaries, per_value)) == _exactly(summaries)
-    rows = list(value_rows(1, summary_columns(summaries[-1:])))
+    rows = list(task_rows([1], [summary_columns(summaries[-1:])], 4_096, schemas.BATCH))
     (expanded,) = expand_batches(iter([segment_row_batch(rows)]))
     assert expanded.column("topic").to_pylist() == ["t\\xff"]
     assert expanded.column("segment").to_pylist() == ["t\\xff-2/\\xe9.log"]
     assert rows[0][3] == b"t\xff-2/\xe9.log"
 
 
-def test_columns_given_as_buffers_are_wrapped_without_a_copy():
-    """A compiled walk's columns (a buffer per field, the task's constants once) travel as they are."""
-    summaries = segment_summaries(FIXTURES / "producer-errors")[0]
-    fields = list(zip(*summaries))
-    codes = {"b": pa.int8(), "h": pa.int16(), "i": pa.int32(), "q": pa.int64()}
-    by_type = {kind: code for code, kind in codes.items()}
-    columns = {}
-    for name, values in zip(BatchSummary._fields, fields):
-        kind = schemas.SUMMARY_COLUMNS.field(name).type
-        if name in ("topic", "partition", "segment", "segment_base_offset"):
-            columns[name] = values[0]
-        elif name == "compression":
-            columns[name] = list(values)
-        elif kind == pa.bool_():
-            columns[name] = array("b", values)
-        else:
-            columns[name] = array(by_type[kind], values)
-    batch = columns_batch(columns, len(summaries))
-    position = columns["position"]
-    assert batch.column("position").buffers()[1].address == position.buffer_info()[0]
-    assert pa.types.is_run_end_encoded(batch.column("topic").type)
-    rows = list(value_rows(0, batch, per_value=4))
-    assert _exactly(list(batch_summaries(iter([segment_row_batch(rows)])))) == _exactly(summaries)
-    with pytest.raises(ValueError, match="needs"):
-        columns_batch({**columns, "size": array("i", [1])}, len(summaries))
+def test_a_run_whose_memory_is_not_its_columns_is_refused():
+    with pytest.raises(ValueError, match="bytes of columns"):
+        runs_columns([SummaryColumns("t", 0, "t-0/0.log", 0, BatchColumns(bytes(ROW_BYTES + 1), 1, 0))])
 
 
 def test_tasks_sent_together_come_back_each_to_its_places():

@@ -28,13 +28,6 @@ ROWS_PER_BATCH = 10_000
 SUMMARIES_PER_VALUE = 4_096
 
 
-def value_rows(
-    place: int, columns: pa.RecordBatch, per_value: int = SUMMARIES_PER_VALUE, kind: int = schemas.BATCH
-) -> Iterator[tuple]:
-    """Batch rows of one segment task's summary columns (in log order), as :func:`task_rows`."""
-    return task_rows([place], [columns], per_value, kind)
-
-
 def task_rows(places: list[int], parts: Sequence[pa.RecordBatch], per_value: int, kind: int) -> Iterator[tuple]:
     """Batch rows of one segment task's summary columns (its parts in log order), to each of
     ``places``: each holds up to ``per_value`` of them as one Arrow record batch, keyed by its

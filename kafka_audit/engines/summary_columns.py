@@ -8,8 +8,7 @@ one run's columns wrapped without a copy, several runs' joined with a memcpy per
 ids the indices of a dictionary of the codec labels), and each task's run comes back as one:
 :func:`summary_runs` copies each column once into one ``BatchColumns`` and makes no Python object
 per batch. Summaries the Python walk made (tuples) are converted by Arrow at once
-(:func:`summary_columns`, through :func:`columns_batch`: each field a per-task constant, a sequence
-of values, or a buffer of the field's width). Names from the file system are bytes (Python's
+(:func:`summary_columns`). Names from the file system are bytes (Python's
 surrogate escapes undone, and restored on the way back).
 
 An integer its column cannot hold (a hostile v2 header's base offset near 2^63 plus its last
@@ -73,8 +72,8 @@ def summary_columns(summaries: Sequence[BatchSummary]) -> pa.RecordBatch:
         rows = pa.array(summaries, _ROWS)
     except (OverflowError, UnicodeError, pa.ArrowInvalid):
         fields = zip(*summaries) if summaries else repeat((), len(BatchSummary._fields))
-        return columns_batch(dict(zip(BatchSummary._fields, fields)), len(summaries))
-    return columns_batch({name: _settled(name, rows.field(name)) for name in _NAMES}, len(summaries))
+        return _batch(dict(zip(BatchSummary._fields, fields)), len(summaries))
+    return _batch({name: _settled(name, rows.field(name)) for name in _NAMES}, len(summaries))
 
 
 def _settled(name: str, column: pa.Array) -> pa.Array:
@@ -139,21 +138,15 @@ def _sent(name: str, value: Any) -> Any:
     return schemas.name_bytes(value) if name in schemas.NAME_COLUMNS and isinstance(value, str) else value
 
 
-def columns_batch(columns: Mapping[str, Any], length: int) -> pa.RecordBatch:
+def _batch(columns: Mapping[str, Any], length: int) -> pa.RecordBatch:
     """``length`` summaries as a record batch of ``schemas.SUMMARY_COLUMNS``'s fields, each given
-    as an Arrow array, a constant (str, bytes or int: one run), a list or tuple of values, or a
-    buffer of the field's width (``array.array``, a memoryview: booleans and codec ids a byte
-    each), wrapped without a copy."""
+    as an Arrow array or a list or tuple of values."""
     return pa.RecordBatch.from_arrays([_column(name, columns[name], length) for name in _NAMES], names=list(_NAMES))
 
 
-def _column(name: str, values: Any, length: int) -> pa.Array:
+def _column(name: str, values: pa.Array | Sequence[Any], length: int) -> pa.Array:
     if isinstance(values, pa.Array):
         return values
-    if name in schemas.RUN_END_COLUMNS and isinstance(values, str | bytes | int):
-        return _constant(name, values, length)
-    if not isinstance(values, list | tuple):
-        return _wrapped(values, name, length)
     # A column the task holds constant is one run (tuple.count: no Python call per value).
     if name in schemas.RUN_END_COLUMNS and values and values.count(values[0]) == length:
         return _constant(name, values[0], length)
@@ -168,9 +161,8 @@ def _column(name: str, values: Any, length: int) -> pa.Array:
 
 
 def _constant(name: str, value: Any, length: int) -> pa.Array:
-    """``length`` times ``value``, run-end encoded (no run when empty)."""
-    ends, values = ([length], [_sent(name, value)]) if length else ([], [])
-    return pa.RunEndEncodedArray.from_arrays(pa.array(ends, pa.int32()), _plain(values, _value_type(name)))
+    """``length`` times ``value``, run-end encoded: one run."""
+    return pa.RunEndEncodedArray.from_arrays(pa.array([length], pa.int32()), _plain([_sent(name, value)], _value_type(name)))
 
 
 def _plain(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
@@ -181,15 +173,6 @@ def _plain(values: Sequence[Any], kind: pa.DataType) -> pa.Array:
         if not pa.types.is_integer(kind):
             raise
         return pa.array([None if value is None else str(value) for value in values], pa.string())
-
-
-def _wrapped(values: Any, name: str, length: int) -> pa.Array:
-    """A buffer of ``length`` values of the column's width as an Arrow array over that memory."""
-    view = memoryview(values).cast("B")
-    width = _WIDTHS[name]
-    if view.nbytes != length * width:
-        raise ValueError(f"a column of {length} values of {_TYPES[name]} needs {length * width} bytes, not {view.nbytes}")
-    return _over(pa.py_buffer(view), name, length)
 
 
 def _over(memory: pa.Buffer, name: str, length: int) -> pa.Array:
