@@ -29,7 +29,7 @@ from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES, SidecarEntries
-from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, partition_label
 from kafka_audit.rules.partition.missing_segments import checkpoint_findings
@@ -172,11 +172,12 @@ class PartitionTotals:
 
 
 def audit_partition(
-    meta: PartitionMeta, summaries: Iterable[BatchSummary], storage: StorageContext | None = None
+    meta: PartitionMeta, summaries: Iterable[BatchSummary | SummaryColumns], storage: StorageContext | None = None
 ) -> tuple[list[Finding], PartitionTotals]:
-    """All partition-level findings for one partition, and its totals (its files read under
-    ``storage``, the request's, none: one of ``meta.storage_options``; its sidecars in a store
-    read a few at once, ahead of the checks that read them)."""
+    """All partition-level findings for one partition, and its totals, from its batch summaries
+    in log order (each a :class:`BatchSummary`, or a run of them as :class:`SummaryColumns`). Its
+    files are read under ``storage`` (the request's; none: one of ``meta.storage_options``), its
+    sidecars in a store a few at once, ahead of the checks that read them."""
     storage = storage if storage is not None else StorageContext(meta.storage_options)
     with storage.prefetching(sidecar_paths(meta), MAX_SIDECAR_BYTES + 1, meta.empty_objects):
         return _audit_partition(meta, summaries, storage)
@@ -185,7 +186,7 @@ def audit_partition(
 # The partition step's one pass per batch, every per-batch step bound to a local and called inline
 # (bench/partition_step.py measures it); what runs once per segment or partition is in helpers.
 def _audit_partition(
-    meta: PartitionMeta, summaries: Iterable[BatchSummary], storage: StorageContext
+    meta: PartitionMeta, items: Iterable[BatchSummary | SummaryColumns], storage: StorageContext
 ) -> tuple[list[Finding], PartitionTotals]:
     findings: list[Finding] = []
     totals = PartitionTotals()
@@ -203,7 +204,7 @@ def _audit_partition(
     producers = totals.producers
     # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
     rejections = broker_rejections(meta, snapshots)
-    summaries = _watched(meta, summaries, rejections, totals)
+    summaries = _watched(meta, flatten(items), rejections, totals)
     # One pass: each summary is buffered for its segment's index verification, observed for the
     # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
     # runs once per batch).

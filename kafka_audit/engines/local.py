@@ -17,17 +17,18 @@ from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.audit.segment_task import SegmentStats, with_read_ahead
 from kafka_audit.engines.engine import OnProgress, audit_with
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
 from kafka_audit.rules.findings import Finding
 
-# Per replica key, each segment task's batch summaries under where the task stands in the log.
-_Summaries = dict[tuple, list[tuple[tuple, list[BatchSummary]]]]
+# Per replica key, each segment task's batch summaries (runs of them as columns, as the compiled
+# walk yields them) under where the task stands in the log.
+_Summaries = dict[tuple, list[tuple[tuple, list[BatchSummary | SummaryColumns]]]]
 
 
 @dataclass(frozen=True, slots=True)
 class LocalEngine:
-    """The audit in this process. ``on_batches`` gets each task's batch summaries (the ``batches``
-    dataset); ``on_progress`` is called after each segment task and partition replica."""
+    """The audit in this process; the segment step's runs of batches go to the partition step as
+    columns. ``on_batches`` gets each task's batch summaries (the ``batches`` dataset); ``on_progress`` is called after each segment task and partition replica."""
 
     on_batches: Callable[[list[BatchSummary]], None] | None = None
 
@@ -40,16 +41,16 @@ class LocalEngine:
         storage = plan.discovery.storage
         for task in with_read_ahead(plan.tasks, storage):
             auditor = SegmentAuditor(task, validations.of(task.replica), plan.options.reference_time, storage)
-            batches: list[BatchSummary] = []
-            for item in auditor.run():
-                if isinstance(item, BatchSummary):
+            batches: list[BatchSummary | SummaryColumns] = []
+            for item in auditor.run(columns=True):
+                if isinstance(item, (BatchSummary, SummaryColumns)):
                     batches.append(item)
                 else:
                     findings.append(item)
             summaries[task.replica_key].append((log_order(task), batches))
             stats.merge(auditor.stats)
             if self.on_batches is not None:
-                self.on_batches(batches)
+                self.on_batches(list(flatten(batches)))
             progress.segments_done += 1
             progress.bytes_done += task.byte_count
             if on_progress is not None:

@@ -8,7 +8,7 @@ of batches the compiled walk took comes as :class:`SummaryColumns`, the same sum
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -156,3 +156,12 @@ class SummaryColumns:
         end = summaries[-1].position + summaries[-1].size
         columns = BatchColumns(b"".join(arrays), len(summaries), end)
         return cls(first.topic, first.partition, first.segment, first.segment_base_offset, columns)
+
+
+def flatten(items: Iterable[BatchSummary | SummaryColumns]) -> Iterator[BatchSummary]:
+    """The summaries of ``items`` (summaries, and runs of them as columns), one by one, in order."""
+    for item in items:
+        if isinstance(item, SummaryColumns):
+            yield from item
+        else:
+            yield item
