@@ -1,14 +1,20 @@
-"""The Spark job's transport of batch summaries alone, in CPU nanoseconds per summary: the pickled
-runs it replaced and the Arrow record batches it sends (``engines/summary_columns.py``), both ways,
-on summaries the segment step made once; and the two ways to make Python values of the columns
-(``to_pylist`` per column, or NumPy's ``tolist``).
+"""The Spark job's transport of batch summaries alone, in CPU nanoseconds per summary, both ways, on
+the items the segment step made once (``SegmentAuditor.run(columns=True)``: the compiled walk's
+runs as ``SummaryColumns``, the Python walk's summaries as tuples), side by side:
+
+- ``pickle``: pickled tuples, the transport before Arrow;
+- ``tuples``: every summary a tuple converted by Arrow (``summary_columns``: the job before the
+  compiled walk's runs were sent as columns), read back as tuples (``summaries_of``);
+- ``columns``: the job now: runs wrapped as their memory, the tuples between them converted
+  (``PendingValues``), read back as ``SummaryColumns`` (``summary_runs``: a copy per column);
+  ``columns_iterated_decode_ns`` also makes the tuples of the runs (what a partition step that
+  reads tuples pays on top).
 
     python bench/summary_transport.py [DIR] [--tasks 8] [--repeat 5]
 
-Encode: segment tasks' summaries to values of up to 4,096 (pickled tuples of each task, or Arrow
-IPC streams of the summary columns, made for about 10,000 summaries at once as the segment step
-does, each task's values slices of them). Decode: the values back to ``BatchSummary`` objects, as the partition step
-reads them. Prints one JSON line: bytes and CPU ns per summary of each, best of ``--repeat``.
+Encode: segment tasks' items to values of up to 4,096 summaries, made for about 10,000 summaries
+at once as the segment step does. Decode: the values back as the partition step reads them.
+Prints one JSON line: bytes and CPU ns per summary of each, best of ``--repeat``.
 """
 
 from __future__ import annotations
@@ -19,20 +25,33 @@ import pickle
 import sys
 import time
 from collections.abc import Callable
-from itertools import repeat
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from kafka_audit.audit.plan import plan_tasks  # noqa: E402
+from kafka_audit.audit.segment_audit import SegmentAuditor  # noqa: E402
 from kafka_audit.engines.job_rows import ROWS_PER_BATCH, PendingValues  # noqa: E402
-from kafka_audit.engines.summary_columns import _NAMES, _new, _values, read_value, summaries_of  # noqa: E402
-from kafka_audit.rules.batch_summary import BatchSummary  # noqa: E402
-from tests.support.fixture_summaries import segment_summaries  # noqa: E402
+from kafka_audit.engines.summary_columns import read_value, summaries_of, summary_runs  # noqa: E402
+from kafka_audit.log.log_dir import discover  # noqa: E402
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten  # noqa: E402
+from kafka_audit.rules.findings import Finding  # noqa: E402
+from kafka_audit.rules.validation.log_validator import ValidationConfig  # noqa: E402
 
 PER_VALUE = 4_096
 DEFAULT_DIR = REPO / "bench" / "data" / "log-dir-256mb"
+Items = list[BatchSummary | SummaryColumns]
+
+
+def segment_items(log_dir: Path, count: int) -> list[Items]:
+    """The segment step's items of the ``count`` largest tasks of ``log_dir``."""
+    tasks = sorted(plan_tasks(discover([str(log_dir)])), key=lambda task: -task.byte_count)[:count]
+    return [
+        [item for item in SegmentAuditor(task, ValidationConfig()).run(columns=True) if not isinstance(item, Finding)]
+        for task in tasks
+    ]
 
 
 def best_ns(work: Callable[[], object], count: int, rounds: int) -> float:
@@ -53,7 +72,7 @@ def pickled(tasks: list[list[BatchSummary]]) -> list[bytes]:
     ]
 
 
-def arrow(tasks: list[list[BatchSummary]]) -> list[bytes]:
+def arrow(tasks: list[Items] | list[list[BatchSummary]]) -> list[bytes]:
     """As the segment step sends them: tasks made columns together, about 10,000 summaries at once."""
     values, pending = [], PendingValues()
     for task in tasks:
@@ -63,22 +82,12 @@ def arrow(tasks: list[list[BatchSummary]]) -> list[bytes]:
     return values
 
 
-def numpy_summaries(values: list[bytes]) -> list[BatchSummary]:
-    """As ``summaries_of``, but plain number columns made Python values by NumPy (``tolist``)."""
-    import pyarrow as pa
+def tuples_back(values: list[bytes]) -> list[BatchSummary]:
+    return [s for v in values for b in read_value(v) for s in summaries_of(b)]
 
-    out: list[BatchSummary] = []
-    for value in values:
-        for batch in read_value(value):
-            columns = []
-            for name in _NAMES:
-                column = batch.column(name)
-                if (pa.types.is_integer(column.type) or pa.types.is_boolean(column.type)) and not column.null_count:
-                    columns.append(column.to_numpy(zero_copy_only=False).tolist())
-                else:
-                    columns.append(_values(name, column, batch.num_rows))
-            out.extend(map(_new, repeat(BatchSummary), zip(*columns)))
-    return out
+
+def runs_back(values: list[bytes]) -> list[BatchSummary | SummaryColumns]:
+    return [item for v in values for b in read_value(v) for item in summary_runs(b)]
 
 
 def main() -> None:
@@ -87,22 +96,26 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=8, help="segment tasks of the plan (largest first)")
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    tasks = segment_summaries(Path(args.directory))[: args.tasks]
+    items = segment_items(Path(args.directory), args.tasks)
+    tasks = [list(flatten(task)) for task in items]
     count = sum(map(len, tasks))
-    old, new = pickled(tasks), arrow(tasks)
+    old, rows, new = pickled(tasks), arrow(tasks), arrow(items)
     make = BatchSummary._make
     expected = [s for task in tasks for s in task]
-    assert [s for v in new for b in read_value(v) for s in summaries_of(b)] == expected == numpy_summaries(new)
+    assert tuples_back(rows) == expected == list(flatten(runs_back(new)))
     print(json.dumps({
         "summaries": count,
+        "runs": sum(isinstance(item, SummaryColumns) for task in items for item in task),
         "pickle_bytes": round(sum(map(len, old)) / count, 1),
-        "arrow_bytes": round(sum(map(len, new)) / count, 1),
+        "tuples_bytes": round(sum(map(len, rows)) / count, 1),
+        "columns_bytes": round(sum(map(len, new)) / count, 1),
         "pickle_encode_ns": best_ns(lambda: pickled(tasks), count, args.repeat),
-        "arrow_encode_ns": best_ns(lambda: arrow(tasks), count, args.repeat),
+        "tuples_encode_ns": best_ns(lambda: arrow(tasks), count, args.repeat),
+        "columns_encode_ns": best_ns(lambda: arrow(items), count, args.repeat),
         "pickle_decode_ns": best_ns(lambda: [s for v in old for s in map(make, pickle.loads(v))], count, args.repeat),
-        "arrow_decode_ns": best_ns(lambda: [s for v in new for b in read_value(v) for s in summaries_of(b)], count,
-                                   args.repeat),
-        "arrow_numpy_decode_ns": best_ns(lambda: numpy_summaries(new), count, args.repeat),
+        "tuples_decode_ns": best_ns(lambda: tuples_back(rows), count, args.repeat),
+        "columns_decode_ns": best_ns(lambda: runs_back(new), count, args.repeat),
+        "columns_iterated_decode_ns": best_ns(lambda: list(flatten(runs_back(new))), count, args.repeat),
     }))
 
 

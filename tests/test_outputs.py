@@ -123,7 +123,7 @@ def test_batch_values_give_back_every_summary_in_order():
     (the partition step) and as the ``batches`` dataset's typed rows (its expansion)."""
     from kafka_audit.audit.segment_audit import SegmentAuditor
     from kafka_audit.audit.segment_task import SegmentTask
-    from kafka_audit.engines.job_rows import batch_summaries, expand_batches, segment_row_batch, value_rows
+    from kafka_audit.engines.job_rows import batch_summaries, expand_batches, segment_row_batch, task_rows
     from kafka_audit.engines.summary_columns import summary_columns
     from kafka_audit.rules.batch_summary import BatchSummary
     from kafka_audit.rules.validation.log_validator import ValidationConfig
@@ -135,7 +135,7 @@ def test_batch_values_give_back_every_summary_in_order():
                        base_offset=int(log.stem), size=log.stat().st_size)
     summaries = [s for s in SegmentAuditor(task, ValidationConfig()).run() if isinstance(s, BatchSummary)]
     assert len(summaries) > 3
-    rows = list(value_rows(7, summary_columns(summaries), per_value=3))
+    rows = list(task_rows([7], [summary_columns(summaries)], 3, schemas.BATCH))
     assert len(rows) == -(-len(summaries) // 3)
     assert [(r[0], r[1], r[2], r[3], r[4]) for r in rows] == [
         (schemas.BATCH, 7, s.segment_base_offset, schemas.name_bytes(s.segment), s.position) for s in summaries[::3]

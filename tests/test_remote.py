@@ -542,7 +542,7 @@ def test_a_read_failing_part_way_is_an_unreadable_segment_after_what_was_read(tm
     monkeypatch.setattr(file_records, "is_remote", lambda path: True)
     monkeypatch.setattr(StorageContext, "range_reader", lambda self, path, size=None: _FailingRanges(segment, 2))
     monkeypatch.setattr(
-        file_records, "RangeBuffer", lambda ranges: range_buffer.RangeBuffer(ranges, chunk=64 * 1024, read_ahead=0)
+        file_records, "RangeBuffer", lambda ranges, pages=None: range_buffer.RangeBuffer(ranges, chunk=64 * 1024, read_ahead=0, pages=pages)
     )
     auditor = SegmentAuditor(task, ValidationConfig())
     items = list(auditor.run())
@@ -576,7 +576,7 @@ def test_walked_pages_of_a_remote_segment_are_freed(tmp_path, monkeypatch):
     monkeypatch.setattr(file_records, "is_remote", lambda path: True)
     monkeypatch.setattr(StorageContext, "range_reader", lambda self, path, size=None: _CountingRanges(segment))
     monkeypatch.setattr(
-        file_records, "RangeBuffer", lambda ranges: range_buffer.RangeBuffer(ranges, chunk=16 * 1024, read_ahead=2)
+        file_records, "RangeBuffer", lambda ranges, pages=None: range_buffer.RangeBuffer(ranges, chunk=16 * 1024, read_ahead=2, pages=pages)
     )
     with FileRecords(str(segment)) as remote:
         walked = [b for b in remote.batches() if isinstance(b, RecordBatch)]

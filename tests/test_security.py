@@ -18,6 +18,7 @@ import pytest
 
 from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.engines.local import audit_in_process
+from kafka_audit.engines.preflight import DAEMON_MODULE
 from kafka_audit.engines.spark_security import AUTHENTICATION, is_local_master, loopback_settings
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES, REPO
@@ -63,7 +64,8 @@ def test_a_local_scan_listens_on_loopback_only(tmp_path, with_secret):
     done = subprocess.run(command, cwd=REPO, env=environment, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    assert "java" in seen["processes"] and any("pyspark.daemon" in line for line in seen["command_lines"])
+    # PySpark's worker daemon, run from the compiled package (preflight.DAEMON_MODULE)
+    assert "java" in seen["processes"] and any(DAEMON_MODULE in line for line in seen["command_lines"])
     java = [listener for listener in seen["listeners"] if listener["process"] == "java"]
     assert len(java) >= 2  # at least the driver's RPC server and its block manager
     assert [listener for listener in seen["listeners"] if not is_loopback(listener["address"])] == []

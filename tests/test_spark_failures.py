@@ -146,7 +146,7 @@ def test_ctrl_c_during_a_scan_is_one_line_exit_130_and_no_scratch_left(tmp_path,
     try:
         deadline = time.monotonic() + SCAN_TIMEOUT_S
         while time.monotonic() < deadline and process.poll() is None:
-            if any("pyspark.daemon" in command for command in _descendants(process.pid)):
+            if any("pyspark.worker" in command for command in _descendants(process.pid)):  # the worker daemon's argument
                 break  # the Python workers are up: a job is running
             time.sleep(0.2)
         assert process.poll() is None, process.stderr.read()

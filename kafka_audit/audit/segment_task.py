@@ -62,18 +62,22 @@ class SegmentTask:
 def with_read_ahead(tasks: Iterable[SegmentTask], storage: StorageContext) -> Iterator[SegmentTask]:
     """The tasks in the same order; the first ranged read of each task on an object store starts
     (in ``storage``'s read-ahead) while the task before it is audited, so the store's latency
-    overlaps the parsing."""
+    overlaps the parsing. When the tasks are done (or given up), the pages their reads passed on
+    to each other are freed (``storage.page_pool``)."""
     previous: SegmentTask | None = None
-    for task in tasks:
-        if _reads_ahead(task):
-            storage.prefetch_range(*_first_read(task))
+    try:
+        for task in tasks:
+            if _reads_ahead(task):
+                storage.prefetch_range(*_first_read(task))
+            if previous is not None:
+                yield previous
+                _forget_first_read(previous, storage)
+            previous = task
         if previous is not None:
             yield previous
             _forget_first_read(previous, storage)
-        previous = task
-    if previous is not None:
-        yield previous
-        _forget_first_read(previous, storage)
+    finally:
+        storage.page_pool.clear()
 
 
 def _reads_ahead(task: SegmentTask) -> bool:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafka_audit.record.batch_walk import COLUMNS
+
 # -- the Parquet datasets ------------------------------------------------------------------------
 
 # SPEC section 2's fields, ``details`` as a JSON string.
@@ -169,14 +171,24 @@ SUMMARY_FIELDS = [
 ]
 SUMMARY_NAMES = [f.name for f in SUMMARY_FIELDS]
 
-# Every ``BatchSummary`` field, in its order: the columns a run of summaries travels in (the
-# replica comparison also reads the batch's partition leader epoch and stored CRC).
-SUMMARY_COLUMNS = pa.schema([*SUMMARY_FIELDS, pa.field("partition_leader_epoch", pa.int32()), pa.field("crc", pa.int64())])
-# The columns a segment task holds constant: run-end encoded when they travel, a run costing a
-# few bytes whatever its length (text that changes from row to row, the codec, as a dictionary).
+# Every ``BatchSummary`` field: the columns a run of summaries travels in (the replica comparison
+# also reads the batch's partition leader epoch and stored CRC). First the four a segment task
+# holds constant, run-end encoded (a run costs a few bytes whatever its length); then the compiled
+# walk's columns (``record.batch_walk.COLUMNS``: their order and widths, so that its memory travels
+# as it is): booleans as bytes (0/1), the codec id as the index of a dictionary of the codec labels.
 RUN_END_COLUMNS = frozenset({"topic", "partition", "segment", "segment_base_offset"})
+_WIDTHS = {"q": pa.int64(), "i": pa.int32(), "h": pa.int16(), "b": pa.int8()}
+_CODEC_COLUMN = pa.dictionary(pa.int8(), pa.string())
+SUMMARY_COLUMNS = pa.schema(
+    [
+        *(pa.field(f.name, pa.run_end_encoded(pa.int32(), f.type)) for f in SUMMARY_FIELDS if f.name in RUN_END_COLUMNS),
+        *(pa.field(name, _CODEC_COLUMN if name == "compression" else _WIDTHS[code]) for name, code in COLUMNS),
+    ]
+)
 # Names from the file system, as bytes in the columns.
 NAME_COLUMNS = frozenset({"topic", "segment"})
+# The fields that are booleans in a ``BatchSummary`` (a byte each in the columns).
+BOOL_COLUMNS = frozenset(f.name for f in SUMMARY_FIELDS if f.type == pa.bool_())
 
 # A batch summary as a typed row (the ``batches`` dataset's source), its names made text on the
 # executor (:func:`name_text`: Spark's ``decode`` refuses bytes that are not UTF-8).

@@ -14,7 +14,8 @@ code path for a classic session and for Spark Connect; the driver hands what rea
    findings and totals leave. The other tasks' batch summaries leave as a few values under their
    sort keys, each a run of up to 4,096 summaries as one Arrow record batch of typed columns
    (``summary_columns``: a column per ``BatchSummary`` field, the task's constants run-end
-   encoded, about 100 bytes a summary): Spark moves and sorts a few rows per segment task and
+   encoded, about 100 bytes a summary; a run the compiled walk took goes as its own memory,
+   with no Python object per batch): Spark moves and sorts a few rows per segment task and
    never looks inside a value (a typed Spark row per record batch cost its JVM more CPU than the
    audit).
 3. Those rows and one metadata row per replica not audited whole (topic, partition, folder) are
@@ -23,7 +24,7 @@ code path for a classic session and for Spark Connect; the driver hands what rea
    segment base offset, segment, position): a replica's rows arrive together at one task,
    metadata first, then the segment step's findings and counts, then its batch values in log order.
 4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
-   summaries, a value at a time (its columns made Python values a column at a time), into the
+   summaries, a value at a time (its columns copied once into a ``SummaryColumns``), into the
    partition step (offsets, indexes, producer-state
    replay); a whole replica's rows are passed on. A segment cut into several tasks also sends
    its values to a group of its own that checks its indexes (``job_plan.index_checks``) beside
@@ -72,7 +73,7 @@ from kafka_audit.engines.job_plan import check_buckets, index_checks, task_table
 from kafka_audit.engines.job_rows import (
     ROWS_PER_BATCH,
     PendingValues,
-    batch_summaries,
+    batch_runs,
     rare_row,
     segment_row_batch,
 )
@@ -84,7 +85,7 @@ from kafka_audit.engines.spark_progress import watch
 from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
 from kafka_audit.rules.findings import Finding
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
@@ -225,9 +226,10 @@ def _segment_step_of(
 
     def segment_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: audit each segment task of this Spark task (``mapInArrow``). A task's
-        batch summaries leave as summary columns (``PendingValues``: ``summary_columns`` is the
-        one seam between the segment step and the transport) in values of up to
-        :data:`SUMMARIES_PER_VALUE` (:func:`value_rows`), except a whole replica's: its tasks run
+        batch summaries (the compiled walk's runs as columns, ``run(columns=True)``) leave as
+        summary columns (``PendingValues``: ``summary_columns`` is the seam between the segment
+        step and the transport) in values of up to
+        :data:`SUMMARIES_PER_VALUE` (:func:`task_rows`), except a whole replica's: its tasks run
         together in log order and its partition step runs here, on the summaries kept in memory.
         Rows are sent in Arrow batches holding about :data:`ROWS_PER_BATCH` summaries. Its reads
         share one storage context of the settings."""
@@ -237,16 +239,16 @@ def _segment_step_of(
     def _segment_rows(batches: Iterator[pa.RecordBatch], storage: StorageContext) -> Iterator[pa.RecordBatch]:
         tasks, places, metas, checks = _read_tasks(batches, storage.settings)
         left = Counter(task.replica_key for task in tasks if task.replica_key in metas)
-        held: dict[tuple, list[BatchSummary]] = {key: [] for key in left}
+        held: dict[tuple, list[BatchSummary | SummaryColumns]] = {key: [] for key in left}
         rows: list[tuple] = []
         pending = PendingValues()
         sent = storage.requests_sent()  # a store's requests, counted with each task's stats
         for task in with_read_ahead(tasks, storage):
             place, key = places.pop(task), task.replica_key
             auditor = SegmentAuditor(task, validations.of(task.replica), reference_time, storage)
-            summaries: list[BatchSummary] = []
-            for item in auditor.run():
-                if isinstance(item, BatchSummary):
+            summaries: list[BatchSummary | SummaryColumns] = []
+            for item in auditor.run(columns=True):
+                if isinstance(item, BatchSummary | SummaryColumns):
                     summaries.append(item)
                 else:
                     payload = schemas.finding_json(item.to_dict())
@@ -301,15 +303,15 @@ def _read_tasks(
 
 
 def _partition_rows(
-    meta: Any, summaries: Iterable[BatchSummary], storage: StorageContext
+    meta: Any, items: Iterable[BatchSummary | SummaryColumns], storage: StorageContext
 ) -> list[tuple[int, str | None, bytes]]:
-    """(kind, payload, blob) of a replica's partition step, or of a segment's index check: its
-    findings, then its totals (a check's are only the requests it sent)."""
+    """(kind, payload, blob) of a replica's partition step, or of a segment's index check, on its
+    summaries and runs: its findings, then its totals (a check's are only the requests it sent)."""
     sent = storage.requests_sent()
     if isinstance(meta, IndexCheck):
-        findings, totals = check_indexes(meta, summaries, storage), PartitionTotals()
+        findings, totals = check_indexes(meta, flatten(items), storage), PartitionTotals()
     else:
-        findings, totals = audit_partition(meta, summaries, storage)
+        findings, totals = audit_partition(meta, items, storage)
     totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
     rows: list[tuple[int, str | None, bytes]] = [
         (schemas.FINDING, schemas.finding_json(f.to_dict()), pickle.dumps(f)) for f in findings
@@ -344,7 +346,7 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
             break
     if meta is not None:
         with StorageContext(meta.storage_options) as storage:
-            out.extend(_partition_rows(meta, batch_summaries(chain(first, rest)), storage))
+            out.extend(_partition_rows(meta, batch_runs(chain(first, rest)), storage))
     elif first:
         raise RuntimeError("a replica's batch rows reached the partition step without its metadata row")
     if out:

@@ -30,10 +30,12 @@ _IOPRIO_SET = {"x86_64": 251, "amd64": 251, "aarch64": 30, "arm64": 30}
 _PROT_READ, _MAP_SHARED = 0x1, 0x01
 _MAP_FAILED = ctypes.c_void_p(-1).value
 PAGE = mmap.PAGESIZE
+# mincore's byte per page to 1 (bit 0 set: in the page cache) or 0.
+_RESIDENT = bytes(value & 1 for value in range(256))
 
 
 @functools.cache
-def _libc() -> ctypes.CDLL | None:
+def libc() -> ctypes.CDLL | None:
     """The C library with the signatures used here, or None off Linux."""
     if not sys.platform.startswith("linux"):
         return None
@@ -43,6 +45,8 @@ def _libc() -> ctypes.CDLL | None:
         libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        libc.mremap.restype = ctypes.c_void_p
+        libc.mremap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
         return libc
     except (OSError, AttributeError):
         return None
@@ -50,33 +54,33 @@ def _libc() -> ctypes.CDLL | None:
 
 def idle_io_priority() -> bool:
     """Put the calling thread in the idle I/O class; whether the kernel accepted it."""
-    libc = _libc()
+    c = libc()
     number = _IOPRIO_SET.get(platform.machine().lower())
-    if libc is None or number is None:
+    if c is None or number is None:
         return False
-    return bool(libc.syscall(number, _IOPRIO_WHO_PROCESS, 0, _IOPRIO_IDLE) == 0)
+    return bool(c.syscall(number, _IOPRIO_WHO_PROCESS, 0, _IOPRIO_IDLE) == 0)
 
 
 def resident_pages(fd: int, start: int, length: int) -> bytes | None:
     """One byte per page of ``[start, start + length)`` (from the page holding ``start``), bit 0
     set where the page is in the page cache (``mincore``); None when it cannot be told. Mapping
     a file and asking ``mincore`` touches no page, so a file shrunk meanwhile costs no SIGBUS."""
-    libc = _libc()
-    if libc is None or length <= 0:
+    c = libc()
+    if c is None or length <= 0:
         return None
     first = start // PAGE * PAGE
     span = start + length - first
     pages = -(-span // PAGE)
-    address = libc.mmap(None, span, _PROT_READ, _MAP_SHARED, fd, first)
+    address = c.mmap(None, span, _PROT_READ, _MAP_SHARED, fd, first)
     if address is None or address == _MAP_FAILED:
         return None
     try:
         vector = (ctypes.c_ubyte * pages)()
-        if libc.mincore(address, span, vector) != 0:
+        if c.mincore(address, span, vector) != 0:
             return None
         return bytes(vector)
     finally:
-        libc.munmap(address, span)
+        c.munmap(address, span)
 
 
 def drop_pages(fd: int, start: int, length: int, resident: bytes) -> None:
@@ -85,17 +89,16 @@ def drop_pages(fd: int, start: int, length: int, resident: bytes) -> None:
     if not hasattr(os, "posix_fadvise"):
         return
     first = start // PAGE
-    run_start: int | None = None
-    for index in range(len(resident) + 1):
-        cold = index < len(resident) and not resident[index] & 1
-        if cold and run_start is None:
-            run_start = index
-        elif not cold and run_start is not None:
-            try:
-                os.posix_fadvise(fd, (first + run_start) * PAGE, (index - run_start) * PAGE, os.POSIX_FADV_DONTNEED)
-            except OSError:
-                return
-            run_start = None
+    flags = resident.translate(_RESIDENT)  # 1 where the page was in the cache, else 0
+    cold = flags.find(0)
+    while cold != -1:
+        warm = flags.find(1, cold)
+        end = len(flags) if warm == -1 else warm
+        try:
+            os.posix_fadvise(fd, (first + cold) * PAGE, (end - cold) * PAGE, os.POSIX_FADV_DONTNEED)
+        except OSError:
+            return
+        cold = -1 if warm == -1 else flags.find(0, warm)
 
 
 class PageCacheGuard:

@@ -5,7 +5,8 @@ from the :class:`~kafka_audit.io.storage.StorageSettings` the task carries) and 
 every reader. It owns what the request's reads share: the count of requests sent to object stores
 and the bytes they returned (the summary's ``requests`` and ``bytes_fetched``, SPEC section 3),
 the read-ahead of small objects (a thread pool made on first use; :meth:`~StorageContext.close`
-ends it) and the tiered-storage plugin's manifests read so far (``rsm_objects``). It stays in its
+ends it), the tiered-storage plugin's manifests read so far (``rsm_objects``) and the memory pages
+its segment reads pass on to each other (``page_pool``). It stays in its
 process: the settings travel, never the context.
 """
 
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
+from kafka_audit.io.page_pool import PagePool
 from kafka_audit.io.storage import (
     INDEX_REF_MARK,
     StorageSettings,
@@ -56,6 +58,8 @@ class StorageContext:
         # The tiered-storage plugin's manifests by segment stem, oldest first (rsm_objects).
         self.manifests: OrderedDict[str, Any] = OrderedDict()
         self.manifests_lock = threading.Lock()
+        # Pages the segment reads release, taken by the next read (record.range_buffer).
+        self.page_pool = PagePool()
 
     def __repr__(self) -> str:
         return f"StorageContext({self.settings!r})"
@@ -76,6 +80,7 @@ class StorageContext:
             pending.cancel()
         self._prefetched.clear()
         self._to_prefetch.clear()
+        self.page_pool.clear()
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 

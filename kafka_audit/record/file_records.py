@@ -65,7 +65,7 @@ _Item = TypeVar("_Item", bound=RecordBatch | Problem | BatchColumns)
 # A batch's first field, its base offset (an int64).
 _BASE_OFFSET_BYTES = 8
 # Drop walked pages from the resident set this often (bytes).
-_RELEASE_EVERY = 64 * 1024 * 1024
+_RELEASE_EVERY = 32 * 1024 * 1024
 # A walk that meets this many framing problems in a row stops: the rest is not a log.
 _MAX_CONSECUTIVE_FRAMING_PROBLEMS = 2
 
@@ -245,15 +245,15 @@ class FileRecords:
         if rsm_objects.is_segment_log(self.path):
             # A tiered-storage plugin's chunked object: its chunks are read and detransformed
             # as the walk needs them; ``size`` (the original segment's) is the manifest's.
-            self._ranges = RangeBuffer(rsm_objects.SegmentObject(self.path, storage))
+            self._ranges = RangeBuffer(rsm_objects.SegmentObject(self.path, storage), pages=storage.page_pool)
         elif is_remote(self.path):
-            self._ranges = RangeBuffer(storage.range_reader(self.path, size))
+            self._ranges = RangeBuffer(storage.range_reader(self.path, size), pages=storage.page_pool)
         else:
             # A local file is read with pread into an anonymous map, never mapped itself: a
             # broker truncating it mid-read gives a short read (io.local_file), not a SIGBUS.
             self._file = LocalFile(local_path(self.path), size, listed_id, storage.max_read_rate)
             try:
-                self._ranges = RangeBuffer(self._file)
+                self._ranges = RangeBuffer(self._file, pages=storage.page_pool)
             except (OSError, ValueError) as exc:
                 self._file.close()
                 raise OSError(getattr(exc, "errno", None), f"cannot map the file ({exc})") from exc
@@ -341,12 +341,10 @@ class FileRecords:
         return self._ranges.ranges.read(start, min(stop, self.size))
 
     def _release(self, start: int, stop: int) -> None:
-        """madvise(MADV_DONTNEED) the walked pages: they leave RSS and stay in the page cache."""
-        if not isinstance(self._map, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-            return
+        """Release the walked pages (:meth:`RangeBuffer.release`): they leave RSS and stay in the
+        page cache."""
         page = mmap.PAGESIZE
         first = (start // page) * page
         length = ((stop - first) // page) * page
         if length > 0:
-            self._map.madvise(mmap.MADV_DONTNEED, first, length)
-            self._ranges.released(first + length)
+            self._ranges.release(first, first + length)

@@ -118,7 +118,7 @@ def _probe(data: str, secret_file: str | None) -> dict:
             pass
 
         def update(self, progress) -> None:
-            if any("pyspark.daemon" in line for line in seen.get("command_lines", ())):
+            if any("pyspark.worker" in line for line in seen.get("command_lines", ())):  # the worker daemon's argument
                 return  # recorded with the Python workers up (the last call comes after the job, workers kept)
             processes = tree(os.getpid())
             seen["processes"] = [p.name() for p in processes]
