@@ -3,10 +3,14 @@ activity), in CPU seconds, on summaries the segment step made once.
 
     python bench/partition_step.py [DIR] [--repeat 3] [--cache FILE] [--profile]
 
-The segment step runs once (or its summaries are loaded from ``--cache``, a pickle this script
-wrote earlier for the same DIR); then every partition's ``audit_partition`` is timed with
-``time.process_time``, best of ``--repeat``. Prints the batches, partitions, findings, events
-and CPU seconds; ``--profile`` prints the top of a cProfile run by tottime.
+The segment step runs once (or its output is loaded from ``--cache``, a pickle this script wrote
+earlier for the same DIR): the compiled walk's runs as columns (``SummaryColumns``), the other
+batches as summaries, as the local engine passes them. Then every partition's ``audit_partition``
+is timed with ``time.process_time``, best of ``--repeat``, two ways side by side: fed one
+``BatchSummary`` per batch (the runs flattened first, outside the timing: the Spark engine's
+input today) and fed the runs as columns (the local engine's). Prints the batches, partitions,
+findings, events and CPU seconds of each; ``--profile`` prints the top of a cProfile run of the
+columns' way by tottime.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from kafka_audit.audit.plan import log_order, partition_metas, plan_tasks  # noq
 from kafka_audit.audit.scan_options import ScanOptions  # noqa: E402
 from kafka_audit.audit.segment_audit import SegmentAuditor  # noqa: E402
 from kafka_audit.log.log_dir import discover  # noqa: E402
-from kafka_audit.rules.batch_summary import BatchSummary  # noqa: E402
+from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten  # noqa: E402
 
 DEFAULT_DIR = REPO / "bench" / "data" / "log-dir-1024mb"
 
@@ -40,7 +44,7 @@ def segment_step(directory: str, timeline: bool) -> tuple[dict, dict]:
     summaries: dict = {key: [] for key in metas}
     for task in plan_tasks(found, options.split_bytes):
         auditor = SegmentAuditor(task, options.validation, options.reference_time)
-        batches = [item for item in auditor.run() if isinstance(item, BatchSummary)]
+        batches = [item for item in auditor.run(columns=True) if isinstance(item, (BatchSummary, SummaryColumns))]
         summaries[task.replica_key].append((log_order(task), batches))
     ordered = {
         key: [b for _, batches in sorted(parts, key=lambda t: t[0]) for b in batches] for key, parts in summaries.items()
@@ -49,6 +53,7 @@ def segment_step(directory: str, timeline: bool) -> tuple[dict, dict]:
 
 
 def partition_step(metas: dict, ordered: dict) -> tuple[int, int]:
+    """Every partition's step on its items (summaries, or runs as columns); findings and events."""
     findings = events = 0
     for key, meta in metas.items():
         found, totals = audit_partition(meta, iter(ordered[key]))
@@ -75,14 +80,20 @@ def main() -> None:
                 pickle.dump((metas, ordered), f)
     for meta in metas.values():
         meta.timeline = args.timeline
-    batches = sum(len(b) for b in ordered.values())
-    times = []
-    for _ in range(args.repeat):
-        start = time.process_time()
-        findings, events = partition_step(metas, ordered)
-        times.append(time.process_time() - start)
-    print(f"{batches} batches, {len(metas)} partitions, {findings} findings, {events} events")
-    print(f"partition step CPU s: best {min(times):.3f} of {', '.join(f'{t:.3f}' for t in times)}")
+    flat = {key: list(flatten(items)) for key, items in ordered.items()}
+    batches = sum(len(b) for b in flat.values())
+    runs = sum(isinstance(i, SummaryColumns) for items in ordered.values() for i in items)
+    print(f"{batches} batches ({runs} runs as columns), {len(metas)} partitions")
+    for label, inputs in (("summaries", flat), ("columns", ordered)):
+        times = []
+        for _ in range(args.repeat):
+            start = time.process_time()
+            findings, events = partition_step(metas, inputs)
+            times.append(time.process_time() - start)
+        print(
+            f"partition step, {label:9}: {findings} findings, {events} events, CPU s best {min(times):.3f} "
+            f"of {', '.join(f'{t:.3f}' for t in times)}"
+        )
     if args.profile:
         import cProfile
         import pstats

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kafka_audit.audit.partition_runs import PartitionRuns
 from kafka_audit.audit.partition_sidecars import IndexVerifier, read_sidecars, sidecar_paths
 from kafka_audit.audit.replica_sets import digest_batches
 from kafka_audit.audit.segment_coverage import Coverage
@@ -29,7 +30,7 @@ from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.producer_snapshot import ProducerSnapshot
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES, SidecarEntries
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns, flatten
 from kafka_audit.rules.events import Event
 from kafka_audit.rules.findings import Finding, partition_label
 from kafka_audit.rules.partition.missing_segments import checkpoint_findings
@@ -37,6 +38,7 @@ from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.rejection.broker_rejection import BrokerRejections
 from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay
 from kafka_audit.rules.replay.producer_activity import ProducerActivityLog
+from kafka_audit.rules.replay.replay_runs import RunTaker
 from kafka_audit.rules.replay.transaction_version import CoordinatorFacts
 from kafka_audit.rules.replication.replica_compare import ReplicaDigest
 
@@ -192,7 +194,7 @@ def _audit_partition(
     totals = PartitionTotals()
     continuity = OffsetContinuity(meta.compacted)
     activity = ProducerActivityLog(meta.topic, meta.partition)
-    segment_batches: list[BatchSummary] = []
+    segment_batches: list[BatchSummary | RunSlice] = []
     current_segment: str | None = None
     indexes = IndexVerifier(meta, storage, findings)
     verify, changed = indexes.verify, indexes.changed
@@ -204,7 +206,8 @@ def _audit_partition(
     producers = totals.producers
     # --broker-log: the broker's produce errors joined with this replay's batches (broker_rejection).
     rejections = broker_rejections(meta, snapshots)
-    summaries = _watched(meta, flatten(items), rejections, totals)
+    runs = _runs(meta, rejections, RunTaker(replay, activity, producers), (coverage, continuity))
+    summaries = _watched(meta, flatten(items), rejections, totals) if runs is None else runs.summaries(items)
     # One pass: each summary is buffered for its segment's index verification, observed for the
     # offsets, the counts and the producer activity, and replayed (methods bound once: the loop
     # runs once per batch).
@@ -224,6 +227,8 @@ def _audit_partition(
                     continuity.unreadable.append((None, summary.segment_base_offset - 1))
             current_segment, segment_batches = summary.segment, []
             buffer = segment_batches.append
+            if runs is not None:
+                runs.buffered = segment_batches
         buffer(summary)
         if cutoff is not None and summary.base_offset >= cutoff and summary.segment in remote:
             gap_before(summary)  # covered: the local log holds these batches and replays them
@@ -242,6 +247,17 @@ def _audit_partition(
     indexes.verify_unread(unreadable)
     _finish(meta, replay, (coverage, continuity, activity), rejections, findings, totals)
     return findings, totals
+
+
+def _runs(
+    meta: PartitionMeta, rejections: BrokerRejections | None, taker: RunTaker, observers: tuple[Coverage, OffsetContinuity]
+) -> PartitionRuns | None:
+    """The fast path over runs of batches as columns; None where every batch takes the
+    per-summary path: with timeline events, a broker log to join or a replica to digest."""
+    if meta.timeline or rejections is not None or meta.replica is not None:
+        return None
+    apart = meta.remote_segments if meta.local_log_start is not None else frozenset()
+    return PartitionRuns(meta.segments, apart, taker, *observers)
 
 
 def _watched(

@@ -6,6 +6,7 @@ order they are read in (:func:`sidecar_paths`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from kafka_audit.audit.segment_indexes import (
@@ -19,7 +20,7 @@ from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.producer_snapshot import ProducerSnapshot, read_producer_snapshot
 from kafka_audit.log.sidecar_file import SidecarEntries
 from kafka_audit.log.transaction_index import read_transaction_index
-from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice
 from kafka_audit.rules.findings import Finding
 
 
@@ -80,7 +81,9 @@ class IndexVerifier:
         self.verified: set[str] = set()
         self.changed: set[str] = set()
 
-    def verify(self, segment: str, batches: list[BatchSummary]) -> None:
+    def verify(self, segment: str, batches: Sequence[BatchSummary | RunSlice]) -> None:
+        """The segment's indexes against its batches in log order (summaries, and slices of runs as
+        columns)."""
         self.verified.add(segment)
         meta = self.meta
         files = meta.segments[segment]

@@ -4,7 +4,7 @@ its format says becomes a finding of that sidecar's check."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kafka_audit.io.local_file import unchanged
@@ -14,7 +14,7 @@ from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from kafka_audit.log.sidecar_file import MAX_SIDECAR_BYTES
 from kafka_audit.record.file_records import FileRecords
-from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice
 from kafka_audit.rules.findings import Finding, make_finding
 from kafka_audit.rules.partition.index_check import SegmentBatches, verify_offset_index, verify_time_index
 
@@ -24,7 +24,7 @@ def verify_indexes(
     time_index: str | None,
     base_offset: int,
     where: dict,
-    batches: list[BatchSummary],
+    batches: Sequence[BatchSummary | RunSlice],
     newest_size: int | None = None,
     storage: StorageContext | None = None,
 ) -> list[Finding]:
@@ -34,7 +34,7 @@ def verify_indexes(
     after the listing (LogSegment.append writes the log, then the index): its entries at or past
     what was read are not checked (SPEC incomplete_tail). ``storage``: the request's."""
     segment = where["segment"]
-    log = SegmentBatches.of(batches)
+    log = SegmentBatches.of(batches)  # a run's slice read as columns
     found: list[Finding] = []
     for path, extension, reader, verify in (
         (index, ".index", OFFSET_INDEX.read, verify_offset_index),
@@ -43,11 +43,11 @@ def verify_indexes(
         if not path:
             continue
         parsed = reader(path, base_offset, None, storage) if newest_size is not None else None
-        entries = None if parsed is None else _read_part(parsed.entries, newest_size or 0, batches)
+        entries = None if parsed is None else _read_part(parsed.entries, newest_size or 0, log.end_offset)
         if parsed is None or entries is None:
             # An entry per batch at most (the time index has one more, written when the segment
             # closes: LogSegment.onBecomeInactiveSegment).
-            parsed = reader(path, base_offset, len(batches) + 1, storage)
+            parsed = reader(path, base_offset, log.count + 1, storage)
             entries = parsed.entries
         display = sidecar_display(segment, extension)
         found.extend(verify(entries, log, where, display))
@@ -55,12 +55,12 @@ def verify_indexes(
     return found
 
 
-def _read_part(entries: list, listed_size: int, batches: list[BatchSummary]) -> list | None:
+def _read_part(entries: list, listed_size: int, end_offset: int | None) -> list | None:
     """The entries of the newest segment's index about what the scan read (an offset index entry
     at a position before the listed size, a time index entry at an offset below the end of the
     last batch read), when the others follow them as a live broker appends them (offsets, and
-    positions, rising); None when they do not (then the index is checked whole, as any other)."""
-    end_offset = batches[-1].last_offset + 1 if batches else None
+    positions, rising); None when they do not (then the index is checked whole, as any other).
+    ``end_offset``: after the last batch read (None: none)."""
     kept = 0
     for entry in entries:
         position = getattr(entry, "position", None)

@@ -63,6 +63,7 @@ COLUMNS: tuple[tuple[str, TypeCode], ...] = (
     ("crc_valid", "b"),
     ("compression", "b"),
 )
+COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in COLUMNS)
 _WIDTH = {"q": 8, "i": 4, "h": 2, "b": 1}
 ROW_BYTES = sum(_WIDTH[code] for _, code in COLUMNS)
 
@@ -88,8 +89,15 @@ class BatchColumns:
         raise KeyError(name)
 
     def columns(self) -> list[memoryview[int]]:
-        """Every column, in :data:`COLUMNS`' order."""
-        return [self.column(name) for name, _ in COLUMNS]
+        """Every column, in :data:`COLUMNS`' order (one pass over :attr:`data`: the partition step
+        reads a run's columns once per run)."""
+        data, count, offset = memoryview(self.data), self.count, 0
+        out = []
+        for _, code in COLUMNS:
+            width = _WIDTH[code] * count
+            out.append(data[offset : offset + width].cast(code))
+            offset += width
+        return out
 
 
 class CompiledWalk:

@@ -128,18 +128,13 @@ class SummaryColumns:
 
     def __iter__(self) -> Iterator[BatchSummary]:
         head = (self.topic, self.partition, self.segment, self.segment_base_offset)
-        labels = _CODEC_LABELS
-        for (
-            position, base_offset, last_offset, producer_id, max_timestamp, crc, size, base_sequence, last_sequence,
-            record_count, coordinator_epoch, partition_leader_epoch, producer_epoch, control_type, magic, valid,
-            is_transactional, is_control, crc_valid, compression,
-        ) in zip(*self.batches.columns()):
-            yield _new(BatchSummary, (
-                *head, position, base_offset, last_offset, magic, valid == 1, producer_id, producer_epoch,
-                base_sequence, last_sequence, is_transactional == 1, is_control == 1, control_type,
-                coordinator_epoch, max_timestamp, record_count, size, labels[compression], crc_valid == 1,
-                partition_leader_epoch, crc,
-            ))
+        for row in zip(*self.batches.columns()):
+            yield _of_row(head, row)
+
+    def summary(self, row: tuple[int, ...]) -> BatchSummary:
+        """The summary of one of the run's batches from its row (a tuple of :data:`COLUMNS`'
+        values, as ``zip(*self.batches.columns())`` gives them)."""
+        return _of_row((self.topic, self.partition, self.segment, self.segment_base_offset), row)
 
     @classmethod
     def of_summaries(cls, summaries: Sequence[BatchSummary]) -> SummaryColumns:
@@ -156,6 +151,36 @@ class SummaryColumns:
         end = summaries[-1].position + summaries[-1].size
         columns = BatchColumns(b"".join(arrays), len(summaries), end)
         return cls(first.topic, first.partition, first.segment, first.segment_base_offset, columns)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSlice:
+    """Batches ``[start, stop)`` of a run, kept as columns (the partition step's fast path took
+    them; its segment's index verification reads them so)."""
+
+    run: SummaryColumns
+    start: int
+    stop: int
+
+    def summaries(self) -> list[BatchSummary]:
+        """The batches as summaries (one object each: where a finding needs them)."""
+        head = (self.run.topic, self.run.partition, self.run.segment, self.run.segment_base_offset)
+        return [_of_row(head, row) for row in zip(*(c[self.start : self.stop] for c in self.run.batches.columns()))]
+
+
+def _of_row(head: tuple[str, int, str, int], row: tuple[int, ...]) -> BatchSummary:
+    """A summary from the task's fields and one row of :data:`COLUMNS` (in their order)."""
+    (
+        position, base_offset, last_offset, producer_id, max_timestamp, crc, size, base_sequence, last_sequence,
+        record_count, coordinator_epoch, partition_leader_epoch, producer_epoch, control_type, magic, valid,
+        is_transactional, is_control, crc_valid, compression,
+    ) = row
+    return _new(BatchSummary, (
+        *head, position, base_offset, last_offset, magic, valid == 1, producer_id, producer_epoch,
+        base_sequence, last_sequence, is_transactional == 1, is_control == 1, control_type,
+        coordinator_epoch, max_timestamp, record_count, size, _CODEC_LABELS[compression], crc_valid == 1,
+        partition_leader_epoch, crc,
+    ))
 
 
 def flatten(items: Iterable[BatchSummary | SummaryColumns]) -> Iterator[BatchSummary]:

@@ -42,6 +42,7 @@ Each finding's details say which broker rule applied (``broker_rule``) for TV2 p
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, NamedTuple
 
 from kafka_audit.check_ids import CheckId
@@ -131,6 +132,11 @@ class EpochBumps:
             self._pending[pid] = _Held(batch, previous, txn, False)
         else:
             self._report(batch, previous, None, TRANSACTION_END)
+
+    def held_view(self) -> Collection[int]:
+        """The producer ids whose ABORT marker's bump waits for their next batch (the live keys,
+        to read only)."""
+        return self._pending.keys()
 
     def next_batch(self, batch: BatchSummary) -> None:
         """A batch of the producer that keeps its epoch: an ABORT's bump was a transaction end."""

@@ -150,7 +150,7 @@ class ProducerStateReplay:
         self.stats = ReplayStats()
         self.newest_timestamp = -1
         self.log_end_offset: int | None = None
-        self._last_valid_offset = -1
+        self.last_valid_offset = -1
         self._started = False
         self._finished = False
         if log.log_start_offset > 0:
@@ -160,6 +160,11 @@ class ProducerStateReplay:
                 f"Log of partition {self.tp} starts at offset {log.log_start_offset}: earlier data was deleted",
                 offset=log.log_start_offset,
             )
+
+    @property
+    def started(self) -> bool:
+        """Whether a batch was replayed (the first one seeds the state from the snapshots)."""
+        return self._started
 
     @property
     def findings(self) -> list[Finding]:
@@ -191,7 +196,7 @@ class ProducerStateReplay:
             self.snapshots.compare_due(base_offset)
         self.stats.batches_replayed += 1
         last_offset = batch.last_offset
-        self._last_valid_offset = max(self._last_valid_offset, last_offset)
+        self.last_valid_offset = max(self.last_valid_offset, last_offset)
         timestamp = batch.max_timestamp
         self.newest_timestamp = max(self.newest_timestamp, timestamp)
         if self.log_end_offset is None or last_offset >= self.log_end_offset:
@@ -223,7 +228,7 @@ class ProducerStateReplay:
     def untrusted(self) -> None:
         """A batch that cannot be trusted here (``valid`` False, or bytes the caller could not
         read as batches): re-synchronise every producer (see the module docstring)."""
-        self.producers.untrusted(self._last_valid_offset)
+        self.producers.untrusted(self.last_valid_offset)
         self.transactions.untrusted()
 
     def _expired(self, batch: BatchSummary, removed: ProducerStateEntry) -> None:

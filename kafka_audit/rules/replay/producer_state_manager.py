@@ -19,6 +19,8 @@ Kafka 3.6) for the replay: the producer map, expiry and snapshot loading.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from kafka_audit.log.producer_snapshot import ProducerSnapshotEntry
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.replay.producer_append_info import ProducerAppendInfo
@@ -228,6 +230,10 @@ class ProducerStateManager:
         if self.invalid_after is None:
             self.invalid_after = last_valid_offset
         self._resync.update(self.client.entries)
+
+    def resync_view(self) -> Collection[int]:
+        """The producers whose next batch re-synchronises them (the live set, to read only)."""
+        return self._resync
 
     def awaiting_resync(self, pid: int) -> bool:
         return pid in self._resync

@@ -54,6 +54,11 @@ class TransactionTracker:
             for pid in pids
         }
 
+    def open_view(self) -> Mapping[int, OpenTxn]:
+        """The transactions open, by producer id: the tracker's own map, to read only (the
+        partition step's fast path, rules.replay.replay_runs, reads it once per batch)."""
+        return self._open
+
     def open_transactions(self) -> dict[int, OpenTxn]:
         """The transactions open now, by producer id (a copy)."""
         return dict(self._open)
@@ -109,9 +114,9 @@ class TransactionTracker:
         """The marker ``batch`` ended ``txn`` (``CompletedTxn``), or none: ``orphan_marker`` when ``judged``."""
         pid = batch.producer_id
         out = self._out
-        kind = ControlRecordType(batch.control_type).name
         if txn is None:
             if judged:
+                kind = ControlRecordType(batch.control_type).name
                 out.finding(
                     CheckId.ORPHAN_MARKER,
                     f"{kind} marker for producer {pid} at offset {batch.base_offset} in partition {out.tp} with no "
@@ -122,15 +127,12 @@ class TransactionTracker:
             if batch.control_type == _ABORT:
                 self._empty_aborts.add((batch.segment, pid, batch.base_offset))
             return
-        counts = self.ended.setdefault(pid, [0, 0])
-        if batch.control_type == _ABORT:
-            self.aborted += 1
-            counts[1] += 1
+        abort = batch.control_type == _ABORT
+        self.count_end(pid, abort)
+        if abort:
             self._aborted.append(DerivedAbortedTxn(pid, txn.first_offset, batch.base_offset, batch.segment, batch))
             verb, kind_event = "aborted", EventKind.TRANSACTION_ABORT
         else:
-            self.committed += 1
-            counts[0] += 1
             verb, kind_event = "committed", EventKind.TRANSACTION_COMMIT
         if out.timeline:
             out.event(
@@ -139,6 +141,16 @@ class TransactionTracker:
                 f"Producer {pid} {verb} its transaction of offsets {txn.first_offset} to {batch.base_offset} in "
                 f"partition {out.tp}",
             )
+
+    def count_end(self, pid: int, abort: bool) -> None:
+        """A transaction of ``pid`` completed (aborted or committed): the counts of :meth:`end`."""
+        counts = self.ended.setdefault(pid, [0, 0])
+        if abort:
+            self.aborted += 1
+            counts[1] += 1
+        else:
+            self.committed += 1
+            counts[0] += 1
 
     def untrusted(self) -> None:
         """An untrusted batch: every open transaction may have ended in it."""
