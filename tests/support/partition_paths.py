@@ -25,32 +25,20 @@ from typing import Any
 import pytest
 
 from kafka_audit.audit import partition_audit
-from kafka_audit.audit.log_dir_facts import with_inferred_compaction
 from kafka_audit.audit.partition_audit import PartitionMeta
-from kafka_audit.audit.plan import log_order, partition_metas, plan_tasks
 from kafka_audit.audit.scan_options import ScanOptions
-from kafka_audit.audit.segment_audit import SegmentAuditor
 from kafka_audit.log import index_files
-from kafka_audit.log.log_dir import discover
 from kafka_audit.log.sidecar_file import SidecarEntries
-from kafka_audit.rules.batch_summary import BatchSummary
+from kafka_audit.rules.batch_summary import BatchSummary, flatten
 from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay
+from tests.support.partition_runs import partition_items
 
 
 def partition_inputs(paths: list[str], options: ScanOptions | None = None) -> list[tuple[PartitionMeta, list[BatchSummary]]]:
-    """Each partition's meta and its batch summaries in log order (the segment step, in process)."""
-    found = discover(paths)
-    options = with_inferred_compaction(options or ScanOptions(), found)
-    metas = partition_metas(found, options)
-    parts: dict[Any, list] = {key: [] for key in metas}
-    for task in plan_tasks(found, options.split_bytes):
-        auditor = SegmentAuditor(task, options.validation, options.reference_time)
-        parts[task.replica_key].append((log_order(task), [i for i in auditor.run() if isinstance(i, BatchSummary)]))
-    return [
-        (meta, [b for _, batches in sorted(parts[key], key=lambda t: t[0]) for b in batches])
-        for key, meta in metas.items()
-    ]
+    """Each partition's meta and its batch summaries in log order (the segment step, in process;
+    the compiled walk's runs as the summaries they hold)."""
+    return [(meta, list(flatten(items))) for meta, items in partition_items(paths, options)]
 
 
 class EagerReplay(ProducerStateReplay):
