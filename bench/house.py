@@ -24,7 +24,6 @@ from pathlib import Path
 MODULE_LINES = 400
 FUNCTION_LINES = 60
 CORE_LAYERS = ("record", "log", "rules")
-MYPY_FOUND = re.compile(r"Found (\d+) errors?")
 
 
 def long_functions(package: Path) -> list[str]:
@@ -72,8 +71,8 @@ def raw_check_ids(package: Path) -> int:
 
 
 def mypy_strict_errors(tree: Path, targets: list[str]) -> int:
-    """The error count of ``mypy --strict`` on the targets, under no configuration but the strict
-    flags (so that two trees compare alike); 0 when it finds none."""
+    """The errors ``mypy --strict`` finds in the targets' own files, under no configuration but
+    the strict flags (so that two trees compare alike)."""
     with tempfile.NamedTemporaryFile("w", suffix=".ini") as empty:  # the tree's own relaxations left out
         empty.write("[mypy]\n")
         empty.flush()
@@ -82,8 +81,9 @@ def mypy_strict_errors(tree: Path, targets: list[str]) -> int:
              "--no-incremental", *targets],
             cwd=tree, capture_output=True, text=True, check=False,
         )
-    found = MYPY_FOUND.search(run.stdout)
-    return int(found.group(1)) if found else 0
+    # Only the errors inside the targets: mypy also reports the modules it follows out of them
+    # (the package's __init__ reaches the whole package), which another figure counts.
+    return sum(1 for line in run.stdout.splitlines() if ": error:" in line and line.startswith(tuple(targets)))
 
 
 def main() -> None:
