@@ -22,6 +22,7 @@ import typer
 
 from kafka_audit.cli.audit_commands import register as register_audit_commands
 from kafka_audit.cli.dump_command import dump
+from kafka_audit.cli.entry import forget_the_interrupt
 from kafka_audit.cli.options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -108,4 +109,5 @@ def _run(argv: list[str] | None) -> int:
             code = getattr(exc, "exit_code", EXIT_USAGE)
     if code == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
         print("kafka-audit: interrupted", file=sys.stderr)
+        forget_the_interrupt()
     return code if isinstance(code, int) else EXIT_OK
