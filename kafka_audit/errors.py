@@ -23,6 +23,17 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
+
+def forget_the_interrupt() -> None:
+    """Let a handled interrupt end with :data:`EXIT_INTERRUPTED`. CPython marks a KeyboardInterrupt
+    that escapes an ``exec`` or ``eval`` of source text (the methods a dataclass or a namedtuple
+    generates as it is imported) as unhandled even after an ``except`` caught it, and then ends a
+    ``python -m kafka_audit`` by SIGINT (exit -2) instead of with its exit code
+    (``run_eval_code_obj`` in Python/pythonrun.c, read at exit by ``Py_RunMain``). Each such eval
+    clears the mark as it starts: one that runs to its end clears it for good."""
+    exec("pass")
+
+
 class KafkaAuditError(Exception):
     """An error of kafka-audit; ``exit_code`` is the one a command ends with when it gets here."""
 

@@ -22,7 +22,6 @@ import typer
 
 from kafka_audit.cli.audit_commands import register as register_audit_commands
 from kafka_audit.cli.dump_command import dump
-from kafka_audit.cli.entry import forget_the_interrupt
 from kafka_audit.cli.options import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -32,6 +31,7 @@ from kafka_audit.cli.options import (
     PipeGuard,
     exit_code_of,
 )
+from kafka_audit.errors import forget_the_interrupt
 
 app = typer.Typer(
     add_completion=False,

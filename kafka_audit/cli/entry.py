@@ -8,22 +8,12 @@ import signal
 import sys
 import threading
 
-from kafka_audit.errors import EXIT_INTERRUPTED
+from kafka_audit.errors import EXIT_INTERRUPTED, forget_the_interrupt
 
 
 def _terminated(signum: int, frame: object) -> None:
     """SIGTERM ends the command as Ctrl-C does: every ``finally`` runs."""
     raise KeyboardInterrupt
-
-
-def forget_the_interrupt() -> None:
-    """Let a handled interrupt end with exit 130. CPython marks a KeyboardInterrupt that escapes
-    an ``exec`` or ``eval`` of source text (the methods a dataclass or a namedtuple generates as
-    it is imported) as unhandled even after an ``except`` caught it, and then ends a ``python -m
-    kafka_audit`` by SIGINT (exit -2) instead of with its exit code (``run_eval_code_obj`` in Python/pythonrun.c,
-    read at exit by ``Py_RunMain``). Each such eval clears the mark as it starts: one that runs to
-    its end clears it for good."""
-    exec("pass")
 
 
 def main() -> None:
