@@ -38,12 +38,11 @@ class PartitionRuns:
             if not isinstance(item, SummaryColumns):
                 yield item
                 continue
-            columns = item.batches.columns()
-            named = dict(zip(COLUMN_NAMES, columns))
             if item.segment not in self.live or item.segment in self.apart:
                 yield from item
                 continue
-            yield from self._run(item, columns, named)
+            columns = item.batches.columns()
+            yield from self._run(item, columns, dict(zip(COLUMN_NAMES, columns)))
 
     def _run(self, run: SummaryColumns, columns: list[memoryview], named: dict[str, memoryview]) -> Iterator[BatchSummary]:
         """The run's batches the fast path does not take (its first in a segment, at least)."""

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from itertools import chain, repeat
-from struct import calcsize
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from kafka_audit.engines import schemas
-from kafka_audit.record.batch_walk import COLUMNS, ROW_BYTES, BatchColumns
+from kafka_audit.record.batch_walk import LAYOUT, ROW_BYTES, BatchColumns
 from kafka_audit.record.record_batch import COMPRESSION_CODEC_MASK, codec_label
 from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
 
@@ -37,10 +36,6 @@ _TYPES = {f.name: f.type for f in schemas.SUMMARY_COLUMNS}
 # The columns a task holds constant, in SummaryColumns' order of them.
 _CONSTANTS = ("topic", "partition", "segment", "segment_base_offset")
 _POSITION, _SIZE = _NAMES.index("position"), _NAMES.index("size")
-# The compiled walk's columns, in BatchColumns' order: name, width in bytes, and the width of
-# the columns before it (a run of n batches has the column at n times that).
-_WIDTHS = {name: calcsize(code) for name, code in COLUMNS}
-_WALK = tuple((name, width, sum(list(_WIDTHS.values())[:i])) for i, (name, width) in enumerate(_WIDTHS.items()))
 # The ``compression`` column's dictionary: the codec labels, by codec id.
 CODEC_LABELS = pa.array([codec_label(codec) for codec in range(COMPRESSION_CODEC_MASK + 1)], pa.string())
 
@@ -124,7 +119,7 @@ def runs_columns(runs: Sequence[SummaryColumns]) -> pa.RecordBatch:
     ]
     whole = pa.py_buffer(runs[0].batches.data) if len(runs) == 1 else None
     views = [(memoryview(run.batches.data), len(run)) for run in runs]
-    for name, width, before in _WALK:
+    for name, _, width, before in LAYOUT:
         if whole is not None:
             memory = whole.slice(count * before, count * width)
         else:
@@ -247,7 +242,7 @@ def _run_of(batch: pa.RecordBatch) -> SummaryColumns | None:
     if None in head:
         return None
     memory = []
-    for index, (name, width, _) in enumerate(_WALK, len(_CONSTANTS)):
+    for index, (name, _, width, _) in enumerate(LAYOUT, len(_CONSTANTS)):
         column = batch.column(index)
         if name == "compression":
             if not column.dictionary.equals(CODEC_LABELS):

@@ -65,14 +65,22 @@ COLUMNS: tuple[tuple[str, TypeCode], ...] = (
 )
 COLUMN_NAMES: tuple[str, ...] = tuple(name for name, _ in COLUMNS)
 _WIDTH = {"q": 8, "i": 4, "h": 2, "b": 1}
+# Each column's (name, typecode, width in bytes, bytes per batch of the columns before it): in
+# ``count`` batches' columns it is ``data[count * before :][: count * width]``. The one place the
+# layout is worked out (BatchColumns reads it, the Spark transport wraps the same memory by it).
+LAYOUT: tuple[tuple[str, TypeCode, int, int], ...] = tuple(
+    (name, code, _WIDTH[code], sum(_WIDTH[earlier] for _, earlier in COLUMNS[:index]))
+    for index, (name, code) in enumerate(COLUMNS)
+)
+_PLACES = {name: (code, width, before) for name, code, width, before in LAYOUT}
 ROW_BYTES = sum(_WIDTH[code] for _, code in COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
 class BatchColumns:
-    """``count`` batch summaries as columns: column ``c`` is ``data[count * before(c) :][: count *
-    width(c)]`` (:data:`COLUMNS`' order, widths descending, so each column is aligned).
-    ``position``: where the walk goes on (the end of the last batch)."""
+    """``count`` batch summaries as columns, laid out by :data:`LAYOUT` (:data:`COLUMNS`' order,
+    widths descending, so each column is aligned). ``position``: where the walk goes on (the end
+    of the last batch)."""
 
     data: bytes
     count: int
@@ -80,24 +88,14 @@ class BatchColumns:
 
     def column(self, name: str) -> memoryview[int]:
         """One column as a typed memoryview over :attr:`data` (no copy)."""
-        offset = 0
-        for column, code in COLUMNS:
-            width = _WIDTH[code] * self.count
-            if column == name:
-                return memoryview(self.data)[offset : offset + width].cast(code)
-            offset += width
-        raise KeyError(name)
+        code, width, before = _PLACES[name]
+        return memoryview(self.data)[self.count * before : self.count * (before + width)].cast(code)
 
     def columns(self) -> list[memoryview[int]]:
-        """Every column, in :data:`COLUMNS`' order (one pass over :attr:`data`: the partition step
-        reads a run's columns once per run)."""
-        data, count, offset = memoryview(self.data), self.count, 0
-        out = []
-        for _, code in COLUMNS:
-            width = _WIDTH[code] * count
-            out.append(data[offset : offset + width].cast(code))
-            offset += width
-        return out
+        """Every column, in :data:`COLUMNS`' order (one memoryview of :attr:`data` for them all:
+        the partition step reads a run's columns once per run)."""
+        data, count = memoryview(self.data), self.count
+        return [data[count * before : count * (before + width)].cast(code) for _, code, width, before in LAYOUT]
 
 
 class CompiledWalk:

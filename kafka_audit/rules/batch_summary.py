@@ -164,8 +164,7 @@ class RunSlice:
 
     def summaries(self) -> list[BatchSummary]:
         """The batches as summaries (one object each: where a finding needs them)."""
-        head = (self.run.topic, self.run.partition, self.run.segment, self.run.segment_base_offset)
-        return [_of_row(head, row) for row in zip(*(c[self.start : self.stop] for c in self.run.batches.columns()))]
+        return [self.run.summary(row) for row in zip(*(c[self.start : self.stop] for c in self.run.batches.columns()))]
 
 
 def _of_row(head: tuple[str, int, str, int], row: tuple[int, ...]) -> BatchSummary:
