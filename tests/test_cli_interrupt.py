@@ -9,9 +9,12 @@ raised from inside an ``exec`` where a signal would land."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import FIXTURES, REPO
 
@@ -41,13 +44,29 @@ from kafka_audit.cli.entry import main
 main()
 """
 
+# A signal once the command has finished: sent from a finalizer that runs as the interpreter clears
+# its modules, after it has put back the default action of the signals it handled.
+AT_TEARDOWN = f"""
+import os
+import sys
+class SignalAtTeardown:
+    def __init__(self, signum):
+        self.kill, self.pid, self.signum = os.kill, os.getpid(), signum
+    def __del__(self):
+        self.kill(self.pid, self.signum)
+sent_at_teardown = SignalAtTeardown(int(sys.argv[1]))
+sys.argv = ["kafka-audit", "scan", {str(FIXTURES / "healthy")!r}, "--engine", "local"]
+from kafka_audit.cli.entry import main
+main()
+"""
 
-def _as_module(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
-    """``code`` run as ``python -m interrupted_cli`` from ``folder``, the checkout importable."""
+
+def _as_module(code: str, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run as ``python -m interrupted_cli ARGS`` from ``folder``, the checkout importable."""
     (folder / "interrupted_cli.py").write_text(code)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     return subprocess.run(
-        [sys.executable, "-m", "interrupted_cli"], cwd=folder, env=env, capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "interrupted_cli", *args], cwd=folder, env=env, capture_output=True, text=True, timeout=120,
         check=False,
     )
 
@@ -60,3 +79,9 @@ def test_an_interrupt_through_generated_code_during_the_imports_exits_130(tmp_pa
 def test_an_interrupt_through_generated_code_during_a_command_exits_130(tmp_path):
     done = _as_module(DURING_RUN, tmp_path)
     assert (done.returncode, done.stderr) == (130, "kafka-audit: interrupted\n")
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_as_the_finished_command_exits_keeps_its_exit_code(tmp_path, stop):
+    done = _as_module(AT_TEARDOWN, tmp_path, str(int(stop)))
+    assert (done.returncode, done.stderr) == (0, "")
