@@ -20,6 +20,7 @@ import os
 import pickle
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -67,7 +68,7 @@ def main() -> None:
     parser.add_argument("directory", nargs="?", default=str(DEFAULT_DIR))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cache", help="pickle of the segment step's summaries (written when missing)")
-    parser.add_argument("--timeline", action="store_true", help="with PartitionMeta.timeline (events built)")
+    parser.add_argument("--timeline", action="store_true", help="with PartitionMeta.replay.timeline (events built)")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     if args.cache and os.path.exists(args.cache):
@@ -79,7 +80,7 @@ def main() -> None:
             with open(args.cache, "wb") as f:
                 pickle.dump((metas, ordered), f)
     for meta in metas.values():
-        meta.timeline = args.timeline
+        meta.replay = replace(meta.replay, timeline=args.timeline)
     flat = {key: list(flatten(items)) for key, items in ordered.items()}
     batches = sum(len(b) for b in flat.values())
     runs = sum(isinstance(i, SummaryColumns) for items in ordered.values() for i in items)

@@ -13,6 +13,7 @@ both ways, whether the runs are the compiled walk's or cut at random from the su
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from kafka_audit.audit.segment_indexes import SegmentFiles
 from kafka_audit.record.record_batch import ControlRecordType
 from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns, flatten
 from kafka_audit.rules.partition.index_check import SegmentBatches
+from kafka_audit.rules.replay.partition_replay import ReplaySettings
 from kafka_audit.rules.replay.replay_runs import RunTaker
 from tests.conftest import FIXTURES
 from tests.support.audit_run import corpus_dir
@@ -49,14 +51,14 @@ def _same_with_columns(
 ) -> None:
     """The step on ``items``, and on the same summaries cut into other runs, equals the step on
     the summaries one by one; with ``timeline``, also with timeline events."""
-    meta.timeline = False
+    meta.replay = replace(meta.replay, timeline=False)
     expected = _audited(monkeypatch, meta, list(flatten(items)))
     assert _audited(monkeypatch, meta, items) == expected
     assert _audited(monkeypatch, meta, as_runs(items, random.Random(seed))) == expected
     if timeline:
-        meta.timeline = True
+        meta.replay = replace(meta.replay, timeline=True)
         assert _audited(monkeypatch, meta, items) == _audited(monkeypatch, meta, list(flatten(items)))
-        meta.timeline = False
+        meta.replay = replace(meta.replay, timeline=False)
 
 
 @pytest.fixture
@@ -215,7 +217,8 @@ def test_generated_logs(steps, compacted, seed):
     for action, pid, n in steps:
         log.step(action, pid, n)
     meta = PartitionMeta(
-        "t", 0, compacted, log_start_offset=0, transaction_timeout_ms=60_000, producer_id_expiration_ms=100_000,
+        "t", 0, log_start_offset=0,
+        replay=ReplaySettings(transaction_timeout_ms=60_000, compacted=compacted, producer_id_expiration_ms=100_000),
         segments={name: files for name, files in log.segments.items() if files.size},
     )
     with pytest.MonkeyPatch.context() as patch:

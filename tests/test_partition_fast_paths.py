@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 import shutil
 import struct
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -50,13 +51,13 @@ def _same_both_ways(monkeypatch: pytest.MonkeyPatch, paths: list[str], options: 
     Returns the number of findings, so that callers can tell the inputs exercised something."""
     findings = 0
     for meta, summaries in partition_inputs(paths, options):
-        meta.timeline = False
+        meta.replay = replace(meta.replay, timeline=False)
         RecordedReplay.made.clear()
         with monkeypatch.context() as patch:
             patch.setattr(partition_audit, "ProducerStateReplay", RecordedReplay)
             fast, fast_totals = audit_partition(meta, iter(summaries))
         (lazy,) = RecordedReplay.made
-        meta.timeline = True
+        meta.replay = replace(meta.replay, timeline=True)
         timed, timed_totals = audit_partition(meta, iter(summaries))
         EagerReplay.made.clear()
         with slow_paths(monkeypatch):

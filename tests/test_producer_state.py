@@ -13,6 +13,7 @@ from kafka_audit.rules.remedies import remedy_for
 from kafka_audit.rules.replay.partition_replay import (
     PartitionLog,
     ProducerStateReplay,
+    ReplaySettings,
     in_sequence,
     replay_partition,
 )
@@ -139,8 +140,9 @@ class Aborted:
     last_stable_offset: int = 0
 
 
-def replay(builder: LogBuilder, log_start: int = 0, **kw):
-    log = PartitionLog(builder.topic, builder.partition, log_start, **kw)
+def replay(builder: LogBuilder, log_start: int = 0, snapshots=None, aborted_txns=None, **settings):
+    """The replay's findings on the builder's batches; ``settings``: :class:`ReplaySettings` fields."""
+    log = PartitionLog(builder.topic, builder.partition, log_start, snapshots or [], aborted_txns or {}, ReplaySettings(**settings))
     return replay_partition(log, builder.batches)
 
 

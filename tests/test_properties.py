@@ -45,7 +45,7 @@ from kafka_audit.record.record_screen import RecordScreen, screen_records
 from kafka_audit.rules.batch_summary import BatchSummary
 from kafka_audit.rules.catalogue import CHECKS
 from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
-from kafka_audit.rules.replay.partition_replay import PartitionLog, replay_partition
+from kafka_audit.rules.replay.partition_replay import PartitionLog, ReplaySettings, replay_partition
 from kafka_audit.rules.validation.log_validator import ValidationConfig, record_screen, validate_records
 from tests.support.record_screen_reference import screen_records_py
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
@@ -562,7 +562,7 @@ def snapshot_objects(draw):
 def test_the_producer_state_replay_never_raises(batches, snapshots, log_start, compacted, topic):
     batches = [b._replace(topic=topic) for b in batches]
     txn_index = {"t-0/" + f"{0:020d}.log": [AbortedTxn(0, 1, 0, 3, 0)]}
-    log = PartitionLog(topic, 0, log_start, snapshots=snapshots, aborted_txns=txn_index, compacted=compacted)
+    log = PartitionLog(topic, 0, log_start, snapshots, txn_index, ReplaySettings(compacted=compacted))
     for finding in replay_partition(log, batches):
         assert finding.check in CHECKS
     continuity = OffsetContinuity(compacted)

@@ -5,7 +5,7 @@ each summary feeds the offset-continuity observer, is buffered per segment for t
 verification of that segment, and flows on into the producer-state replay.
 
 :func:`audit_partition` returns the partition's findings and its :class:`PartitionTotals`; with
-``PartitionMeta.timeline`` the totals also carry the replay's timeline events
+``PartitionMeta.replay.timeline`` the totals also carry the replay's timeline events
 (``PartitionTotals.events``: :class:`kafka_audit.rules.events.Event`, in log order per partition,
 merged across partitions by :meth:`PartitionTotals.merge`).
 """
@@ -36,10 +36,9 @@ from kafka_audit.rules.findings import Finding, partition_label
 from kafka_audit.rules.partition.missing_segments import checkpoint_findings
 from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.rejection.broker_rejection import BrokerRejections
-from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay
+from kafka_audit.rules.replay.partition_replay import PartitionLog, ProducerStateReplay, ReplaySettings
 from kafka_audit.rules.replay.producer_activity import ProducerActivityLog
 from kafka_audit.rules.replay.replay_runs import RunTaker
-from kafka_audit.rules.replay.transaction_version import CoordinatorFacts
 from kafka_audit.rules.replication.replica_compare import ReplicaDigest
 
 
@@ -49,12 +48,9 @@ class PartitionMeta:
 
     topic: str
     partition: int
-    compacted: bool
     log_start_offset: int
-    transaction_timeout_ms: int
-    producer_id_expiration_ms: int = 86400000
-    reference_time: int | None = None
-    timeline: bool = False
+    # How the producer-state replay judges the partition, taken whole by its PartitionLog.
+    replay: ReplaySettings
     segments: dict[str, SegmentFiles] = field(default_factory=dict)
     # (path to open, display path) of each .snapshot file.
     snapshots: list[tuple[str, str]] = field(default_factory=list)
@@ -70,10 +66,6 @@ class PartitionMeta:
     local_log_start: int | None = None
     # Remote sidecars the listing showed empty: read as no bytes without a request.
     empty_objects: frozenset[str] = frozenset()
-    # A scanned __transaction_state's facts per producer id (the replay's transaction versions).
-    producer_facts: dict[int, CoordinatorFacts] = field(default_factory=dict)
-    # The transaction.version feature level the log dir records (None: none recorded).
-    transaction_version_feature: int | None = None
     # Live segments whose indexes a task of their own checks (segment_indexes.IndexCheck).
     indexes_apart: frozenset[str] = frozenset()
     # A replica with peers (SPEC section 6): its set and its broker's facts, the digest to fill.
@@ -105,13 +97,15 @@ class PartitionMeta:
         return cls(
             topic=found.topic,
             partition=found.partition,
-            compacted=options.validation.is_compacted(found.topic),
             log_start_offset=log_start,
-            transaction_timeout_ms=options.transaction_timeout_ms,
-            producer_id_expiration_ms=options.producer_id_expiration_ms,
-            reference_time=options.reference_time,
-            timeline=options.timeline,
-            transaction_version_feature=options.written_by.of(found.display_path).transaction_version,
+            replay=ReplaySettings(
+                transaction_timeout_ms=options.transaction_timeout_ms,
+                compacted=options.validation.is_compacted(found.topic),
+                producer_id_expiration_ms=options.producer_id_expiration_ms,
+                reference_time=options.reference_time,
+                timeline=options.timeline,
+                transaction_version_feature=options.written_by.of(found.display_path).transaction_version,
+            ),
             segments={
                 s.display_path: SegmentFiles(
                     s.display_path, s.base_offset, s.index, s.time_index, s.txn_index, s.path, s.size,
@@ -192,7 +186,7 @@ def _audit_partition(
 ) -> tuple[list[Finding], PartitionTotals]:
     findings: list[Finding] = []
     totals = PartitionTotals()
-    continuity = OffsetContinuity(meta.compacted)
+    continuity = OffsetContinuity(meta.replay.compacted)
     activity = ProducerActivityLog(meta.topic, meta.partition)
     segment_batches: list[BatchSummary | RunSlice] = []
     current_segment: str | None = None
@@ -254,7 +248,7 @@ def _runs(
 ) -> PartitionRuns | None:
     """The fast path over runs of batches as columns; None where every batch takes the
     per-summary path: with timeline events, a broker log to join or a replica to digest."""
-    if meta.timeline or rejections is not None or meta.replica is not None:
+    if meta.replay.timeline or rejections is not None or meta.replica is not None:
         return None
     apart = meta.remote_segments if meta.local_log_start is not None else frozenset()
     return PartitionRuns(meta.segments, apart, taker, *observers)
@@ -285,13 +279,7 @@ def _partition_log(
         log_start_offset=meta.log_start_offset,
         snapshots=snapshots,
         aborted_txns={segment: parsed.entries for segment, parsed in txn_indexes.items()},
-        transaction_timeout_ms=meta.transaction_timeout_ms,
-        compacted=meta.compacted,
-        producer_id_expiration_ms=meta.producer_id_expiration_ms,
-        reference_time=meta.reference_time,
-        timeline=meta.timeline,
-        producer_facts=meta.producer_facts,
-        transaction_version_feature=meta.transaction_version_feature,
+        settings=meta.replay,
     )
 
 
@@ -320,12 +308,12 @@ def _finish(
     totals.committed, totals.aborted, totals.open = (
         stats.transactions_committed, stats.transactions_aborted, stats.transactions_open
     )
-    if meta.timeline:
+    if meta.replay.timeline:
         totals.events = replay.events
     totals.producer_rows = activity.rows(stats.transactions_by_producer)
     if rejections is not None:
         findings.extend(rejections.findings())
-        if meta.timeline:
+        if meta.replay.timeline:
             totals.events.extend(rejections.events())
 
 
@@ -339,7 +327,7 @@ def broker_rejections(meta: PartitionMeta, snapshots) -> BrokerRejections | None
         meta.partition,
         meta.broker_lines,
         log_start_offset=meta.log_start_offset,
-        expiration_ms=meta.producer_id_expiration_ms,
+        expiration_ms=meta.replay.producer_id_expiration_ms,
         snapshots=snapshots,
     )
 

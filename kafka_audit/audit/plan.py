@@ -11,7 +11,7 @@ partition scanned together are audited apart.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kafka_audit.audit.coordinator_view import read_producer_facts
 from kafka_audit.audit.log_dir_facts import with_log_dir_facts
@@ -149,7 +149,8 @@ def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, P
     if facts:
         for partition in discovery.partitions:
             cluster = cluster_of(partition.path, discovery.cluster_ids, discovery.storage)
-            metas[partition.key].producer_facts = facts.get(cluster, {})
+            meta = metas[partition.key]
+            meta.replay = replace(meta.replay, producer_facts=facts.get(cluster, {}))
     return metas
 
 

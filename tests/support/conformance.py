@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kafka_audit.audit.log_dir_facts import with_inferred_compaction
@@ -146,10 +146,7 @@ def _replay(discovery, options: ScanOptions) -> ProducerStateReplay:
             for files in meta.segments.values()
             if files.txn_index
         },
-        transaction_timeout_ms=meta.transaction_timeout_ms,
-        compacted=meta.compacted,
-        producer_id_expiration_ms=meta.producer_id_expiration_ms,
-        reference_time=meta.reference_time,
+        settings=replace(meta.replay, timeline=True),  # the tests read its events
     )
     replay = ProducerStateReplay(log)
     # The same replay with its written state forked before the first batch (both states run

@@ -48,7 +48,7 @@ class EagerReplay(ProducerStateReplay):
     made: list[EagerReplay] = []
 
     def __init__(self, log: PartitionLog) -> None:
-        super().__init__(replace(log, timeline=True))
+        super().__init__(replace(log, settings=replace(log.settings, timeline=True)))
         self.producers.fork_written()
         EagerReplay.made.append(self)
 

@@ -196,16 +196,13 @@ def _transaction(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
 
 def _unknown_producer(line: BrokerLogLine, error: str, state: StateAtTime) -> str:
     at = clock(state.time, state.time)
+    tp = f"{line.topic}-{line.partition}"
     if state.candidates:
         names = ", ".join(str(c) for c in state.candidates)
-        return (
-            f"the line names no producer id; producers of {line.topic}-{line.partition} whose epoch fits the message "
-            f"before {at}: {names}; the broker answered {error}"
-        )
-    return (
-        f"the line names no producer id and no producer of {line.topic}-{line.partition} in this log fits the "
-        f"message before {at}; the broker answered {error}"
-    )
+        fits = f"; producers of {tp} whose epoch fits the message before {at}: {names}"
+    else:
+        fits = f" and no producer of {tp} in this log fits the message before {at}"
+    return f"the line names no producer id{fits}; the broker answered {error}"
 
 
 def _content(line: BrokerLogLine, error: str, state: StateAtTime) -> str:

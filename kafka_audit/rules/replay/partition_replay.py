@@ -50,7 +50,7 @@ Timeline events (:class:`kafka_audit.rules.events.Event`), in log order, on
 :attr:`ProducerStateReplay.events`: ``log_start_moved`` (the log starts above 0), ``snapshot``
 (each snapshot compared), ``producer_expired``, ``epoch_bump`` (with its reason),
 ``transaction_begin`` / ``transaction_commit`` / ``transaction_abort``; only with
-``PartitionLog.timeline`` (the findings are the same without).
+``ReplaySettings.timeline`` (the findings are the same without).
 """
 
 from __future__ import annotations
@@ -82,13 +82,31 @@ from kafka_audit.rules.replay.snapshot_compare import SnapshotComparer
 from kafka_audit.rules.replay.transaction_tracker import TransactionTracker
 from kafka_audit.rules.replay.transaction_version import CoordinatorFacts, TransactionVersions
 
-__all__ = ["PartitionLog", "ProducerStateReplay", "ReplayStats", "in_sequence", "replay_partition"]
+__all__ = ["PartitionLog", "ProducerStateReplay", "ReplaySettings", "ReplayStats", "in_sequence", "replay_partition"]
 
 ABORT = ControlRecordType.ABORT
 COMMIT = ControlRecordType.COMMIT
 DEFAULT_TRANSACTION_TIMEOUT_MS = 900000
 # Broker producer.id.expiration.ms default (1 day).
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86400000
+
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    """How the replay judges one partition, decided by ``kafka_audit.audit`` and carried whole from
+    ``PartitionMeta``. ``compacted``: ``cleanup.policy=compact``. ``reference_time``: the broker's
+    "now" for transaction ages (None: the partition's newest timestamp). ``timeline``: build the
+    timeline events. ``producer_facts``: a scanned __transaction_state's facts per producer id
+    (transaction version, timeout). ``transaction_version_feature``: the transaction.version feature
+    level of __cluster_metadata / bootstrap.checkpoint (None: unknown)."""
+
+    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
+    compacted: bool = False
+    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    reference_time: int | None = None
+    timeline: bool = True
+    producer_facts: Mapping[int, CoordinatorFacts] = field(default_factory=dict)
+    transaction_version_feature: int | None = None
+
 
 @dataclass
 class PartitionLog:
@@ -97,9 +115,7 @@ class PartitionLog:
     ``log_start_offset``: from ``log-start-offset-checkpoint`` or the first segment's base offset
     (the caller decides). ``snapshots``: parsed ``.snapshot`` files, any order. ``aborted_txns``:
     the ``.txnindex`` entries per segment (keyed like ``BatchSummary.segment``); segments without a
-    ``.txnindex`` file are absent. ``compacted``: ``cleanup.policy=compact`` (decided by the caller:
-    ``kafka_audit.audit``). ``reference_time``: the broker's "now" for transaction ages
-    (None: the partition's newest timestamp). ``timeline``: build the timeline events.
+    ``.txnindex`` file are absent. ``settings``: :class:`ReplaySettings`.
     """
 
     topic: str
@@ -107,15 +123,7 @@ class PartitionLog:
     log_start_offset: int
     snapshots: list[ProducerSnapshot] = field(default_factory=list)
     aborted_txns: dict[str, list[AbortedTxn]] = field(default_factory=dict)
-    transaction_timeout_ms: int = DEFAULT_TRANSACTION_TIMEOUT_MS
-    compacted: bool = False
-    producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
-    reference_time: int | None = None
-    timeline: bool = True
-    # What a scanned __transaction_state says per producer id (transaction version, timeout).
-    producer_facts: Mapping[int, CoordinatorFacts] = field(default_factory=dict)
-    # The transaction.version feature level of __cluster_metadata / bootstrap.checkpoint (None: unknown).
-    transaction_version_feature: int | None = None
+    settings: ReplaySettings = field(default_factory=ReplaySettings)
 
 
 @dataclass(slots=True)
@@ -139,13 +147,14 @@ class ProducerStateReplay:
 
     def __init__(self, log: PartitionLog) -> None:
         self.log = log
-        self.out = ReplayOutput(log.topic, log.partition, log.timeline)
+        settings = log.settings
+        self.out = ReplayOutput(log.topic, log.partition, settings.timeline)
         self.tp = self.out.tp
         origin = AppendOrigin.COORDINATOR if log.topic in COORDINATOR_TOPICS else AppendOrigin.CLIENT
-        self.producers = ProducerStateManager(self.out.tp, origin, log.producer_id_expiration_ms)
+        self.producers = ProducerStateManager(self.out.tp, origin, settings.producer_id_expiration_ms)
         self.transactions = TransactionTracker(self.out, ProducerAppendInfo(self.out.tp))
-        self.versions = TransactionVersions(log.producer_facts, log.transaction_version_feature)
-        self.bumps = EpochBumps(self.out, self.versions, log.transaction_timeout_ms)
+        self.versions = TransactionVersions(settings.producer_facts, settings.transaction_version_feature)
+        self.bumps = EpochBumps(self.out, self.versions, settings.transaction_timeout_ms)
         self.snapshots = SnapshotComparer(log.snapshots, self.out, self.producers, self.transactions)
         self.stats = ReplayStats()
         self.newest_timestamp = -1
@@ -234,7 +243,7 @@ class ProducerStateReplay:
     def _expired(self, batch: BatchSummary, removed: ProducerStateEntry) -> None:
         """``producer_expired``: the client's entry was removed as the batch came."""
         pid = batch.producer_id
-        expiration = self.log.producer_id_expiration_ms
+        expiration = self.log.settings.producer_id_expiration_ms
         idle = batch.max_timestamp - removed.last_timestamp
         expected = next_sequence(removed.last_seq)
         message = (
@@ -276,7 +285,7 @@ class ProducerStateReplay:
 
     def _compaction_explains(self, rejection: Rejection, batch: BatchSummary, before: ProducerStateEntry | None) -> bool:
         """The cleaner removes whole batches: a new epoch or a sequence that starts ahead."""
-        if not self.log.compacted:
+        if not self.log.settings.compacted:
             return False
         if rejection.check == CheckId.NEW_EPOCH_NONZERO_SEQUENCE:
             return True
@@ -286,7 +295,7 @@ class ProducerStateReplay:
         return (
             resyncing
             or self.producers.was_expired(pid)
-            or self.log.compacted
+            or self.log.settings.compacted
             or self.producers.client.origin is AppendOrigin.COORDINATOR
         )
 
@@ -360,12 +369,12 @@ class ProducerStateReplay:
         self.snapshots.compare_due(None, self.log_end_offset)
         self.bumps.finish()
         log_end = self.log_end_offset if self.log_end_offset is not None else self.log.log_start_offset
-        reference = self.log.reference_time if self.log.reference_time is not None else self.newest_timestamp
-        found, judged = self.transactions.open_findings(self._last_timestamp, reference, self.log.transaction_timeout_ms, log_end)
+        reference = self.log.settings.reference_time if self.log.settings.reference_time is not None else self.newest_timestamp
+        found, judged = self.transactions.open_findings(self._last_timestamp, reference, self.log.settings.transaction_timeout_ms, log_end)
         self.out.extend(found)
         self.out.extend(
             self.transactions.index_findings(
-                self.log.aborted_txns, self.log.compacted, self.log.log_start_offset, self.producers.invalid_after
+                self.log.aborted_txns, self.log.settings.compacted, self.log.log_start_offset, self.producers.invalid_after
             )
         )
         stats = self.stats
