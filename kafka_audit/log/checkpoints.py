@@ -50,6 +50,8 @@ _MAX_LONG_CHARS = 21
 
 @dataclass(frozen=True, slots=True)
 class TopicPartitionOffset:
+    """One entry line of an offset checkpoint (``OffsetCheckpointFile``): ``topic partition offset``."""
+
     topic: str
     partition: int
     offset: int
@@ -57,12 +59,16 @@ class TopicPartitionOffset:
 
 @dataclass(frozen=True, slots=True)
 class EpochEntry:
+    """One line of ``leader-epoch-checkpoint`` (``LeaderEpochCheckpointFile``'s ``EpochEntry``)."""
+
     epoch: int
     start_offset: int
 
 
 @dataclass(frozen=True, slots=True)
 class Property:
+    """One ``key=value`` line of ``meta.properties`` (``MetaProperties``), in file order."""
+
     key: str
     value: str
 

@@ -62,6 +62,8 @@ class UnreadableSegment:
 
 @dataclass(frozen=True, slots=True)
 class SnapshotFile:
+    """A partition folder's ``<offset>.snapshot`` (Kafka's ``SnapshotFile``): the producer state as of ``offset``."""
+
     path: str
     display_path: str
     offset: int

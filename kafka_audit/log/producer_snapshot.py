@@ -30,6 +30,8 @@ _CHECK = CheckId.SNAPSHOT_MISMATCH
 
 @dataclass(frozen=True, slots=True)
 class ProducerSnapshotEntry:
+    """One producer of a snapshot (``ProducerStateManager``'s ``ProducerSnapshotEntry`` schema, version 1)."""
+
     producer_id: int
     producer_epoch: int
     last_sequence: int

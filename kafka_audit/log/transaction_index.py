@@ -22,6 +22,8 @@ _CHECK = CheckId.TXN_INDEX_MISMATCH
 
 @dataclass(frozen=True, slots=True)
 class AbortedTxn:
+    """One entry of a ``.txnindex`` (``AbortedTxn``): an aborted transaction's offsets and the LSO when it ended."""
+
     version: int
     producer_id: int
     first_offset: int
