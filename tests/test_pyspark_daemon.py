@@ -14,7 +14,7 @@ import pyspark
 from kafka_audit.engines.jvm_class_archive import ClassDataSharing
 from kafka_audit.engines.preflight import DAEMON_MODULE, DAEMON_SETTING, PYTHON_SETTING, PYTHON_VARIABLE, workers_daemon_settings
 from kafka_audit.engines.pyspark_daemon import compiled_first, forget_importers
-from kafka_audit.engines.spark_session import _session_settings
+from kafka_audit.engines.spark_session import INTERPRETED_EXPRESSIONS, _session_settings
 
 PACKAGE = Path(pyspark.__file__).parent
 ZIPS = [str(PACKAGE / "python" / "lib" / "pyspark.zip"), *map(str, (PACKAGE / "python" / "lib").glob("py4j-*-src.zip"))]
@@ -102,6 +102,15 @@ def test_a_users_conf_names_another_daemon(monkeypatch, tmp_path):
     monkeypatch.delenv(PYTHON_VARIABLE, raising=False)
     settings = _session_settings("local[1]", {DAEMON_SETTING: "pyspark.daemon"}, str(tmp_path), ClassDataSharing(""), None)
     assert settings[DAEMON_SETTING] == "pyspark.daemon"
+
+
+def test_only_a_local_session_interprets_its_expressions(tmp_path):
+    local = _session_settings("local[2]", None, str(tmp_path), ClassDataSharing(""), None)
+    cluster = _session_settings("spark://127.0.0.1:7077", None, str(tmp_path), ClassDataSharing(""), None)
+    assert {key: local[key] for key in INTERPRETED_EXPRESSIONS} == INTERPRETED_EXPRESSIONS
+    assert not set(INTERPRETED_EXPRESSIONS) & set(cluster)
+    given = _session_settings("local[2]", {"spark.sql.codegen.wholeStage": "true"}, str(tmp_path), ClassDataSharing(""), None)
+    assert given["spark.sql.codegen.wholeStage"] == "true"
 
 
 def test_the_sessions_workers_run_pyspark_from_the_package(spark):
