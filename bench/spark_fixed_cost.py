@@ -4,6 +4,7 @@ item 4: ``scan fixtures`` on Spark in at most 4 s end to end, with the class arc
 
     python bench/spark_fixed_cost.py                       # fixtures/, 3 runs, medians
     python bench/spark_fixed_cost.py --conf spark.python.daemon.module=pyspark.daemon
+    python bench/spark_fixed_cost.py --java-options=-XX:+UseSerialGC    # added to the driver JVM's
 
 Each run is a fresh process that does what ``kafka-audit scan`` does (``spark_session`` from
 JVM launch to JVM exit, the audit on it) and times its parts: imports; the session's start
@@ -86,8 +87,9 @@ def _event_metrics(folder: str) -> dict[str, float]:
     return found
 
 
-def probe(root: str, conf: dict[str, str]) -> dict[str, float]:
-    """One scan of ``root`` as ``kafka-audit scan`` runs it, its parts timed (this process)."""
+def probe(root: str, conf: dict[str, str], java_options: str = "") -> dict[str, float]:
+    """One scan of ``root`` as ``kafka-audit scan`` runs it, its parts timed (this process);
+    ``java_options`` are added to the session's own driver JVM options."""
     began = time.perf_counter()
     import pyspark.java_gateway
     from pyspark import SparkContext
@@ -110,6 +112,15 @@ def probe(root: str, conf: dict[str, str]) -> dict[str, float]:
 
         setattr(owner, name, wrapper)
 
+    if java_options:
+        settings_of = spark_session._session_settings
+
+        def with_options(*args, **kwargs) -> dict[str, str]:
+            settings = settings_of(*args, **kwargs)
+            settings["spark.driver.extraJavaOptions"] += f" {java_options}"
+            return settings
+
+        spark_session._session_settings = with_options  # type: ignore[assignment]
     timed(pyspark.java_gateway, "launch_gateway", "jvm_launch_s")
     timed(SparkContext, "_do_init", "spark_context_s")
     timed(spark_job, "build_frames", "job_plan_s")
@@ -164,16 +175,17 @@ def main() -> None:
     parser.add_argument("--root", default=str(FIXTURES), help="the dir to scan (default: fixtures/)")
     parser.add_argument("--repeat", type=int, default=3, help="runs, each a fresh process (medians)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting")
+    parser.add_argument("--java-options", default="", help="options added to the driver JVM's")
     parser.add_argument("--probe", help=argparse.SUPPRESS)
     args = parser.parse_args()
     conf = dict(item.split("=", 1) for item in args.conf)
     if args.probe:
-        print(json.dumps(probe(args.probe, conf)))
+        print(json.dumps(probe(args.probe, conf, args.java_options)))
         return
     runs = []
     for _ in range(max(1, args.repeat)):
         command = [sys.executable, str(Path(__file__).resolve()), "--probe", args.root]
-        command += [f"--conf={item}" for item in args.conf]
+        command += [f"--conf={item}" for item in args.conf] + [f"--java-options={args.java_options}"]
         done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=HERE.parent)
         if done.returncode != 0:
             raise SystemExit(f"bench: the probe failed:\n{done.stderr[-2000:]}")
@@ -182,7 +194,7 @@ def main() -> None:
     print(f"Spark scan of {args.root}: medians of {len(runs)} runs; load average {os.getloadavg()[0]:.2f}")
     for key, label in ROWS:
         print(f"  {label:<58} {medians[key]:7.2f}")
-    print(json.dumps({"load_average": os.getloadavg(), "conf": conf, "medians": medians, "runs": runs}))
+    print(json.dumps({"load_average": os.getloadavg(), "conf": conf, "java_options": args.java_options, "medians": medians, "runs": runs}))
 
 
 if __name__ == "__main__":

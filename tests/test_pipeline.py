@@ -233,6 +233,20 @@ def test_the_partition_step_needs_no_sort_or_shuffle_of_its_own(any_spark):
     assert grouped.count("Exchange hashpartitioning(place") == 1
 
 
+def test_a_small_inputs_job_is_one_stage(any_spark):
+    """One slot of tasks and one partition of replicas: both are coalesced, not shuffled, so the
+    job runs as one Spark stage (no exchange), still sorted once before the grouped step."""
+    from kafka_audit.audit.plan import ScanPlan
+    from kafka_audit.engines.spark_job import build_frames
+
+    found = discover([str(FIXTURES / "faulty")])
+    frames = build_frames(any_spark, ScanPlan.build(found, options_of(FIXTURES / "faulty")))
+    plan = _physical_plan(frames.replica_rows)
+    assert frames.segment_tasks == 1
+    assert "Exchange" not in plan
+    assert plan[plan.index("FlatMapGroupsInArrow"):].count("Sort [") == 1
+
+
 def _physical_plan(frame) -> str:
     import contextlib
     import io

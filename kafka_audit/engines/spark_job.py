@@ -197,14 +197,17 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
     segment_step = _segment_step_of(options, plan.discovery.storage.settings, keep)
     segment_rows = (
-        spark.createDataFrame(tasks_table)
-        .repartition(len(groups), "slot")
+        _partitioned(spark.createDataFrame(tasks_table), len(groups), "slot")
         .mapInArrow(segment_step, segment_schema)
     )
     to_replicas = segment_rows.where(segment_rows.kind != schemas.KEPT_BATCH) if keep else segment_rows
     replica_rows = (
-        to_replicas.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
-        .repartition(count, "place")
+        _partitioned(
+            to_replicas.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema)),
+            count,
+            "place",
+            narrow=len(groups) == 1,
+        )
         .sortWithinPartitions(*_REPLICA_ORDER)
         .groupBy("place")
         .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
@@ -217,6 +220,13 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
             .applyInArrow(set_step_of(options.validation.is_compacted), schemas.spark_schema(schemas.REPLICA_ROWS))
         )
     return ScanFrames(segment_rows, replica_rows, len(groups))
+
+
+def _partitioned(frame, count: int, key: str, narrow: bool = True):
+    """``frame`` hash-partitioned by ``key`` into ``count`` partitions; into one by ``coalesce``
+    when ``narrow`` (its input is one Spark task's, or a table from the driver), with no shuffle:
+    a small input's job is then one Spark stage, not three."""
+    return frame.coalesce(1) if count == 1 and narrow else frame.repartition(count, key)
 
 
 def _segment_step_of(
