@@ -87,7 +87,7 @@ from kafka_audit.engines.spark_progress import watch
 from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns
 from kafka_audit.rules.findings import Finding
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
@@ -325,7 +325,10 @@ def _partition_rows(
     summaries and runs: its findings, then its totals (a check's are only the requests it sent)."""
     sent = storage.requests_sent()
     if isinstance(meta, IndexCheck):
-        findings, totals = check_indexes(meta, flatten(items), storage), PartitionTotals()
+        # Runs as slices of their columns (as the partition step passes them), no object per batch.
+        batches = [RunSlice(item, 0, len(item)) if isinstance(item, SummaryColumns) else item
+                   for item in items if not isinstance(item, SummaryColumns) or len(item)]
+        findings, totals = check_indexes(meta, batches, storage), PartitionTotals()
     else:
         findings, totals = audit_partition(meta, items, storage)
     totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
