@@ -5,9 +5,10 @@ code path for a classic session and for Spark Connect; the driver hands what rea
 1. The driver's plan (``audit.plan.ScanPlan``) has one task per segment; a segment
    much larger than the split size is cut into byte ranges at batch boundaries, so one huge file
    is not one straggler. Tasks are dealt into slots of about equal expected CPU (:func:`pack_tasks`:
-   a replica small beside a slot's share goes whole to one slot) and travel as a small DataFrame
-   (``schemas.TASKS``: paths and settings only, and a whole replica's PartitionMeta),
-   hash-partitioned so that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
+   a replica small beside a slot's share goes whole to one slot). Each slot's tasks
+   (``schemas.TASKS`` rows: paths and settings only, and a whole replica's PartitionMeta) travel
+   with the segment step's function as an Arrow stream, over ``spark.range`` with one partition
+   per slot (``job_rows.slot_step``): no frame of tasks and no exchange before the segment step.
 2. ``mapInArrow`` (:func:`_segment_step_of`): each Spark task audits its segments and emits Arrow
    batches of ``schemas.SEGMENT_ROWS``: a row per finding and one with each task's counts; a
    whole replica's partition step runs right there, on the summaries it holds, and only its
@@ -78,6 +79,7 @@ from kafka_audit.engines.job_rows import (
     batch_runs,
     rare_row,
     segment_row_batch,
+    slot_step,
 )
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.replica_set_step import keyed_by_set, set_label, set_step_of
@@ -190,19 +192,16 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     buckets = place_replicas(tasks, count)
     units: list[tuple] = [*replicas, *checks]
     places = dict(zip(units, keys_for_buckets([buckets.get(key, 0) for key in replicas] + check_buckets(checks, buckets, count), count)))
-    slot_keys = keys_for_buckets(range(len(groups)), len(groups))
-    tasks_table = task_table(groups, slot_keys, places, {key: metas[key] for key in packing.whole})
+    tasks_table = task_table(groups, list(range(len(groups))), places, {key: metas[key] for key in packing.whole})
     meta_table = segment_row_batch(
         [rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas if key not in packing.whole]
         + [rare_row(schemas.META, places[unit], None, pickle.dumps(check)) for unit, check in checks.items()]
     )
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
     segment_step = _segment_step_of(options, plan.discovery.storage.settings, keep)
-    segment_rows = (
-        spark.createDataFrame(tasks_table)
-        .repartition(len(groups), "slot")
-        .mapInArrow(segment_step, segment_schema)
-    )
+    # One Spark partition per slot, its one row the slot's number (no exchange, no frame of tasks).
+    slots = spark.range(0, len(groups), 1, len(groups))
+    segment_rows = slots.mapInArrow(slot_step(tasks_table, segment_step), segment_schema)
     to_replicas = segment_rows.where(segment_rows.kind != schemas.KEPT_BATCH) if keep else segment_rows
     replica_rows = (
         to_replicas.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
