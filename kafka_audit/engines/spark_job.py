@@ -19,8 +19,8 @@ code path for a classic session and for Spark Connect; the driver hands what rea
    with no Python object per batch): Spark moves and sorts a few rows per segment task and
    never looks inside a value (a typed Spark row per record batch cost its JVM more CPU than the
    audit).
-3. Those rows and one metadata row per replica not audited whole (topic, partition, folder) are
-   repartitioned by ``place``, a key per replica chosen so that replicas are dealt out over the
+3. Those rows and one metadata row per replica not audited whole (topic, partition, folder; the
+   first slot's Spark task sends them) are repartitioned by ``place``, a key per replica chosen so that replicas are dealt out over the
    partitions by bytes (:func:`place_replicas`), and sorted within partitions by (place, kind,
    segment base offset, segment, position): a replica's rows arrive together at one task,
    metadata first, then the segment step's findings and counts, then its batch values in log order.
@@ -201,11 +201,10 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     segment_step = _segment_step_of(options, plan.discovery.storage.settings, keep)
     # One Spark partition per slot, its one row the slot's number (no exchange, no frame of tasks).
     slots = spark.range(0, len(groups), 1, len(groups))
-    segment_rows = slots.mapInArrow(slot_step(tasks_table, segment_step), segment_schema)
+    segment_rows = slots.mapInArrow(slot_step(tasks_table, segment_step, meta_table), segment_schema)
     to_replicas = segment_rows.where(segment_rows.kind != schemas.KEPT_BATCH) if keep else segment_rows
     replica_rows = (
-        to_replicas.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema))
-        .repartition(count, "place")
+        to_replicas.repartition(count, "place")
         .sortWithinPartitions(*_REPLICA_ORDER)
         .groupBy("place")
         .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
