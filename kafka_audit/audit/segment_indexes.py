@@ -127,9 +127,9 @@ class IndexCheck:
     empty_objects: frozenset[str] = frozenset()
 
 
-def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary], storage: StorageContext) -> list[Finding]:
+def check_indexes(check: IndexCheck, summaries: Iterable[BatchSummary | RunSlice], storage: StorageContext) -> list[Finding]:
     """The findings of ``check``'s indexes against the segment's batch summaries (all of them,
-    in log order), read under ``storage`` (of ``check.storage_options``). A segment that gave no
+    in log order; runs as slices of their columns), read under ``storage`` (of ``check.storage_options``). A segment that gave no
     batch is checked only if its file opens, as the partition step does (the segment step
     reported why it did not)."""
     files, batches = check.files, list(summaries)

@@ -1,4 +1,5 @@
-"""The Spark job's rows as Arrow batches, both ways: segment tasks' summaries made columns together
+"""The Spark job's rows as Arrow batches, both ways (and each slot's segment tasks, sent with the
+segment step, :func:`slot_step`): segment tasks' summaries made columns together
 (:class:`PendingValues`, :mod:`~kafka_audit.engines.summary_columns`) and each task's cut into batch
 rows of up to :data:`SUMMARIES_PER_VALUE` summaries, each an Arrow record batch in ``blob``
 (:func:`task_rows`), the other segment rows (:func:`rare_row`, :func:`segment_row_batch`), and
@@ -8,9 +9,10 @@ back: the partition step's runs streamed out of batch rows (:func:`batch_runs`; 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kafka_audit.engines import schemas
 from kafka_audit.engines.summary_columns import (
@@ -135,3 +137,32 @@ def expand_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
     for batch in batches:
         for value in batch.column("blob"):
             yield from map(dataset_rows, read_value(value.as_buffer()))
+
+
+def slot_step(
+    tasks: pa.Table, segment_step: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], first: pa.RecordBatch
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The segment step over ``spark.range``'s slot numbers: each slot's rows of ``tasks`` go
+    with the function, as an Arrow IPC stream apiece (a task reads only its own), so that the
+    tasks reach their slots without a frame of their own and an exchange (a stage, 0.1-0.15 CPU
+    s of the JVM's per scan; PySpark broadcasts a function past 1 MB). Slot 0 sends the rows
+    ``first`` too (the metadata rows: no second frame and union for them)."""
+    slot_column = tasks.column("slot")
+    streams = [_ipc_stream(tasks.filter(pc.equal(slot_column, slot))) for slot in range(int(pc.max(slot_column).as_py()) + 1)]
+
+    def slots_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """Executor side: the segment step of each slot number of this Spark task (one)."""
+        for batch in batches:
+            for slot in batch.column(0).to_pylist():
+                if slot == 0 and first.num_rows:
+                    yield first
+                yield from segment_step(iter(pa.ipc.open_stream(streams[slot])))
+
+    return slots_step
+
+
+def _ipc_stream(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()

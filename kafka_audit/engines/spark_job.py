@@ -5,9 +5,10 @@ code path for a classic session and for Spark Connect; the driver hands what rea
 1. The driver's plan (``audit.plan.ScanPlan``) has one task per segment; a segment
    much larger than the split size is cut into byte ranges at batch boundaries, so one huge file
    is not one straggler. Tasks are dealt into slots of about equal expected CPU (:func:`pack_tasks`:
-   a replica small beside a slot's share goes whole to one slot) and travel as a small DataFrame
-   (``schemas.TASKS``: paths and settings only, and a whole replica's PartitionMeta),
-   hash-partitioned so that each slot is exactly one Spark partition (:func:`keys_for_buckets`).
+   a replica small beside a slot's share goes whole to one slot). Each slot's tasks
+   (``schemas.TASKS`` rows: paths and settings only, and a whole replica's PartitionMeta) travel
+   with the segment step's function as an Arrow stream, over ``spark.range`` with one partition
+   per slot (``job_rows.slot_step``): no frame of tasks and no exchange before the segment step.
 2. ``mapInArrow`` (:func:`_segment_step_of`): each Spark task audits its segments and emits Arrow
    batches of ``schemas.SEGMENT_ROWS``: a row per finding and one with each task's counts; a
    whole replica's partition step runs right there, on the summaries it holds, and only its
@@ -18,8 +19,8 @@ code path for a classic session and for Spark Connect; the driver hands what rea
    with no Python object per batch): Spark moves and sorts a few rows per segment task and
    never looks inside a value (a typed Spark row per record batch cost its JVM more CPU than the
    audit).
-3. Those rows and one metadata row per replica not audited whole (topic, partition, folder) are
-   repartitioned by ``place``, a key per replica chosen so that replicas are dealt out over the
+3. Those rows and one metadata row per replica not audited whole (topic, partition, folder; the
+   first slot's Spark task sends them) are repartitioned by ``place``, a key per replica chosen so that replicas are dealt out over the
    partitions by bytes (:func:`place_replicas`), and sorted within partitions by (place, kind,
    segment base offset, segment, position): a replica's rows arrive together at one task,
    metadata first, then the segment step's findings and counts, then its batch values in log order.
@@ -49,6 +50,8 @@ about 256 MiB: some 64 MB of summaries for 256 MiB of the smallest batches seen,
 
 from __future__ import annotations
 
+import functools
+import gc
 import pickle
 import warnings
 from collections import Counter
@@ -76,6 +79,7 @@ from kafka_audit.engines.job_rows import (
     batch_runs,
     rare_row,
     segment_row_batch,
+    slot_step,
 )
 from kafka_audit.engines.replica_placement import keys_for_buckets, place_replicas
 from kafka_audit.engines.replica_set_step import keyed_by_set, set_label, set_step_of
@@ -85,7 +89,7 @@ from kafka_audit.engines.spark_progress import watch
 from kafka_audit.io.storage import StorageSettings
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.discovery import Discovery
-from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns, flatten
+from kafka_audit.rules.batch_summary import BatchSummary, RunSlice, SummaryColumns
 from kafka_audit.rules.findings import Finding
 
 # pyspark 4 warns on every Arrow conversion when pandas 3 is installed; the job uses no pandas.
@@ -188,26 +192,19 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     buckets = place_replicas(tasks, count)
     units: list[tuple] = [*replicas, *checks]
     places = dict(zip(units, keys_for_buckets([buckets.get(key, 0) for key in replicas] + check_buckets(checks, buckets, count), count)))
-    slot_keys = keys_for_buckets(range(len(groups)), len(groups))
-    tasks_table = task_table(groups, slot_keys, places, {key: metas[key] for key in packing.whole})
+    tasks_table = task_table(groups, list(range(len(groups))), places, {key: metas[key] for key in packing.whole})
     meta_table = segment_row_batch(
         [rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas if key not in packing.whole]
         + [rare_row(schemas.META, places[unit], None, pickle.dumps(check)) for unit, check in checks.items()]
     )
     segment_schema = schemas.spark_schema(schemas.SEGMENT_ROWS)
     segment_step = _segment_step_of(options, plan.discovery.storage.settings, keep)
-    segment_rows = (
-        _partitioned(spark.createDataFrame(tasks_table), len(groups), "slot")
-        .mapInArrow(segment_step, segment_schema)
-    )
+    # One Spark partition per slot, its one row the slot's number (no exchange, no frame of tasks).
+    slots = spark.range(0, len(groups), 1, len(groups))
+    segment_rows = slots.mapInArrow(slot_step(tasks_table, segment_step, meta_table), segment_schema)
     to_replicas = segment_rows.where(segment_rows.kind != schemas.KEPT_BATCH) if keep else segment_rows
     replica_rows = (
-        _partitioned(
-            to_replicas.unionByName(spark.createDataFrame(pa.Table.from_batches([meta_table]), segment_schema)),
-            count,
-            "place",
-            narrow=len(groups) == 1,
-        )
+        _partitioned(to_replicas, count, "place", narrow=len(groups) == 1)
         .sortWithinPartitions(*_REPLICA_ORDER)
         .groupBy("place")
         .applyInArrow(_replica_step, schemas.spark_schema(schemas.REPLICA_ROWS))
@@ -222,10 +219,10 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     return ScanFrames(segment_rows, replica_rows, len(groups))
 
 
-def _partitioned(frame, count: int, key: str, narrow: bool = True):
+def _partitioned(frame, count: int, key: str, narrow: bool):
     """``frame`` hash-partitioned by ``key`` into ``count`` partitions; into one by ``coalesce``
-    when ``narrow`` (its input is one Spark task's, or a table from the driver), with no shuffle:
-    a small input's job is then one Spark stage, not three."""
+    when ``narrow`` (its input is one Spark partition, one slot's), with no shuffle: a small
+    input's job is then one Spark stage, not two."""
     return frame.coalesce(1) if count == 1 and narrow else frame.repartition(count, key)
 
 
@@ -243,6 +240,7 @@ def _segment_step_of(
         together in log order and its partition step runs here, on the summaries kept in memory.
         Rows are sent in Arrow batches holding about :data:`ROWS_PER_BATCH` summaries. Its reads
         share one storage context of the settings."""
+        settle_worker_heap()
         with StorageContext(settings) as storage:
             yield from _segment_rows(batches, storage)
 
@@ -285,6 +283,19 @@ def _segment_step_of(
     return segment_step
 
 
+@functools.cache
+def settle_worker_heap() -> None:
+    """Executor side, at a task's start, once per process (the cache of a call without
+    arguments: one bit, no request's data): the objects alive in this Python worker by now (its
+    modules, PySpark's and ours) are left out of later garbage collections (``gc.freeze``).
+    PySpark reuses a worker for task after task and runs a full ``gc.collect()`` after each
+    (``pyspark.daemon``), which walked those ~90,000 objects every time (60-80 ms a task); it now
+    walks what the tasks since made. Freezing frees and moves nothing: a frozen object is still
+    freed when its last reference goes; only a cycle among objects alive at the first task's
+    start (that task's set-up, once per worker) is never collected."""
+    gc.freeze()
+
+
 def _read_tasks(
     batches: Iterator[pa.RecordBatch], settings: StorageSettings
 ) -> tuple[list[SegmentTask], dict[SegmentTask, int], dict[tuple, Any], dict[SegmentTask, int]]:
@@ -319,7 +330,10 @@ def _partition_rows(
     summaries and runs: its findings, then its totals (a check's are only the requests it sent)."""
     sent = storage.requests_sent()
     if isinstance(meta, IndexCheck):
-        findings, totals = check_indexes(meta, flatten(items), storage), PartitionTotals()
+        # Runs as slices of their columns (as the partition step passes them), no object per batch.
+        batches = [RunSlice(item, 0, len(item)) if isinstance(item, SummaryColumns) else item
+                   for item in items if not isinstance(item, SummaryColumns) or len(item)]
+        findings, totals = check_indexes(meta, batches, storage), PartitionTotals()
     else:
         findings, totals = audit_partition(meta, items, storage)
     totals.requests, totals.bytes_fetched = storage.fetched_since(sent)
@@ -338,6 +352,7 @@ def _replica_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     ``_REPLICA_ORDER``: its metadata, the segment step's counts and findings (passed on), then its
     batch rows in log order, whose summaries stream into the partition step. A replica the
     segment step audited whole has no metadata or batch rows here: its rows are passed on."""
+    settle_worker_heap()
     meta = None
     out: list[tuple] = []
     rest = iter(batches)
