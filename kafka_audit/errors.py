@@ -13,6 +13,7 @@ import-linter contract "The shared vocabulary imports no layer").
 
 from __future__ import annotations
 
+import sys
 from typing import ClassVar
 
 # SPEC section 1: 0 no finding at or above --fail-on, 1 at least one, 2 a usage error (a path,
@@ -22,16 +23,21 @@ EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+# The one line a command says on stderr when it is interrupted (SIGINT, SIGTERM).
+INTERRUPTED_LINE = "kafka-audit: interrupted"
 
 
-def forget_the_interrupt() -> None:
-    """Let a handled interrupt end with :data:`EXIT_INTERRUPTED`. CPython marks a KeyboardInterrupt
-    that escapes an ``exec`` or ``eval`` of source text (the methods a dataclass or a namedtuple
-    generates as it is imported) as unhandled even after an ``except`` caught it, and then ends a
-    ``python -m kafka_audit`` by SIGINT (exit -2) instead of with its exit code
-    (``run_eval_code_obj`` in Python/pythonrun.c, read at exit by ``Py_RunMain``). Each such eval
-    clears the mark as it starts: one that runs to its end clears it for good."""
+def end_interrupted() -> int:
+    """Say :data:`INTERRUPTED_LINE` on stderr and give :data:`EXIT_INTERRUPTED`, the exit code
+    the interrupted command ends with. CPython marks a KeyboardInterrupt that escapes an ``exec``
+    or ``eval`` of source text (the methods a dataclass or a namedtuple generates as it is
+    imported) as unhandled even after an ``except`` caught it, and then ends a ``python -m
+    kafka_audit`` by SIGINT (exit -2) instead of with its exit code (``run_eval_code_obj`` in
+    Python/pythonrun.c, read at exit by ``Py_RunMain``); each such eval clears the mark as it
+    starts, so one that runs to its end here clears it for good."""
+    print(INTERRUPTED_LINE, file=sys.stderr)
     exec("pass")
+    return EXIT_INTERRUPTED
 
 
 class KafkaAuditError(Exception):

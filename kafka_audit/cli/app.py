@@ -31,7 +31,7 @@ from kafka_audit.cli.options import (
     PipeGuard,
     exit_code_of,
 )
-from kafka_audit.errors import forget_the_interrupt
+from kafka_audit.errors import end_interrupted
 
 app = typer.Typer(
     add_completion=False,
@@ -108,6 +108,5 @@ def _run(argv: list[str] | None) -> int:
             print(escape_text(f"{command}: {exc.format_message()} (see {command} --help)"), file=sys.stderr)
             code = getattr(exc, "exit_code", EXIT_USAGE)
     if code == EXIT_INTERRUPTED:  # Typer turns Ctrl-C into this code without a word
-        print("kafka-audit: interrupted", file=sys.stderr)
-        forget_the_interrupt()
+        end_interrupted()
     return code if isinstance(code, int) else EXIT_OK

@@ -8,7 +8,7 @@ import signal
 import sys
 import threading
 
-from kafka_audit.errors import EXIT_INTERRUPTED, forget_the_interrupt
+from kafka_audit.errors import end_interrupted
 
 
 def _terminated(signum: int, frame: object) -> None:
@@ -36,9 +36,7 @@ def main() -> None:
 
         run()
     except KeyboardInterrupt:  # during the imports, or once the command had handled its own
-        print("kafka-audit: interrupted", file=sys.stderr)
-        forget_the_interrupt()
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(end_interrupted())
     finally:
         if in_main_thread:
             _settled()
