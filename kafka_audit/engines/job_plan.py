@@ -43,18 +43,17 @@ def check_buckets(checks: dict[tuple, IndexCheck], buckets: dict[tuple, int], co
     return chosen
 
 
-def task_table(
-    groups: list[list[SegmentTask]], slot_keys: list[int], places: dict[tuple, int], whole: dict[tuple, Any]
-) -> pa.Table:
-    """The tasks as rows of ``schemas.TASKS``: a whole replica's PartitionMeta on its first task,
-    and on each task of a segment whose indexes are checked apart, that check's place."""
+def task_table(groups: list[list[SegmentTask]], places: dict[tuple, int], whole: dict[tuple, Any]) -> pa.Table:
+    """The tasks as rows of ``schemas.TASKS``, each group's under its slot (the group's index): a
+    whole replica's PartitionMeta on its first task, and on each task of a segment whose indexes
+    are checked apart, that check's place."""
     name = schemas.name_bytes
     rows = []
     for slot, group in enumerate(groups):
         for task in group:
             meta = whole.pop(task.replica_key, None)
             rows.append((
-                slot_keys[slot], places[task.replica_key], name(task.topic), task.partition, name(task.replica),
+                slot, places[task.replica_key], name(task.topic), task.partition, name(task.replica),
                 name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size,
                 task.start, task.stop, task.file_id, task.newest, None if meta is None else pickle.dumps(meta),
                 places.get((task.replica_key, task.segment)),

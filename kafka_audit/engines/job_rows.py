@@ -140,15 +140,18 @@ def expand_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch
 
 
 def slot_step(
-    tasks: pa.Table, segment_step: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]], first: pa.RecordBatch
+    tasks: pa.Table,
+    slots: int,
+    segment_step: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    first: pa.RecordBatch,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The segment step over ``spark.range``'s slot numbers: each slot's rows of ``tasks`` go
-    with the function, as an Arrow IPC stream apiece (a task reads only its own), so that the
-    tasks reach their slots without a frame of their own and an exchange (a stage, 0.1-0.15 CPU
-    s of the JVM's per scan; PySpark broadcasts a function past 1 MB). Slot 0 sends the rows
+    """The segment step over ``spark.range``'s slot numbers (0 to ``slots`` - 1): each slot's
+    rows of ``tasks`` go with the function, as an Arrow IPC stream apiece (a task reads only its
+    own), so that the tasks reach their slots without a frame of their own and an exchange (a
+    stage, 0.1-0.15 CPU s of the JVM's per scan; PySpark broadcasts a function past 1 MB). Slot 0 sends the rows
     ``first`` too (the metadata rows: no second frame and union for them)."""
     slot_column = tasks.column("slot")
-    streams = [_ipc_stream(tasks.filter(pc.equal(slot_column, slot))) for slot in range(int(pc.max(slot_column).as_py()) + 1)]
+    streams = [_ipc_stream(tasks.filter(pc.equal(slot_column, slot))) for slot in range(slots)]
 
     def slots_step(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """Executor side: the segment step of each slot number of this Spark task (one)."""

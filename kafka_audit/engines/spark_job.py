@@ -20,10 +20,11 @@ code path for a classic session and for Spark Connect; the driver hands what rea
    never looks inside a value (a typed Spark row per record batch cost its JVM more CPU than the
    audit).
 3. Those rows and one metadata row per replica not audited whole (topic, partition, folder; the
-   first slot's Spark task sends them) are repartitioned by ``place``, a key per replica chosen so that replicas are dealt out over the
-   partitions by bytes (:func:`place_replicas`), and sorted within partitions by (place, kind,
-   segment base offset, segment, position): a replica's rows arrive together at one task,
-   metadata first, then the segment step's findings and counts, then its batch values in log order.
+   first slot's Spark task sends them) are repartitioned by ``place``, a key per replica chosen
+   so that replicas are dealt out over the partitions by bytes (:func:`place_replicas`), and
+   sorted within partitions by (place, kind, segment base offset, segment, position): a
+   replica's rows arrive together at one task, metadata first, then the segment step's findings
+   and counts, then its batch values in log order.
 4. ``groupBy(place).applyInArrow`` (:func:`_replica_step`, iterator form) streams each replica's
    summaries, a value at a time (its columns copied once into a ``SummaryColumns``), into the
    partition step (offsets, indexes, producer-state
@@ -192,7 +193,7 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     buckets = place_replicas(tasks, count)
     units: list[tuple] = [*replicas, *checks]
     places = dict(zip(units, keys_for_buckets([buckets.get(key, 0) for key in replicas] + check_buckets(checks, buckets, count), count)))
-    tasks_table = task_table(groups, list(range(len(groups))), places, {key: metas[key] for key in packing.whole})
+    tasks_table = task_table(groups, places, {key: metas[key] for key in packing.whole})
     meta_table = segment_row_batch(
         [rare_row(schemas.META, places[key], None, pickle.dumps(metas[key])) for key in replicas if key not in packing.whole]
         + [rare_row(schemas.META, places[unit], None, pickle.dumps(check)) for unit, check in checks.items()]
@@ -201,7 +202,7 @@ def build_frames(spark, plan: ScanPlan, keep: bool = False) -> ScanFrames:
     segment_step = _segment_step_of(options, plan.discovery.storage.settings, keep)
     # One Spark partition per slot, its one row the slot's number (no exchange, no frame of tasks).
     slots = spark.range(0, len(groups), 1, len(groups))
-    segment_rows = slots.mapInArrow(slot_step(tasks_table, segment_step, meta_table), segment_schema)
+    segment_rows = slots.mapInArrow(slot_step(tasks_table, len(groups), segment_step, meta_table), segment_schema)
     to_replicas = segment_rows.where(segment_rows.kind != schemas.KEPT_BATCH) if keep else segment_rows
     replica_rows = (
         _partitioned(to_replicas, count, "place", narrow=len(groups) == 1)
