@@ -90,6 +90,7 @@ DEFAULT_TRANSACTION_TIMEOUT_MS = 900000
 # Broker producer.id.expiration.ms default (1 day).
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86400000
 
+
 @dataclass(frozen=True, slots=True)
 class ReplaySettings:
     """How the replay judges one partition, decided by ``kafka_audit.audit`` and carried whole from
