@@ -418,19 +418,13 @@ def rss_probe(path: Path) -> dict:
     import resource
 
     from kafka_audit.audit.segment_audit import SegmentAuditor
-    from kafka_audit.audit.segment_task import SegmentTask
     from kafka_audit.rules.validation.log_validator import ValidationConfig
+    from tests.support.segment_tasks import segment_task
 
     size = path.stat().st_size
-    task = SegmentTask(
-        topic=path.parent.name.rsplit("-", 1)[0],
-        partition=int(path.parent.name.rsplit("-", 1)[1]),
-        replica=path.parent.name,
-        path=str(path),
-        segment=f"{path.parent.name}/{path.name}",
-        base_offset=int(path.stem),
-        size=size,
-    )
+    topic, partition = path.parent.name.rsplit("-", 1)
+    task = segment_task(topic, int(partition), path.parent.name, str(path), f"{path.parent.name}/{path.name}",
+                        int(path.stem), size=size)
     before = _vm_kib("VmHWM")
     auditor = SegmentAuditor(task, ValidationConfig())
     for _ in auditor.run():

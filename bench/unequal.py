@@ -140,9 +140,9 @@ def big_plan(root: Path) -> dict:
     from kafka_audit.log.log_dir import discover
 
     tasks = plan_tasks(discover([str(root)]))
-    big = sorted((t for t in tasks if t.topic == "big"), key=lambda t: (t.base_offset, t.start))
+    big = sorted((t for t in tasks if t.topic == "big"), key=lambda t: (t.file.base_offset, t.start))
     return {"plan": "unequal", "split_bytes": DEFAULT_SPLIT_BYTES, "split_above_bytes": DEFAULT_SPLIT_BYTES * 3 // 2,
-            "big_segment_bytes": sorted({t.size for t in big}), "big_tasks": len(big),
+            "big_segment_bytes": sorted({t.file.size for t in big}), "big_tasks": len(big),
             "big_task_bytes": [t.byte_count for t in big], "tiny_tasks": len(tasks) - len(big)}
 
 

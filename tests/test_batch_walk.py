@@ -31,6 +31,7 @@ from kafka_audit.record.record_batch import V2_ATTRIBUTES_OFFSET, V2_CRC_OFFSET,
 from kafka_audit.rules.batch_summary import BatchSummary, SummaryColumns
 from kafka_audit.rules.validation.log_validator import ValidationConfig
 from tests.support.screen_options import SCREEN_OPTIONS
+from tests.support.segment_tasks import segment_task
 from tests.support.writer import BatchSpec, ControlSpec, encode_batch, records
 
 REPO = Path(__file__).resolve().parent.parent
@@ -72,9 +73,9 @@ def _assert_same_audit(root: Path, options: ScanOptions, split: int, monkeypatch
     for task in plan_tasks(discovery, split):
         fast, fast_stats, count = _run(task, options, True, monkeypatch)
         slow, slow_stats, _ = _run(task, options, False, monkeypatch)
-        assert fast == slow, task.segment
+        assert fast == slow, task.file.display_path
         assert [s.__class__ for s in fast] == [s.__class__ for s in slow]
-        assert fast_stats == slow_stats, task.segment
+        assert fast_stats == slow_stats, task.file.display_path
         taken += count
     return taken
 
@@ -100,12 +101,12 @@ def test_the_compiled_columns_equal_the_python_columns(root: Path, monkeypatch) 
     options = with_inferred_compaction(OPTIONS[0], discovery)
     runs = 0
     for task in plan_tasks(discovery, 1 << 30):
-        if not Path(task.path).is_file():  # the fixtures' dangling link of an unreadable segment
+        if not Path(task.file.path).is_file():  # the fixtures' dangling link of an unreadable segment
             continue
         items, _, _ = _run(task, options, False, monkeypatch)
         summaries = {s.position: s for s in items if isinstance(s, BatchSummary)}
         walk = SegmentAuditor(task, options.validation, options.reference_time)._compiled_walk()
-        with FileRecords(task.path) as segment:
+        with FileRecords(task.file.path) as segment:
             buf = segment.loaded()
             for position, summary in summaries.items():
                 run = next(walk.runs(buf, position, position + 1, segment.size, _loaded, lambda _: segment.size), None)
@@ -115,7 +116,7 @@ def test_the_compiled_columns_equal_the_python_columns(root: Path, monkeypatch) 
                 assert run.count == 1
                 expected = SummaryColumns.of_summaries([summary])
                 assert run.data == expected.batches.data
-                assert list(SummaryColumns(task.topic, task.partition, task.segment, task.base_offset, run)) == [summary]
+                assert list(SummaryColumns(task.topic, task.partition, task.file.display_path, task.file.base_offset, run)) == [summary]
     if root.name != "broker-logs":
         assert runs > 0
 
@@ -192,7 +193,7 @@ def test_the_compiled_walk_audits_mutated_segments_as_the_python_walk(seed: int,
     for n in range(600):
         data = _mutant(rng, pool)
         path.write_bytes(data)
-        task = SegmentTask("t", 0, "t-0", str(path), "t-0/0.log", 0, size=len(data), newest=n % 2 == 0)
+        task = segment_task("t", 0, "t-0", str(path), "t-0/0.log", 0, size=len(data), newest=n % 2 == 0)
         options = OPTIONS[n % len(OPTIONS)]
         fast, fast_stats, count = _run(task, options, True, monkeypatch)
         slow, slow_stats, _ = _run(task, options, False, monkeypatch)
@@ -202,7 +203,7 @@ def test_the_compiled_walk_audits_mutated_segments_as_the_python_walk(seed: int,
 
 
 def _walk() -> batch_walk.CompiledWalk:
-    return SegmentAuditor(SegmentTask("t", 0, "t-0", "", "s", 0), ValidationConfig(), None)._compiled_walk()
+    return SegmentAuditor(segment_task("t", 0, "t-0", "", "s", 0), ValidationConfig(), None)._compiled_walk()
 
 
 def test_a_long_run_comes_in_bounded_pieces_and_whole() -> None:

@@ -122,17 +122,17 @@ def test_batch_values_give_back_every_summary_in_order():
     """A segment task's summaries, cut into values of a few, come back whole and in log order
     (the partition step) and as the ``batches`` dataset's typed rows (its expansion)."""
     from kafka_audit.audit.segment_audit import SegmentAuditor
-    from kafka_audit.audit.segment_task import SegmentTask
     from kafka_audit.engines.job_rows import batch_summaries, expand_batches, segment_row_batch, task_rows
     from kafka_audit.engines.summary_columns import summary_columns
     from kafka_audit.rules.batch_summary import BatchSummary
     from kafka_audit.rules.validation.log_validator import ValidationConfig
+    from tests.support.segment_tasks import segment_task
 
     folder = next(p for p in sorted(FAULTY.iterdir()) if p.is_dir() and len(list(p.glob("*.log"))) > 0)
     log = sorted(folder.glob("*.log"))[0]
-    task = SegmentTask(topic=folder.name.rsplit("-", 1)[0], partition=int(folder.name.rsplit("-", 1)[1]),
-                       replica=folder.name, path=str(log), segment=f"{folder.name}/{log.name}",
-                       base_offset=int(log.stem), size=log.stat().st_size)
+    topic, partition = folder.name.rsplit("-", 1)
+    task = segment_task(topic, int(partition), folder.name, str(log), f"{folder.name}/{log.name}", int(log.stem),
+                        size=log.stat().st_size)
     summaries = [s for s in SegmentAuditor(task, ValidationConfig()).run() if isinstance(s, BatchSummary)]
     assert len(summaries) > 3
     rows = list(task_rows([7], [summary_columns(summaries)], 3, schemas.BATCH))

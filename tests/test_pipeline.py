@@ -18,6 +18,7 @@ from kafka_audit.engines.spark_job import run_scan
 from kafka_audit.log.log_dir import discover
 from tests.conftest import FIXTURES
 from tests.support.audit_run import BUNDLED
+from tests.support.segment_tasks import segment_task
 from tests.support.writer import BatchSpec, LogDirWriter, Producer, records
 
 REAL_BROKER = BUNDLED / "real-broker"
@@ -129,13 +130,13 @@ def test_the_real_broker_corpus_audits_clean_on_spark(any_spark, corpus):
 
 def test_pack_tasks_deals_every_task_once_into_balanced_groups():
     tasks = [
-        SegmentTask("t", 0, "t-0", f"/x/{i}", f"t-0/{i}.log", i, size=size)
+        segment_task("t", 0, "t-0", f"/x/{i}", f"t-0/{i}.log", i, size=size)
         for i, size in enumerate([900, 500, 400, 300, 300, 200, 100, 100, 50, 50])
     ]
     density = {("t", 0, "t-0"): 100.0}
     groups = pack_tasks(tasks, 3, density).groups
     assert len(groups) == 3
-    assert sorted(t.path for g in groups for t in g) == sorted(t.path for t in tasks)
+    assert sorted(t.file.path for g in groups for t in g) == sorted(t.file.path for t in tasks)
     loads = [sum(t.byte_count for t in g) for g in groups]
     assert max(loads) - min(loads) <= 100
     assert pack_tasks(tasks[:2], 8, density).groups == [[tasks[0]], [tasks[1]]]
@@ -147,7 +148,7 @@ def test_tasks_are_dealt_by_expected_cpu_not_bytes():
     dense one is nine tenths of the work, so each slot gets one of its tasks (bytes alone could
     give one slot both), and the light replica goes whole beside one of them."""
     def replica(topic: str) -> list[SegmentTask]:
-        return [SegmentTask(topic, 0, f"{topic}-0", f"/x/{topic}/{i}", f"{topic}-0/{i}.log", i, size=10_000)
+        return [segment_task(topic, 0, f"{topic}-0", f"/x/{topic}/{i}", f"{topic}-0/{i}.log", i, size=10_000)
                 for i in range(2)]
 
     dense, sparse = replica("zstd"), replica("plain")
@@ -160,8 +161,8 @@ def test_tasks_are_dealt_by_expected_cpu_not_bytes():
 
 
 def test_small_replicas_go_whole_to_one_slot_and_large_ones_are_spread():
-    big = [SegmentTask("big", 0, "big-0", f"/x/big/{i}", f"big-0/{i}.log", i, size=1000) for i in range(8)]
-    small = [SegmentTask(f"s{n}", 0, f"s{n}-0", f"/x/s{n}/{i}", f"s{n}-0/{i}.log", i, size=100)
+    big = [segment_task("big", 0, "big-0", f"/x/big/{i}", f"big-0/{i}.log", i, size=1000) for i in range(8)]
+    small = [segment_task(f"s{n}", 0, f"s{n}-0", f"/x/s{n}/{i}", f"s{n}-0/{i}.log", i, size=100)
              for n in range(6) for i in range(2)]
     density = {t.replica_key: 100.0 for t in big + small}
     packing = pack_tasks(big + small, 4, density)
@@ -179,7 +180,7 @@ def test_the_batch_density_is_read_from_the_first_batch_headers(tmp_path):
         written = [w.append(BatchSpec(records=records([b"x" * n]))) for n in (10, 2000, 300)]
     found = discover([str(tmp_path)])
     (task,) = plan_tasks(found)
-    size = task.size
+    size = task.file.size
     assert [b.position for b in written] == [0, written[1].position, written[2].position]
     assert batch_bytes_by_replica([task]) == {task.replica_key: size / 3}
 
@@ -191,7 +192,7 @@ def test_replicas_are_spread_over_the_shuffle_partitions_by_bytes():
 
     sizes = {0: 900, 1: 500, 2: 400, 3: 300, 4: 300, 5: 200}
     tasks = [
-        SegmentTask("t", p, f"logs/t-{p}", f"/x/t-{p}/{i}.log", f"t-{p}/{i}.log", i, size=size // 2)
+        segment_task("t", p, f"logs/t-{p}", f"/x/t-{p}/{i}.log", f"t-{p}/{i}.log", i, size=size // 2)
         for p, size in sizes.items()
         for i in range(2)
     ]

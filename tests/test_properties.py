@@ -27,7 +27,6 @@ from hypothesis import strategies as st
 
 from kafka_audit.audit.scan_options import ScanOptions
 from kafka_audit.audit.segment_audit import SegmentAuditor
-from kafka_audit.audit.segment_task import SegmentTask
 from kafka_audit.engines.local import audit_in_process
 from kafka_audit.log.checkpoints import parse_leader_epoch_checkpoint, parse_offset_checkpoint, parse_properties
 from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
@@ -48,6 +47,7 @@ from kafka_audit.rules.partition.offset_continuity import OffsetContinuity
 from kafka_audit.rules.replay.partition_replay import PartitionLog, ReplaySettings, replay_partition
 from kafka_audit.rules.validation.log_validator import ValidationConfig, record_screen, validate_records
 from tests.support.record_screen_reference import screen_records_py
+from tests.support.segment_tasks import segment_task
 from tests.support.writer import TS_BASE, BatchSpec, ControlSpec, RecordSpec, encode_batch
 
 # KAFKA_AUDIT_PROPERTY_SCALE=50 runs every property 50 times longer (a local soak, not CI).
@@ -209,7 +209,7 @@ def test_arbitrary_bytes_never_raise_and_problems_are_catalogued(data):
 @given(damaged_segments(), st.sampled_from(["t", "__consumer_offsets"]))
 def test_the_segment_audit_of_arbitrary_bytes_never_raises(data, topic):
     path = _segment_file(data)
-    task = SegmentTask(topic, 0, "t-0", str(path), "t-0/seg.log", 0, size=len(data))
+    task = segment_task(topic, 0, "t-0", str(path), "t-0/seg.log", 0, size=len(data))
     config = ValidationConfig(timestamp_before_max_ms=10, timestamp_after_max_ms=10)
     for item in SegmentAuditor(task, config, reference_time=TS_BASE).run():
         if isinstance(item, BatchSummary):

@@ -63,7 +63,7 @@ def _audit(root: Path, quick: bool, options: ScanOptions, monkeypatch) -> list:
         out = []
         for task in plan_tasks(discovery, 4096):  # small ranges: tasks that start mid-segment too
             auditor = SegmentAuditor(task, options.validation, options.reference_time)
-            out.append((task.segment, task.start, list(auditor.run()), auditor.stats))
+            out.append((task.file.display_path, task.start, list(auditor.run()), auditor.stats))
     return out
 
 

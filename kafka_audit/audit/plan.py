@@ -75,36 +75,27 @@ def plan_tasks(discovery: Discovery, split_bytes: int = DEFAULT_SPLIT_BYTES) -> 
         if newest is not None and partition.folder_last_offset is not None:
             newest = max(newest, partition.folder_last_offset)
         for segment in partition.segments:
+            is_newest = segment.state == LIVE and segment.base_offset == newest
             task = SegmentTask(
-                topic=partition.topic,
-                partition=partition.partition,
-                replica=partition.display_path,
-                path=segment.path,
-                segment=segment.display_path,
-                base_offset=segment.base_offset,
-                state=segment.state,
-                mtime_ms=segment.mtime_ms,
-                size=segment.size,
-                file_id=segment.file_id,
-                newest=segment.state == LIVE and segment.base_offset == newest,
-                storage_options=discovery.storage.settings,
+                partition.topic, partition.partition, partition.display_path, segment,
+                newest=is_newest, storage_options=discovery.storage.settings,
             )
             if segment.size <= split_bytes * 3 // 2:
                 tasks.append(task)
             else:
-                tasks.extend(_split(task, split_bytes, segment.index, discovery.storage))
+                tasks.extend(_split(task, split_bytes, discovery.storage))
     tasks.sort(key=lambda t: -t.byte_count)
     return tasks
 
 
-def _split(task: SegmentTask, split_bytes: int, index: str | None, storage: StorageContext) -> list[SegmentTask]:
+def _split(task: SegmentTask, split_bytes: int, storage: StorageContext) -> list[SegmentTask]:
     """A local segment is cut where a walk of its batch headers says (the map costs no read); an
     object in a store where its offset index says, so the driver does not read the object."""
     try:
-        if is_remote(task.path):
-            points = _index_split_points(task, index, split_bytes, storage)
+        if is_remote(task.file.path):
+            points = _index_split_points(task, split_bytes, storage)
         else:
-            with FileRecords(task.path, task.size, task.file_id, storage) as segment:
+            with FileRecords(task.file.path, task.file.size, task.file.file_id, storage) as segment:
                 points = segment.split_points(split_bytes)
     except (OSError, ValueError):
         return [task]  # its own task reports why it cannot be read
@@ -112,17 +103,18 @@ def _split(task: SegmentTask, split_bytes: int, index: str | None, storage: Stor
     return [task.byte_range(start, stop) for start, stop in zip(points, stops)]
 
 
-def _index_split_points(task: SegmentTask, index: str | None, split_bytes: int, storage: StorageContext) -> list[int]:
+def _index_split_points(task: SegmentTask, split_bytes: int, storage: StorageContext) -> list[int]:
     """Batch start positions about ``split_bytes`` apart, taken from the segment's ``.index``
     (LogSegment.append indexes a batch's position every index.interval.bytes). An entry is used
     only where the segment agrees, reading one batch there: a batch starts at that position,
     its CRC holds and it holds the entry's offset. Without a usable index the segment is one
     task, whose executor walks it whole."""
     points = [0]
+    index = task.file.index
     if not index:
         return points
-    entries = OFFSET_INDEX.read(index, task.base_offset, None, storage).entries
-    with FileRecords(task.path, storage=storage) as segment:
+    entries = OFFSET_INDEX.read(index, task.file.base_offset, None, storage).entries
+    with FileRecords(task.file.path, storage=storage) as segment:
         for entry in entries:
             if entry.position - points[-1] < split_bytes or entry.position >= segment.size:
                 continue
@@ -157,4 +149,4 @@ def partition_metas(discovery: Discovery, options: ScanOptions) -> dict[tuple, P
 def log_order(task: SegmentTask) -> tuple[int, str, int]:
     """Where a task's batches stand in its replica's log: segment base offset, segment file, first
     byte. A task yields its batches in file order, so tasks in this order give the log order."""
-    return (task.base_offset, task.segment, task.start)
+    return (task.file.base_offset, task.file.display_path, task.start)

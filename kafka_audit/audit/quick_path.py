@@ -86,7 +86,7 @@ class QuickPath:
             return None
         self._quick_codecs[attributes & COMPRESSION_CODEC_MASK] += 1
         self._quick_records += batch.record_count or 0
-        return BatchSummary.of(task.topic, task.partition, task.segment, task.base_offset, batch, True, control)
+        return BatchSummary.of(task.topic, task.partition, task.file.display_path, task.file.base_offset, batch, True, control)
 
     def _compiled_walk(self) -> CompiledWalk:
         """The compiled walk with this task's settings: the record screens of a v2 data batch of

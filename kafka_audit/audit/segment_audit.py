@@ -78,7 +78,7 @@ class SegmentAuditor(QuickPath, SegmentFindings):
         # SPEC: the reference time defaults to the segment file's modification time. Only an
         # object in a store has none, and timestamp bounds over a URI need --reference-time
         # (audit.scan_options.reference_time_problem refuses the scan before it starts).
-        self.reference_time = reference_time if reference_time is not None else task.mtime_ms
+        self.reference_time = reference_time if reference_time is not None else task.file.mtime_ms
         self.stats = SegmentStats(segments=1 if task.start == 0 else 0)
         self.topic_partition = partition_label(task.topic, task.partition)
         self.compacted = config.is_compacted(task.topic)
@@ -117,7 +117,7 @@ class SegmentAuditor(QuickPath, SegmentFindings):
         for check, count in sorted(self._counts.items()):
             if count > MAX_FINDINGS_PER_CHECK:
                 more = count - MAX_FINDINGS_PER_CHECK
-                message = f"{more} more {check} findings in {self.task.segment} (not listed one by one)"
+                message = f"{more} more {check} findings in {self.task.file.display_path} (not listed one by one)"
                 yield self._finding(check, message, None, details={"more_findings": more})
 
     def _capped(self, findings: Iterable[Finding]) -> Iterator[Finding]:
@@ -144,7 +144,7 @@ class SegmentAuditor(QuickPath, SegmentFindings):
         with segment:
             stop = self._range_read(segment)
             pending: list[Problem] = []
-            next_offset = task.base_offset if task.start == 0 else None
+            next_offset = task.file.base_offset if task.start == 0 else None
             walked = task.start
             first = True
             try:
@@ -156,7 +156,7 @@ class SegmentAuditor(QuickPath, SegmentFindings):
                     if isinstance(item, BatchColumns):
                         first = False
                         walked, next_offset = self._fold_run(item)
-                        run = SummaryColumns(task.topic, task.partition, task.segment, task.base_offset, item)
+                        run = SummaryColumns(task.topic, task.partition, task.file.display_path, task.file.base_offset, item)
                         if columns:
                             yield run
                         else:
@@ -199,7 +199,7 @@ class SegmentAuditor(QuickPath, SegmentFindings):
         stop = segment.size if task.stop is None else min(task.stop, segment.size)
         read = max(0, stop - task.start)
         self.stats.bytes += read
-        self.stats.bytes_read[task.segment] += read
+        self.stats.bytes_read[task.file.display_path] += read
         return stop
 
     def _walk_ended(self, segment: FileRecords) -> None:
@@ -207,7 +207,7 @@ class SegmentAuditor(QuickPath, SegmentFindings):
         self._fold_quick_counts()
         how = segment.changed()
         if how is not None:
-            self.stats.changed[self.task.segment] = how
+            self.stats.changed[self.task.file.display_path] = how
 
     def _audit_batch(self, segment: FileRecords, batch: RecordBatch) -> tuple[list[Finding], BatchSummary]:
         """The findings of one batch (most have none) and its summary for the partition step."""
@@ -237,7 +237,7 @@ class SegmentAuditor(QuickPath, SegmentFindings):
                 valid = not any(p.check == CheckId.DECOMPRESSION_FAILED for p in decoded.problems)
         task = self.task
         return findings, BatchSummary.of(
-            task.topic, task.partition, task.segment, task.base_offset, batch, valid, control
+            task.topic, task.partition, task.file.display_path, task.file.base_offset, batch, valid, control
         )
 
     def _validate(self, batch: RecordBatch, decoded: BatchRecords) -> tuple[list[Violation], ControlRecord | None]:

@@ -40,19 +40,19 @@ class SegmentFindings:
         segment is counted among the unread ones, with the reason)."""
         task = self.task
         try:
-            return FileRecords(task.path, task.size or None, task.file_id, self.storage)
+            return FileRecords(task.file.path, task.file.size or None, task.file.file_id, self.storage)
         except FileChanged as exc:
             # Deleted by retention or swapped in by the cleaner since the listing (SPEC segment_changed).
             self.stats.segments = 0
             return self._changed_finding(exc, task.start, task.byte_count)
         except EncryptedSegment as exc:
             # A tiered-storage segment this process cannot decrypt (SPEC 5: reason ``encrypted``).
-            self.stats.unread[task.segment] = exc.reason
+            self.stats.unread[task.file.display_path] = exc.reason
             self.stats.segments = 0
             return None
         except OSError as exc:
             # Permission, I/O error, vanished since discovery, or not visible on this executor.
-            self.stats.unread[task.segment] = f"cannot read ({exc.strerror or exc})"
+            self.stats.unread[task.file.display_path] = f"cannot read ({exc.strerror or exc})"
             self.stats.segments = 0  # counted among segments_unreadable instead
             return None
 
@@ -90,7 +90,7 @@ class SegmentFindings:
         """Shrunk, deleted or swapped under the walk: pread came back short (SPEC segment_changed);
         the bytes from the batch it stopped in are not read (nor counted as read)."""
         self.stats.bytes -= stop - walked
-        self.stats.bytes_read[self.task.segment] -= stop - walked
+        self.stats.bytes_read[self.task.file.display_path] -= stop - walked
         return self._changed_finding(exc, walked, stop - walked)
 
     def _read_failed(self, exc: OSError, walked: int, stop: int) -> Finding:
@@ -98,7 +98,7 @@ class SegmentFindings:
         read is audited, the rest is said to be unread (SPEC section 1)."""
         return self._finding(
             CheckId.UNREADABLE_SEGMENT,
-            f"Reading {self.task.segment} failed after byte {walked}: {exc.strerror or exc}; "
+            f"Reading {self.task.file.display_path} failed after byte {walked}: {exc.strerror or exc}; "
             f"the bytes from there to {stop} are not audited",
             None,
             position=walked,
@@ -113,10 +113,10 @@ class SegmentFindings:
 
     def _changed_finding(self, exc: FileChanged, position: int, not_read: int) -> Finding:
         """A ``segment_changed`` finding: what was listed and not read (counted as not read)."""
-        self.stats.changed[self.task.segment] = exc.reason
+        self.stats.changed[self.task.file.display_path] = exc.reason
         return self._finding(
             CheckId.SEGMENT_CHANGED,
-            f"{self.task.segment} {exc.reason} during the scan ({exc.strerror}): {not_read:,} bytes from "
+            f"{self.task.file.display_path} {exc.reason} during the scan ({exc.strerror}): {not_read:,} bytes from "
             f"position {position} were not read",
             None,
             position=position,
@@ -150,7 +150,7 @@ class SegmentFindings:
         if problem.position != 0 or problem.check not in _FRAMING_CHECKS:
             return False
         offset = problem.offset
-        return offset is None or not 0 <= offset - self.task.base_offset <= _INT_MAX
+        return offset is None or not 0 <= offset - self.task.file.base_offset <= _INT_MAX
 
     def _finding(
         self,
@@ -171,7 +171,7 @@ class SegmentFindings:
             message,
             topic=self.task.topic,
             partition=self.task.partition,
-            segment=self.task.segment,
+            segment=self.task.file.display_path,
             position=position,
             offset=offset,
             batch=batch,
@@ -194,6 +194,6 @@ class SegmentFindings:
         )
 
     def _details(self, details: dict) -> dict:
-        if self.task.state != "live":
-            return {**details, "segment_state": self.task.state}
+        if self.task.file.state != "live":
+            return {**details, "segment_state": self.task.file.state}
         return details

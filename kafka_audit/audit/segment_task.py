@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from kafka_audit.io.rsm_objects import is_segment_log
 from kafka_audit.io.storage import StorageSettings, is_remote
 from kafka_audit.io.storage_context import StorageContext
+from kafka_audit.log.discovery import SegmentFile
 from kafka_audit.record.range_buffer import first_read
 
 
@@ -20,27 +21,18 @@ class SegmentTask:
     """One unit of parsing work: a segment file, or the batches starting in ``[start, stop)``.
 
     ``replica`` is the partition folder's display path (with topic and partition, the key of
-    the partition step); ``segment`` is the path shown in findings (relative to the PATH that
-    found it); ``state`` is ``live``, ``deleted``, ``cleaned`` or ``swap``; ``mtime_ms`` is the
-    file's modification time, the default reference time for timestamp checks (for an object
-    in a store: when the store last wrote it, None when it tells none). ``storage_options``
-    are the request's storage settings, which the executor needs to read a URI.
+    the partition step); ``file`` is the segment as discovery listed it, whole: the path to open,
+    the path findings show, its base offset, state, size, modification time (the default
+    reference time of timestamp checks) and inode. ``storage_options`` are the request's storage
+    settings, which the executor needs to read a URI.
     """
 
     topic: str
     partition: int
     replica: str
-    path: str
-    segment: str
-    base_offset: int
-    state: str = "live"
-    mtime_ms: int | None = 0
-    size: int = 0
+    file: SegmentFile
     start: int = 0
     stop: int | None = None
-    # The inode the listing saw (0: unknown, an object in a store): a file swapped in at the same
-    # path since (the log cleaner's .swap) is not the segment listed.
-    file_id: int = 0
     # The partition's newest live segment: an incomplete batch at its end is an incomplete tail
     # (a write in progress, LogSegment.recover's truncation), not corruption.
     newest: bool = False
@@ -52,7 +44,7 @@ class SegmentTask:
 
     @property
     def byte_count(self) -> int:
-        return (self.size if self.stop is None else self.stop) - self.start
+        return (self.file.size if self.stop is None else self.stop) - self.start
 
     def byte_range(self, start: int, stop: int | None) -> SegmentTask:
         """The same segment, restricted to the batches starting in ``[start, stop)``."""
@@ -83,11 +75,11 @@ def with_read_ahead(tasks: Iterable[SegmentTask], storage: StorageContext) -> It
 def _reads_ahead(task: SegmentTask) -> bool:
     """A task on an object store whose first bytes lie at the task's positions: not a tiered-storage
     plugin's chunked object, read through its manifest (rsm_objects)."""
-    return bool(task.size) and is_remote(task.path) and not is_segment_log(task.path)
+    return bool(task.file.size) and is_remote(task.file.path) and not is_segment_log(task.file.path)
 
 
 def _first_read(task: SegmentTask) -> tuple[str, int, int]:
-    return (task.path, *first_read(task.size, task.start, task.stop))
+    return (task.file.path, *first_read(task.file.size, task.start, task.stop))
 
 
 def _forget_first_read(task: SegmentTask, storage: StorageContext) -> None:

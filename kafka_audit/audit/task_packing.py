@@ -46,11 +46,12 @@ def batch_bytes_by_replica(tasks: Iterable[SegmentTask]) -> dict[tuple, float]:
     largest: dict[tuple, SegmentTask] = {}
     for task in tasks:
         known = largest.get(task.replica_key)
-        if known is None or task.size > known.size:
+        if known is None or task.file.size > known.file.size:
             largest[task.replica_key] = task
     sizes = {}
     for key, task in largest.items():
-        mean = None if storage.is_remote(task.path) else mean_batch_bytes(storage.local_path(task.path), task.size)
+        segment = task.file
+        mean = None if storage.is_remote(segment.path) else mean_batch_bytes(storage.local_path(segment.path), segment.size)
         sizes[key] = mean or DEFAULT_BATCH_BYTES
     return sizes
 
@@ -84,7 +85,7 @@ def pack_tasks(tasks: list[SegmentTask], slots: int, batch_bytes: dict[tuple, fl
             units.extend((cost[t], [t]) for t in members)
     groups: list[tuple[float, int, list[SegmentTask]]] = [(0.0, i, []) for i in range(count)]
     heapq.heapify(groups)
-    for unit_cost, members in sorted(units, key=lambda u: (-u[0], u[1][0].replica_key, u[1][0].segment, u[1][0].start)):
+    for unit_cost, members in sorted(units, key=lambda u: (-u[0], u[1][0].replica_key, u[1][0].file.display_path, u[1][0].start)):
         load, number, held = heapq.heappop(groups)
         held.extend(members)
         heapq.heappush(groups, (load + unit_cost, number, held))

@@ -20,7 +20,7 @@ def index_checks(tasks: list[SegmentTask], whole: frozenset, metas: dict[tuple, 
     """The live segments cut into several tasks of replicas replayed after the shuffle: their
     index checks run in a group of their own, beside the replica's replay rather than inside it
     (a 1 GiB segment's indexes cost about a third of its replica's partition step)."""
-    ranges = Counter((task.replica_key, task.segment) for task in tasks if task.replica_key not in whole)
+    ranges = Counter((task.replica_key, task.file.display_path) for task in tasks if task.replica_key not in whole)
     checks = {}
     for (key, segment), count in sorted(ranges.items()):
         meta = metas[key]
@@ -54,9 +54,9 @@ def task_table(groups: list[list[SegmentTask]], places: dict[tuple, int], whole:
             meta = whole.pop(task.replica_key, None)
             rows.append((
                 slot, places[task.replica_key], name(task.topic), task.partition, name(task.replica),
-                name(task.path), name(task.segment), task.base_offset, task.state, task.mtime_ms, task.size,
-                task.start, task.stop, task.file_id, task.newest, None if meta is None else pickle.dumps(meta),
-                places.get((task.replica_key, task.segment)),
+                pickle.dumps(task.file), task.start, task.stop, task.newest,
+                None if meta is None else pickle.dumps(meta),
+                places.get((task.replica_key, task.file.display_path)),
             ))
     columns = zip(*rows) if rows else [()] * len(schemas.TASKS)
     return pa.Table.from_arrays([pa.array(c, type=f.type) for c, f in zip(columns, schemas.TASKS)], schema=schemas.TASKS)

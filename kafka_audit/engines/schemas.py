@@ -113,7 +113,8 @@ TOTALS, KEPT_BATCH = 4, 5
 # the replicas of one partition meet in one group of the set step (engines/replica_set_step.py).
 SET_TOTALS = 6
 
-# The segment tasks, one row each (names and paths as bytes, see SUMMARY_FIELDS). ``slot`` picks the Spark task that audits it, ``place`` the
+# The segment tasks, one row each (names as bytes, see SUMMARY_FIELDS; ``file``, the pickled
+# SegmentFile). ``slot`` picks the Spark task that audits it, ``place`` the
 # partition step's group (one per replica); ``meta``, on one task of a replica audited whole in its
 # slot, is its pickled PartitionMeta; ``check_place``, on the tasks of a segment whose indexes are
 # checked apart (segment_indexes.IndexCheck), that check's group.
@@ -124,15 +125,9 @@ TASKS = pa.schema(
         ("topic", pa.binary()),
         ("partition", pa.int32()),
         ("replica", pa.binary()),
-        ("path", pa.binary()),
-        ("segment", pa.binary()),
-        ("base_offset", pa.int64()),
-        ("state", pa.string()),
-        ("mtime_ms", pa.int64()),
-        ("size", pa.int64()),
+        ("file", pa.binary()),
         ("start", pa.int64()),
         ("stop", pa.int64()),
-        ("file_id", pa.int64()),
         ("newest", pa.bool_()),
         ("meta", pa.binary()),
         ("check_place", pa.int32()),

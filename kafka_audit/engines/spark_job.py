@@ -97,7 +97,7 @@ from kafka_audit.rules.findings import Finding
 warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
 
 # The task columns that are names from the file system, sent as bytes.
-_NAME_COLUMNS = ("topic", "replica", "path", "segment")
+_NAME_COLUMNS = ("topic", "replica")
 # The order of a replica's rows at the partition step (see the module docstring).
 _REPLICA_ORDER = ("place", "kind", "segment_base_offset", "segment", "position")
 
@@ -313,6 +313,7 @@ def _read_tasks(
             del row["slot"]
             for key in _NAME_COLUMNS:
                 row[key] = row[key].decode("utf-8", "surrogateescape")
+            row["file"] = pickle.loads(row["file"])
             task = SegmentTask(**row, storage_options=settings)
             places[task] = place
             if meta is not None:

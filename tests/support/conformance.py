@@ -134,7 +134,7 @@ def _replay(discovery, options: ScanOptions) -> ProducerStateReplay:
     (found,) = discovery.partitions
     meta = PartitionMeta.from_discovery(found, options)
     summaries: list[BatchSummary] = []
-    for task in sorted(plan_tasks(discovery, options.split_bytes), key=lambda t: (t.base_offset, t.start)):
+    for task in sorted(plan_tasks(discovery, options.split_bytes), key=lambda t: (t.file.base_offset, t.start)):
         summaries.extend(i for i in SegmentAuditor(task, options.validation).run() if isinstance(i, BatchSummary))
     log = PartitionLog(
         meta.topic,
