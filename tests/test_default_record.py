@@ -174,3 +174,26 @@ def test_compiled_screen_takes_memoryviews_and_reads_long_varints():
     assert screen_records(view, batch.base_timestamp, 3, RecordScreen(True))
     assert screen_records_py(bytes(view), batch.base_timestamp, 3, RecordScreen(True))
     assert not screen_records(view, batch.base_timestamp, 4, RecordScreen())
+
+
+# Zig-zag varints written out by hand (ByteUtils.writeVarint): one, two and three bytes.
+@pytest.mark.parametrize(
+    ("encoded", "value"),
+    [(b"\x00", 0), (b"\x7f", -64), (b"\x80\x01", 64), (b"\x81\x01", -65), (b"\xfe\x7f", 8191), (b"\xff\x7f", -8192),
+     (b"\x80\x80\x01", 8192), (b"\xfe\xff\xff\xff\x0f", 2**31 - 1)],
+)
+def test_record_fields_read_varints_of_every_width(encoded: bytes, value: int) -> None:
+    # attributes, timestampDelta, offsetDelta, a null key, a null value, no headers
+    body = b"\x00" + encoded + encoded + b"\x01\x01\x00"
+    length = bytes([len(body) << 1])  # a one-byte varint length
+    decoded = decode_records(length + body, 100, 1000, 1, None)
+    assert decoded.error is None
+    (record,) = decoded.records
+    assert (record.stored_offset, record.offset, record.timestamp) == (value, 100 + value, 1000 + value)
+    assert (record.key_size, record.value_size, record.header_count) == (-1, -1, 0)
+
+
+def test_a_record_length_cut_inside_its_varint_says_so() -> None:
+    """ByteUtils.readVarint on a buffer that ends after a byte with its continuation bit set."""
+    decoded = decode_records(b"\x80", 0, 0, 1, None)
+    assert (decoded.records, decoded.error, decoded.error_index) == ([], "Varint runs past the end of the record data", 0)

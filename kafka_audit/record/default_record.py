@@ -4,8 +4,9 @@ A record is ``length varint, attributes int8, timestampDelta varlong, offsetDelt
 keyLength varint, key, valueLength varint, value, headerCount varint, headers`` where each
 header is ``keyLength varint, key (UTF-8), valueLength varint, value``. A length of -1 is null.
 
-Decoding is the hot path of an audit, so the loop below inlines the one-byte varint case and
-only copies keys, values and headers when asked to (``with_data``). Malformed input never
+The audit reads most batches' records with the compiled screen (record_screen); this decoder
+reads the rest, the records ``dump`` prints, and explains a batch the screen refuses. It only
+copies keys, values and headers when asked to (``with_data``). Malformed input never
 raises: decoding stops at the first record that cannot be read and says why, with the
 record's index (KIP-467), in DefaultRecord's own wording.
 """
@@ -121,8 +122,6 @@ class DecodedRecords:
     error_index: int | None = None
 
 
-# Over 60 lines on purpose: the hot decoding loop with DefaultRecord's fields and one-byte varints
-# inline (a call per field would double its cost; bench/run.py measures it).
 def decode_records(
     data: bytes,
     base_offset: int,
@@ -154,13 +153,7 @@ def decode_records(
                     f"{record_count} records, {index} are present",
                     index,
                 )
-            # Each field: one-byte varints (the common case) inline, longer ones via read_varint.
-            b = data[pos]
-            if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                length, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            length, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
             start = pos
             record_end = pos + length
             if length <= 0 or record_end > end:
@@ -169,55 +162,11 @@ def decode_records(
                     f"buffer has only {end - start} remaining bytes."
                 )
             attributes = data[pos]
-            pos += 1
-            b = data[pos]
-            if b < 0x80:
-                timestamp_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                timestamp_delta, pos = read_varint(data, pos, MAX_VARLONG_BYTES)
-            b = data[pos]
-            if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                offset_delta, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-            b = data[pos]
-            if b < 0x80:
-                key_size = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                key_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-            key = None
-            if key_size >= 0:
-                if pos + key_size > record_end:
-                    raise MalformedRecord(f"Invalid key size {key_size}: past the end of the record")
-                if with_data:
-                    key = data[pos : pos + key_size]
-                pos += key_size
-            elif key_size != -1:
-                raise MalformedRecord(f"Invalid negative key size {key_size}")
-            b = data[pos]
-            if b < 0x80:
-                value_size = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                value_size, pos = read_varint(data, pos, MAX_VARINT_BYTES)
-            value = None
-            if value_size >= 0:
-                if pos + value_size > record_end:
-                    raise MalformedRecord(f"Invalid value size {value_size}: past the end of the record")
-                if with_data:
-                    value = data[pos : pos + value_size]
-                pos += value_size
-            elif value_size != -1:
-                raise MalformedRecord(f"Invalid negative value size {value_size}")
-            b = data[pos]
-            if b < 0x80:
-                header_count = (b >> 1) ^ -(b & 1)
-                pos += 1
-            else:
-                header_count, pos = read_varint(data, pos, MAX_VARINT_BYTES)
+            timestamp_delta, pos = _field_varint(data, pos + 1, MAX_VARLONG_BYTES)
+            offset_delta, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
+            key_size, key, pos = _nullable_bytes(data, pos, record_end, with_data, "key")
+            value_size, value, pos = _nullable_bytes(data, pos, record_end, with_data, "value")
+            header_count, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
             headers: tuple[Header, ...] = ()
             if header_count:
                 if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
@@ -229,21 +178,10 @@ def decode_records(
                     f"but instead read {pos - start}"
                 )
             timestamp = log_append_time if log_append_time is not None else base_timestamp + timestamp_delta
-            record = Record(
-                index,
-                base_offset + offset_delta,
-                offset_delta,
-                timestamp,
-                key_size,
-                value_size,
-                key,
-                value,
-                headers,
-                header_count,
-                MAGIC_VALUE_V2,
-                attributes,
-            )
-            append(record)
+            append(Record(
+                index, base_offset + offset_delta, offset_delta, timestamp, key_size, value_size, key, value,
+                headers, header_count, MAGIC_VALUE_V2, attributes,
+            ))
             index += 1
     except (MalformedRecord, IndexError) as exc:
         reason = str(exc) if isinstance(exc, MalformedRecord) else "Record data ends in the middle of a record"
@@ -256,6 +194,32 @@ def decode_records(
             index,
         )
     return DecodedRecords(records)
+
+
+def _field_varint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
+    """A record field's varint (:func:`read_varint`), its one- and two-byte cases (sizes and
+    deltas below 8192, the common ones) read here. A field that starts past the end raises
+    IndexError, which :func:`decode_records` reports as a record cut short."""
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    if pos + 1 < len(data) and data[pos + 1] < 0x80:
+        raw = (b & 0x7F) | (data[pos + 1] << 7)
+        return (raw >> 1) ^ -(raw & 1), pos + 2
+    return read_varint(data, pos, max_bytes)
+
+
+def _nullable_bytes(data: bytes, pos: int, record_end: int, with_data: bool, what: str) -> tuple[int, bytes | None, int]:
+    """DefaultRecord's key or value: a varint length, -1 for null, then that many bytes inside the
+    record. Returns (length, the bytes when ``with_data``, next position)."""
+    size, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
+    if size >= 0:
+        if pos + size > record_end:
+            raise MalformedRecord(f"Invalid {what} size {size}: past the end of the record")
+        return size, data[pos : pos + size] if with_data else None, pos + size
+    if size != -1:
+        raise MalformedRecord(f"Invalid negative {what} size {size}")
+    return size, None, pos
 
 
 def _read_headers(

@@ -129,11 +129,11 @@ class StreamedRecords(RecordStream):
             self.error, self.error_index = error, index
 
 
-def _varint(stream: ByteStream, max_bytes: int, inline: bool = True) -> int:
-    """A varint field; at the very end of the data, decode_records's inline read of its first
-    byte (``inline``) ends the record, read_varint's (a header's fields) says the varint does."""
+def _varint(stream: ByteStream, max_bytes: int, record_field: bool = True) -> int:
+    """A varint field; at the very end of the data, a record field (decode_records's
+    ``_field_varint``) ends the record, read_varint's (a header's fields) says the varint does."""
     buf, pos = stream.window(max_bytes)
-    if pos >= len(buf) and inline:
+    if pos >= len(buf) and record_field:
         raise MalformedRecord(_ENDED)
     value, end = read_varint(buf, pos, max_bytes)
     stream.advance(end)
@@ -210,13 +210,13 @@ def _headers(stream: ByteStream, record_end: int, count: int, keep: int) -> tupl
     """DefaultRecord.readHeaders from the stream; with ``keep`` 0 the headers are skipped."""
     headers = []
     for _ in range(count):
-        key_size = _varint(stream, MAX_VARINT_BYTES, inline=False)
+        key_size = _varint(stream, MAX_VARINT_BYTES, record_field=False)
         if key_size < 0:
             raise MalformedRecord(f"Invalid negative header key size {key_size}")
         if stream.position + key_size > record_end:
             raise MalformedRecord(f"Invalid header key size {key_size}: past the end of the record")
         key = _bytes(stream, key_size, keep)
-        value_size = _varint(stream, MAX_VARINT_BYTES, inline=False)
+        value_size = _varint(stream, MAX_VARINT_BYTES, record_field=False)
         value = None
         if value_size >= 0:
             if stream.position + value_size > record_end:
