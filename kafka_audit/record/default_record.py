@@ -141,11 +141,10 @@ def decode_records(
     append = records.append
     end = len(data)
     pos = 0
-    index = 0
     if record_count < 0:
         return DecodedRecords(records, f"Found invalid record count {record_count} in magic v2 batch", 0)
     try:
-        while index < record_count:
+        for index in range(record_count):
             if pos >= end:
                 return DecodedRecords(
                     records,
@@ -153,47 +152,57 @@ def decode_records(
                     f"{record_count} records, {index} are present",
                     index,
                 )
-            length, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
-            start = pos
-            record_end = pos + length
-            if length <= 0 or record_end > end:
-                raise MalformedRecord(
-                    f"Invalid record size: expected {length} bytes in record payload, but instead the "
-                    f"buffer has only {end - start} remaining bytes."
-                )
-            attributes = data[pos]
-            timestamp_delta, pos = _field_varint(data, pos + 1, MAX_VARLONG_BYTES)
-            offset_delta, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
-            key_size, key, pos = _nullable_bytes(data, pos, record_end, with_data, "key")
-            value_size, value, pos = _nullable_bytes(data, pos, record_end, with_data, "value")
-            header_count, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
-            headers: tuple[Header, ...] = ()
-            if header_count:
-                if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
-                    raise MalformedRecord(f"Found invalid number of record headers {header_count}")
-                pos, headers = _read_headers(data, pos, record_end, header_count, with_data)
-            if pos != record_end:
-                raise MalformedRecord(
-                    f"Invalid record size: expected to read {length} bytes in record payload, "
-                    f"but instead read {pos - start}"
-                )
-            timestamp = log_append_time if log_append_time is not None else base_timestamp + timestamp_delta
-            append(Record(
-                index, base_offset + offset_delta, offset_delta, timestamp, key_size, value_size, key, value,
-                headers, header_count, MAGIC_VALUE_V2, attributes,
-            ))
-            index += 1
+            record, pos = _read_record(data, pos, index, base_offset, base_timestamp, log_append_time, with_data)
+            append(record)
     except (MalformedRecord, IndexError) as exc:
         reason = str(exc) if isinstance(exc, MalformedRecord) else "Record data ends in the middle of a record"
-        return DecodedRecords(records, reason, index)
+        return DecodedRecords(records, reason, len(records))
     if pos != end:
         return DecodedRecords(
             records,
             f"Incorrect declared batch size, records still remaining in file: {end - pos} bytes "
             f"after the {record_count} records the header counts",
-            index,
+            len(records),
         )
     return DecodedRecords(records)
+
+
+def _read_record(
+    data: bytes, pos: int, index: int, base_offset: int, base_timestamp: int, log_append_time: int | None,
+    with_data: bool,
+) -> tuple[Record, int]:
+    """DefaultRecord.readFrom: the record at ``pos`` and the position after it. Raises
+    MalformedRecord in DefaultRecord's words, or IndexError where the data ends inside a field."""
+    end = len(data)
+    length, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
+    start = pos
+    record_end = pos + length
+    if length <= 0 or record_end > end:
+        raise MalformedRecord(
+            f"Invalid record size: expected {length} bytes in record payload, but instead the "
+            f"buffer has only {end - start} remaining bytes."
+        )
+    attributes = data[pos]
+    timestamp_delta, pos = _field_varint(data, pos + 1, MAX_VARLONG_BYTES)
+    offset_delta, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
+    key_size, key, pos = _nullable_bytes(data, pos, record_end, with_data, "key")
+    value_size, value, pos = _nullable_bytes(data, pos, record_end, with_data, "value")
+    header_count, pos = _field_varint(data, pos, MAX_VARINT_BYTES)
+    headers: tuple[Header, ...] = ()
+    if header_count:
+        if header_count < 0 or MIN_HEADER_BYTES * header_count > record_end - pos:
+            raise MalformedRecord(f"Found invalid number of record headers {header_count}")
+        pos, headers = _read_headers(data, pos, record_end, header_count, with_data)
+    if pos != record_end:
+        raise MalformedRecord(
+            f"Invalid record size: expected to read {length} bytes in record payload, but instead read {pos - start}"
+        )
+    timestamp = log_append_time if log_append_time is not None else base_timestamp + timestamp_delta
+    record = Record(
+        index, base_offset + offset_delta, offset_delta, timestamp, key_size, value_size, key, value,
+        headers, header_count, MAGIC_VALUE_V2, attributes,
+    )
+    return record, pos
 
 
 def _field_varint(data: bytes, pos: int, max_bytes: int) -> tuple[int, int]:
