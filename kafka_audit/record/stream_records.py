@@ -130,7 +130,7 @@ class StreamedRecords(RecordStream):
 
 
 def _varint(stream: ByteStream, max_bytes: int, record_field: bool = True) -> int:
-    """A varint field; at the very end of the data, a record field (decode_records's
+    """A varint field; at the very end of the data, a record field (default_record's
     ``_field_varint``) ends the record, read_varint's (a header's fields) says the varint does."""
     buf, pos = stream.window(max_bytes)
     if pos >= len(buf) and record_field:
@@ -141,7 +141,7 @@ def _varint(stream: ByteStream, max_bytes: int, record_field: bool = True) -> in
 
 
 # Over 60 lines: DefaultRecord.readFrom's fields in order, each with its own sentence (those of
-# default_record.decode_records), reading from the stream instead of one buffer.
+# default_record._read_record), reading from the stream instead of one buffer.
 def _read_record(stream: ByteStream, index: int, keep: int) -> Record:
     """One record; its ``timestamp`` is the delta and ``offset`` unset (the caller adds the base)."""
     length = _varint(stream, MAX_VARINT_BYTES)
@@ -170,7 +170,7 @@ def _read_record(stream: ByteStream, index: int, keep: int) -> Record:
                 f"but instead read {stream.position - start}"
             )
     except (MalformedRecord, StreamEnded) as exc:
-        # decode_records checks first that the record fits the data: so does this, by reading on
+        # default_record._read_record checks first that the record fits the data: so does this, by reading on
         # to where the record should end.
         at = stream.position
         if at < record_end and stream.skip(record_end - at) < record_end - at:
