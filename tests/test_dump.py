@@ -121,6 +121,41 @@ def test_compiled_lines_are_used_for_clean_batches():
     assert "payload: \\xff\\xfe value" in text
 
 
+@compiled
+def test_the_compiled_lines_give_the_offsets_check_its_offsets(tmp_path, monkeypatch):
+    """DumpLogSegments' offset check takes a clean batch's offsets from the compiled lines: the
+    Python decoder does not read the batch again (it did for every batch while the lines' last
+    line break was counted as one more line)."""
+    from kafka_audit.record import batch_records
+
+    with LogDirWriter(tmp_path) as out:
+        writer = out.partition("t", 0)
+        producer = Producer(7)
+        for n in range(5):
+            producer.send(writer, tuple(RecordSpec(key=b"k%d" % i, value=b"v" * n) for i in range(4)))
+    segment = tmp_path / "t-0" / f"{0:020d}.log"
+    decoded = []
+    real = batch_records.decode_records
+    monkeypatch.setattr(batch_records, "decode_records", lambda *a, **k: decoded.append(a) or real(*a, **k))
+    done = CliRunner().invoke(app, ["dump", "--records", "--print-data", str(segment)])
+    assert done.exit_code == 0, done.output
+    offsets = [int(m[1]) for m in map(_RECORD_LINE.match, done.stdout.splitlines()) if m]
+    assert offsets == list(range(20))
+    assert decoded == []
+
+
+@pytest.mark.parametrize(
+    ("text", "count", "offsets"),
+    [("| offset: 5 a\n| offset: 7 b\n", 2, [5, 7]), ("", 0, []), ("| offset: 5 a\n| offset: 7 b\n", 3, None),
+     ("| offset: 5 a\nb | offset: 7 c\n", 2, None), ("| offset: 5 a\n| offset: 7 b", 2, None),
+     ("| offset: 5 a\n", None, None), ("| offset: 5 a | offset: 9 b\n", 1, None)],
+)
+def test_compiled_offsets_only_from_one_record_line_each(text, count, offsets):
+    from kafka_audit.report.dump_checks import compiled_offsets
+
+    assert compiled_offsets(text, count) == offsets
+
+
 _RECORD_LINE = re.compile(
     r"^\| offset: (\d+) CreateTime: (\d+) keySize: (-?\d+) valueSize: (-?\d+) sequence: (-?\d+) "
     r"headerKeys: \[(.*?)\] key: (.*) payload: (.*)$"

@@ -17,6 +17,7 @@ prepends to its lists, so it prints some of them last first).
 from __future__ import annotations
 
 import os
+import re
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -33,6 +34,9 @@ _OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position
 _TIME_ENTRY = struct.Struct(">qi")  # timestamp, relativeOffset
 # Only this much of an index is read for its sanity check (a broker's default segment.index.bytes).
 _MAX_INDEX_BYTES = 10 * 1024 * 1024
+# How the compiled formatter (record/_record_text.c) opens a record line, and the offset there.
+_RECORD_LINE_START = "| offset: "
+_RECORD_LINE_OFFSET = re.compile(r"\| offset: (-?\d+) ")
 
 Pairs = dict[str, list[tuple[int, int]]]
 
@@ -182,13 +186,16 @@ class DumpOptions:
 
 
 def compiled_offsets(text: str, count: int | None) -> list[int] | None:
-    """The offsets of the record lines the compiled formatter wrote (``| offset: N ...``), or None
-    when its lines are not one per record (a key or value holding a line break): then the caller
-    reads the offsets from the records."""
-    lines = text.split("\n")
-    if count is None or len(lines) != count or not all(line.startswith("| offset: ") for line in lines):
+    """The offsets of the record lines the compiled formatter wrote (``| offset: N ...``, each line
+    ending in a line break), or None when its lines are not one per record (a key or value holding
+    a line break): then the caller reads the offsets from the records."""
+    if count is None or text.count("\n") != count or not text.endswith("\n") and count:
         return None
-    return [int(line[10:line.index(" ", 10)]) for line in lines]
+    if count and (not text.startswith(_RECORD_LINE_START) or text.count("\n" + _RECORD_LINE_START) != count - 1):
+        return None
+    # Every line opens with an offset; one more match would be inside a key or a value.
+    found = _RECORD_LINE_OFFSET.findall(text)
+    return [int(offset) for offset in found] if len(found) == count else None
 
 
 def index_dump(path: str, options: DumpOptions) -> Iterator[dict[str, Any]]:
