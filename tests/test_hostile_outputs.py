@@ -305,6 +305,16 @@ def test_json_and_xml_documents_keep_their_values(data, ascii_only):
 
 
 
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+@pytest.mark.parametrize("value", ["a\x7fb", "x ##[group]y", "\u202eevil", "plain"])
+def test_a_json_document_ascii_or_not_is_escaped_where_it_must_be(value, ensure_ascii):
+    """json.dumps' default output is ASCII, and then only DEL and ``##[`` can need escaping: both
+    are, as a bidi control is in a document that is not ASCII."""
+    text = json_text(json.dumps({"k": value}, ensure_ascii=ensure_ascii))
+    assert not {"\x7f", "\u202e"} & set(text) and "##[" not in text
+    assert json.loads(text) == {"k": value}
+
+
 def test_a_library_error_loses_the_option_values_and_uri_credentials():
     from kafka_audit.io.storage import StorageSettings
 

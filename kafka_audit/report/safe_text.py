@@ -122,6 +122,10 @@ def json_text(document: str) -> str:
     same, but for a surrogate escape of a path byte, which reads back as ``\\xNN``."""
     if "\\ud" in document:  # ensure_ascii: the serializer wrote surrogates as \\udcNN escapes
         document = _escaped_surrogates(document)
+    # What json.dumps writes by default is ASCII: then only DEL and ``##[`` could need escaping,
+    # and a document without them is returned as it is (three scans in C, not the pattern's).
+    if document.isascii() and "\x7f" not in document and "##[" not in document:
+        return document
     return _UNSAFE_DOCUMENT.sub(_json_escape, document)
 
 
