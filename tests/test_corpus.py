@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kafka.record.memory_records import MemoryRecords
 
-from kafka_audit.log import checkpoints, producer_snapshot
+from kafka_audit.log import checkpoints, log_names, producer_snapshot
 from kafka_audit.log.index_files import OFFSET_INDEX, TIME_INDEX
 from kafka_audit.log.log_dir import discover
 from kafka_audit.record.control_record import parse_control_record
@@ -208,11 +208,11 @@ def read_sidecar(path: Path):
         return TIME_INDEX.read(str(path), base)
     if name.endswith(".snapshot"):
         return producer_snapshot.read_producer_snapshot(str(path))
-    if name == checkpoints.LEADER_EPOCH_CHECKPOINT:
+    if name == log_names.LEADER_EPOCH_CHECKPOINT:
         return checkpoints.read_leader_epoch_checkpoint(str(path))
-    if name in checkpoints.OFFSET_CHECKPOINTS:
+    if name in log_names.OFFSET_CHECKPOINTS:
         return checkpoints.read_offset_checkpoint(str(path))
-    if name in (checkpoints.META_PROPERTIES, checkpoints.PARTITION_METADATA):
+    if name in (log_names.META_PROPERTIES, log_names.PARTITION_METADATA):
         return checkpoints.read_properties(str(path))
     raise AssertionError(f"no reader for {path}")
 

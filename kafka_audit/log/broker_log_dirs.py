@@ -10,16 +10,14 @@ import os
 
 from kafka_audit.io.listing import Tree
 from kafka_audit.io.storage_context import StorageContext
-from kafka_audit.log.checkpoints import (
+from kafka_audit.log.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint, read_properties
+from kafka_audit.log.discovery import BrokerReplica, Discovery, PartitionDir
+from kafka_audit.log.log_names import (
     CLEANER_OFFSET_CHECKPOINT,
     META_PROPERTIES,
     OFFSET_CHECKPOINTS,
     REPLICATION_OFFSET_CHECKPOINT,
-    read_leader_epoch_checkpoint,
-    read_offset_checkpoint,
-    read_properties,
 )
-from kafka_audit.log.discovery import BrokerReplica, Discovery, PartitionDir
 
 _LOG_DIR_FILES = (META_PROPERTIES, *OFFSET_CHECKPOINTS)
 

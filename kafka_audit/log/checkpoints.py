@@ -22,22 +22,10 @@ from dataclasses import dataclass
 from kafka_audit.check_ids import CheckId
 from kafka_audit.io.listing import tree
 from kafka_audit.io.storage_context import StorageContext
+from kafka_audit.log.log_names import LEADER_EPOCH_CHECKPOINT, META_PROPERTIES
 from kafka_audit.log.sidecar_file import SidecarEntries, read_sidecar
 
 CHECKPOINT_VERSION = 0
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
-CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
-META_PROPERTIES = "meta.properties"
-PARTITION_METADATA = "partition.metadata"
-OFFSET_CHECKPOINTS = (
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-    CLEANER_OFFSET_CHECKPOINT,
-)
 # The check a problem of these files carries (a sidecar that cannot be trusted): a scan reports
 # such problems as notes, ``dump`` under this check. They have a line, not a byte position.
 _CHECK = CheckId.INDEX_MISMATCH

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import re
 
-from kafka_audit.log.checkpoints import (
-    LEADER_EPOCH_CHECKPOINT,
-    META_PROPERTIES,
-    OFFSET_CHECKPOINTS,
-    PARTITION_METADATA,
+# A log dir's checkpoint files (LogManager), a partition folder's (LeaderEpochCheckpointFile,
+# PartitionMetadataFile) and the broker's meta.properties (MetaPropertiesEnsemble).
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+OFFSET_CHECKPOINTS = (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT,
 )
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+META_PROPERTIES = "meta.properties"
 
 # Kafka's internal topics, their one home here (org.apache.kafka.common.internals.Topic,
 # TransactionLogConfig, KRaft's MetadataLogConfig, ShareCoordinator): folder names say what a log holds.

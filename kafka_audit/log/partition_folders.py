@@ -11,15 +11,18 @@ import os
 from kafka_audit.io.listing import RemoteStat, Tree
 from kafka_audit.io.storage_context import StorageContext
 from kafka_audit.log.broker_log_dirs import is_broker_log_dir
-from kafka_audit.log.checkpoints import (
+from kafka_audit.log.checkpoints import read_offset_checkpoint
+from kafka_audit.log.discovery import PartitionDir
+from kafka_audit.log.log_names import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
+    LIVE,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
-    read_offset_checkpoint,
+    is_tiered_dir,
+    parse_partition_dir,
+    parse_rsm_partition_dir,
 )
-from kafka_audit.log.discovery import PartitionDir
-from kafka_audit.log.log_names import LIVE, is_tiered_dir, parse_partition_dir, parse_rsm_partition_dir
 
 
 class PartitionFolders:

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import asdict
 from typing import Any
 
-from kafka_audit.log import checkpoints, producer_snapshot, transaction_index
+from kafka_audit.log import checkpoints, log_names, producer_snapshot, transaction_index
 from kafka_audit.record.problem import Problem
 from kafka_audit.report.dump_checks import DumpOptions, index_dump
 from kafka_audit.report.safe_text import dumps, escape_text
@@ -25,7 +25,7 @@ def dump_sidecar(path: str, stem: str, as_json: bool, options: DumpOptions) -> I
         yield from _dump_entries(path, as_json, _txn_index_entries(path))
     elif stem.endswith(".snapshot"):
         yield from _dump_entries(path, as_json, _snapshot_entries(path))
-    elif stem in (checkpoints.META_PROPERTIES, checkpoints.PARTITION_METADATA):
+    elif stem in (log_names.META_PROPERTIES, log_names.PARTITION_METADATA):
         yield from _dump_entries(path, as_json, _properties_entries(path))
     elif stem.endswith("checkpoint"):
         yield from _dump_entries(path, as_json, _checkpoint_entries(path))
@@ -104,7 +104,7 @@ def _snapshot_entries(path: str) -> Iterator[dict[str, Any]]:
 
 
 def _checkpoint_entries(path: str) -> Iterator[dict[str, Any]]:
-    if os.path.basename(path).startswith(checkpoints.LEADER_EPOCH_CHECKPOINT):
+    if os.path.basename(path).startswith(log_names.LEADER_EPOCH_CHECKPOINT):
         return _entries(checkpoints.read_leader_epoch_checkpoint(path))
     return _entries(checkpoints.read_offset_checkpoint(path))
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka_audit.log.checkpoints import LOG_START_OFFSET_CHECKPOINT as LOG_START
-from kafka_audit.log.checkpoints import RECOVERY_POINT_CHECKPOINT as RECOVERY_POINT
+from kafka_audit.log.log_names import LOG_START_OFFSET_CHECKPOINT as LOG_START
+from kafka_audit.log.log_names import RECOVERY_POINT_CHECKPOINT as RECOVERY_POINT
 from kafka_audit.rules.catalogue import MISSING_SEGMENT_LIVE, CheckId
 from kafka_audit.rules.findings import Finding, make_finding
 
