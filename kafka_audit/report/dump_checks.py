@@ -189,9 +189,11 @@ def compiled_offsets(text: str, count: int | None) -> list[int] | None:
     """The offsets of the record lines the compiled formatter wrote (``| offset: N ...``, each line
     ending in a line break), or None when its lines are not one per record (a key or value holding
     a line break): then the caller reads the offsets from the records."""
-    if count is None or text.count("\n") != count or not text.endswith("\n") and count:
+    if count is None or text.count("\n") != count:
         return None
-    if count and (not text.startswith(_RECORD_LINE_START) or text.count("\n" + _RECORD_LINE_START) != count - 1):
+    # ``count`` lines, each ended by its line break and opened as a record line.
+    lines_open = text.startswith(_RECORD_LINE_START) and text.count("\n" + _RECORD_LINE_START) == count - 1
+    if count and not (text.endswith("\n") and lines_open):
         return None
     # Every line opens with an offset; one more match would be inside a key or a value.
     found = _RECORD_LINE_OFFSET.findall(text)
